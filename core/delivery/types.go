@@ -1,0 +1,110 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/transcript"
+)
+
+// Persona is the identity a message is posted under. An empty persona posts
+// as the bot itself.
+type Persona struct {
+	Name      string `json:"name,omitempty"`
+	AvatarURL string `json:"avatarUrl,omitempty"`
+}
+
+// Producer describes who asked for a send.
+type Producer struct {
+	// Source is the transcript source of the entry (job, alert, announce, ...).
+	Source transcript.Source `json:"source"`
+	// TurnSessionKey is set when the send is the reply of a turn; Outbound then
+	// skips the transcript write for that same session, because the turn
+	// writes its own reply.
+	TurnSessionKey string `json:"turnSessionKey,omitempty"`
+	// AgentID is the agent speaking; a destination routed to another agent's
+	// session gets no transcript entry (a warn diagnostic instead).
+	AgentID string `json:"agentId,omitempty"`
+	// Meta is copied onto the transcript entry (job id, subagent key, ...).
+	Meta map[string]string `json:"meta,omitempty"`
+}
+
+// Delivery is one logical send.
+type Delivery struct {
+	ID      string                  `json:"id"`
+	Target  binding.ConversationRef `json:"target"`
+	Text    string                  `json:"text"`
+	Persona Persona                 `json:"persona,omitzero"`
+	// ReplyTo is a message id this send replies to (optional).
+	ReplyTo  string   `json:"replyTo,omitempty"`
+	Producer Producer `json:"producer"`
+	// Native is set when the payload carries non-text content (embeds).
+	Native bool `json:"native,omitempty"`
+	// ViaWebhook asks the sender to post under Persona by webhook (bound threads).
+	ViaWebhook bool `json:"viaWebhook,omitempty"`
+	// BindingID is the binding the destination came from, if any.
+	BindingID string `json:"bindingId,omitempty"`
+}
+
+// Receipt is Discord's confirmation of a send.
+type Receipt struct {
+	MessageIDs []string
+	// Duplicate is true when the platform reported the send had already
+	// happened (nonce match or reconciliation), so no new message was posted.
+	Duplicate bool
+}
+
+// Failure kinds a Sender reports by wrapping these sentinels.
+var (
+	// ErrDestinationGone: the conversation cannot take messages any more
+	// (deleted, archived or locked by a user). Permanent.
+	ErrDestinationGone = errors.New("destination gone")
+	// ErrForbidden: the bot lacks access or permission. Permanent.
+	ErrForbidden = errors.New("missing permission")
+	// ErrRejected: the payload was rejected (invalid form body). Permanent.
+	ErrRejected = errors.New("payload rejected")
+	// ErrTransient: a retryable failure outlived the sender's retries.
+	ErrTransient = errors.New("transient send failure")
+)
+
+// Sender posts one delivery and returns the receipt. It retries what is
+// retryable itself; an error wraps one of the sentinels above.
+type Sender interface {
+	Send(ctx context.Context, d Delivery) (Receipt, error)
+}
+
+// PendingState is the state of a recorded delivery.
+type PendingState string
+
+// Pending states.
+const (
+	StatePending   PendingState = "pending"
+	StateDelivered PendingState = "delivered"
+	StateFailed    PendingState = "failed"
+	StateSkipped   PendingState = "skipped"
+)
+
+// Record is a delivery as kept by the outbox.
+type Record struct {
+	Delivery   Delivery     `json:"delivery"`
+	State      PendingState `json:"state"`
+	SessionKey string       `json:"sessionKey,omitempty"` // destination session written (if any)
+	MessageIDs []string     `json:"messageIds,omitempty"`
+	Error      string       `json:"error,omitempty"`
+	Reason     string       `json:"reason,omitempty"` // router or skip reason
+	CreatedAt  time.Time    `json:"createdAt"`
+	UpdatedAt  time.Time    `json:"updatedAt"`
+}
+
+// Store is the delivery outbox: a delivery is recorded as pending before it
+// is sent and finished with its outcome afterwards.
+type Store interface {
+	// PutDelivery inserts or replaces a record by Delivery.ID.
+	PutDelivery(ctx context.Context, r Record) error
+	// GetDelivery returns the record for an id.
+	GetDelivery(ctx context.Context, id string) (Record, bool, error)
+	// Deliveries returns records with the given state ("" for all), newest first, at most limit (0 = no limit).
+	Deliveries(ctx context.Context, state PendingState, limit int) ([]Record, error)
+}

@@ -1,0 +1,90 @@
+package transcript
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Role is who an entry speaks for.
+type Role string
+
+// Roles.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleSystem    Role = "system"
+)
+
+// Source says which producer an entry came from.
+type Source string
+
+// Sources. Only core/delivery.Outbound writes entries other than SourceTurn
+// and user entries written by a turn.
+const (
+	SourceUser        Source = "user"
+	SourceTurn        Source = "turn"
+	SourceJob         Source = "job"
+	SourceJobTrigger  Source = "job-trigger"
+	SourceAlert       Source = "alert"
+	SourceAnnounce    Source = "announce"
+	SourceMessageTool Source = "message-tool"
+	SourceIntro       Source = "intro"
+	SourceFarewell    Source = "farewell"
+	SourceNotice      Source = "notice"
+	SourceCommand     Source = "command"
+	SourceSnapshot    Source = "snapshot"
+)
+
+// Errors.
+var (
+	// ErrDeliveryConflict: an entry with the same delivery id but different text exists.
+	ErrDeliveryConflict = errors.New("delivery id already used with different text")
+	// ErrUnknownSession: the session has no transcript.
+	ErrUnknownSession = errors.New("unknown session")
+)
+
+// ToolCall is a model tool invocation recorded on an assistant entry.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Entry is one transcript line. Entries are append-only.
+type Entry struct {
+	Seq        uint64            `json:"seq"`
+	SessionKey string            `json:"sessionKey"`
+	Role       Role              `json:"role"`
+	Author     string            `json:"author,omitempty"`
+	Text       string            `json:"text"`
+	MessageIDs []string          `json:"messageIds"`
+	Source     Source            `json:"source"`
+	DeliveryID string            `json:"deliveryId,omitempty"`
+	Generation int               `json:"generation"`
+	At         time.Time         `json:"at"`
+	Meta       map[string]string `json:"meta,omitempty"`
+}
+
+// Store persists transcripts. Implementations are safe for concurrent use
+// and make Append atomic: sequence numbers are assigned by the store,
+// strictly increasing per session from 1, and an entry whose non-empty
+// DeliveryID is already present is not appended again.
+type Store interface {
+	// Append stores e (Seq is assigned) and returns it. If e.DeliveryID is
+	// non-empty and already present in the session, it returns the existing
+	// entry and existed=true without writing (the caller compares texts).
+	Append(ctx context.Context, key string, e Entry) (stored Entry, existed bool, err error)
+	// Tail returns up to n of the newest entries of the session, oldest first.
+	Tail(ctx context.Context, key string, n int) ([]Entry, error)
+	// Range returns up to limit entries with Seq >= from, oldest first.
+	Range(ctx context.Context, key string, from uint64, limit int) ([]Entry, error)
+	// ByMessageID finds the entry holding a Discord message id.
+	ByMessageID(ctx context.Context, key, messageID string) (Entry, bool, error)
+	// Generation returns the session's current generation (0 for a new session).
+	Generation(ctx context.Context, key string) (int, error)
+	// SetGeneration records a new current generation.
+	SetGeneration(ctx context.Context, key string, gen int) error
+	// Sessions lists session keys that have a transcript.
+	Sessions(ctx context.Context) ([]string, error)
+}
