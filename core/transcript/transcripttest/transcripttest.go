@@ -1,0 +1,768 @@
+package transcripttest
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/core/transcript"
+)
+
+// Option configures Run.
+type Option func(*config)
+
+type config struct {
+	reopen func(t *testing.T, s transcript.Store) transcript.Store
+}
+
+// WithReopen supplies a hook that closes s and returns a store over the same
+// persisted data. Without it, durability tests are skipped (memory stores).
+func WithReopen(fn func(t *testing.T, s transcript.Store) transcript.Store) Option {
+	return func(c *config) { c.reopen = fn }
+}
+
+type harness struct {
+	cfg  config
+	ctx  context.Context
+	open func(t *testing.T) transcript.Store
+}
+
+// Run runs the transcript.Store conformance suite. open must return a new,
+// empty store for each call and arrange its cleanup with t.Cleanup.
+func Run(t *testing.T, open func(t *testing.T) transcript.Store, opts ...Option) {
+	t.Helper()
+	h := &harness{ctx: context.Background(), open: open}
+	for _, o := range opts {
+		o(&h.cfg)
+	}
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, h *harness)
+	}{
+		{"AppendAssignsSeqFromOne", testAppendSeq},
+		{"SessionsIndependent", testSessionsIndependent},
+		{"IdempotentByDeliveryID", testIdempotent},
+		{"EmptyDeliveryIDNeverDedupes", testEmptyDeliveryID},
+		{"EmptyKeyRejected", testEmptyKey},
+		{"CanceledContext", testCanceled},
+		{"Tail", testTail},
+		{"Range", testRange},
+		{"RangePagination", testRangePagination},
+		{"ByMessageID", testByMessageID},
+		{"Generation", testGeneration},
+		{"Sessions", testSessions},
+		{"MessageIDsNeverNil", testMessageIDsNeverNil},
+		{"RoundTripFields", testRoundTrip},
+		{"TimeRoundTrip", testTime},
+		{"CopySemantics", testCopies},
+		{"ConcurrentAppends", testConcurrent},
+		{"Durable", testDurable},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
+	}
+}
+
+var t0 = time.Date(2025, 3, 4, 5, 6, 7, 123456789, time.UTC)
+
+func entry(i int) transcript.Entry {
+	return transcript.Entry{
+		Role:       transcript.RoleUser,
+		Author:     "u1",
+		Text:       fmt.Sprintf("text %d", i),
+		MessageIDs: []string{fmt.Sprintf("m%d", i)},
+		Source:     transcript.SourceUser,
+		At:         t0.Add(time.Duration(i) * time.Second),
+	}
+}
+
+// norm makes entries comparable with reflect.DeepEqual: times become UTC
+// without monotonic readings (equivalent to time.Equal).
+func norm(e transcript.Entry) transcript.Entry {
+	e.At = e.At.UTC().Round(0)
+	return e
+}
+
+func mustEqual(t *testing.T, what string, got, want transcript.Entry) {
+	t.Helper()
+	if !reflect.DeepEqual(norm(got), norm(want)) {
+		t.Fatalf("%s:\n got  %#v\n want %#v", what, got, want)
+	}
+}
+
+func mustAppend(t *testing.T, s transcript.Store, key string, e transcript.Entry) transcript.Entry {
+	t.Helper()
+	got, existed, err := s.Append(context.Background(), key, e)
+	if err != nil {
+		t.Fatalf("Append(%q): %v", key, err)
+	}
+	if existed {
+		t.Fatalf("Append(%q, delivery %q): existed=true for a new entry", key, e.DeliveryID)
+	}
+	return got
+}
+
+func seqs(es []transcript.Entry) []uint64 {
+	out := make([]uint64, 0, len(es))
+	for _, e := range es {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+func seqRange(from, to uint64) []uint64 {
+	out := []uint64{}
+	for i := from; i <= to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+func mustTail(t *testing.T, s transcript.Store, key string, n int) []transcript.Entry {
+	t.Helper()
+	es, err := s.Tail(context.Background(), key, n)
+	if err != nil {
+		t.Fatalf("Tail(%q, %d): %v", key, n, err)
+	}
+	return es
+}
+
+func testAppendSeq(t *testing.T, h *harness) {
+	s := h.open(t)
+	for i := 1; i <= 5; i++ {
+		in := entry(i)
+		in.Seq = 99             // ignored
+		in.SessionKey = "other" // replaced
+		got := mustAppend(t, s, "k", in)
+		want := in
+		want.Seq = uint64(i)
+		want.SessionKey = "k"
+		mustEqual(t, fmt.Sprintf("append %d", i), got, want)
+	}
+	all := mustTail(t, s, "k", 100)
+	if got, want := seqs(all), seqRange(1, 5); !slices.Equal(got, want) {
+		t.Fatalf("seqs = %v, want %v", got, want)
+	}
+	for i, e := range all {
+		if e.Text != fmt.Sprintf("text %d", i+1) || e.SessionKey != "k" {
+			t.Fatalf("entry %d = %+v", i, e)
+		}
+	}
+}
+
+func testSessionsIndependent(t *testing.T, h *harness) {
+	s := h.open(t)
+	keys := []string{"agent:a:discord:channel:1", "agent:a:discord:channel:2", "x"}
+	for i := 1; i <= 4; i++ {
+		for j, k := range keys {
+			e := entry(i*10 + j)
+			e.DeliveryID = fmt.Sprintf("d%d", i) // same ids in every session
+			got := mustAppend(t, s, k, e)
+			if got.Seq != uint64(i) {
+				t.Fatalf("session %q append %d: seq %d", k, i, got.Seq)
+			}
+		}
+	}
+	for j, k := range keys {
+		es := mustTail(t, s, k, 10)
+		if got, want := seqs(es), seqRange(1, 4); !slices.Equal(got, want) {
+			t.Fatalf("session %q seqs = %v, want %v", k, got, want)
+		}
+		for i, e := range es {
+			if want := fmt.Sprintf("text %d", (i+1)*10+j); e.Text != want || e.SessionKey != k {
+				t.Fatalf("session %q entry %d: key %q text %q, want %q", k, i, e.SessionKey, e.Text, want)
+			}
+		}
+	}
+}
+
+func testIdempotent(t *testing.T, h *harness) {
+	cases := []struct {
+		name     string
+		dupText  string
+		dupMsgID []string
+	}{
+		{"same text", "hello", []string{"m1"}},
+		{"different text", "something else", []string{"m9"}},
+		{"no message ids", "hello", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := h.open(t)
+			mustAppend(t, s, "k", entry(0)) // seq 1, no delivery id
+			first := transcript.Entry{Role: transcript.RoleAssistant, Text: "hello", MessageIDs: []string{"m1"},
+				Source: transcript.SourceJob, DeliveryID: "del-1", At: t0}
+			stored := mustAppend(t, s, "k", first)
+			if stored.Seq != 2 {
+				t.Fatalf("first seq = %d, want 2", stored.Seq)
+			}
+			dup := first
+			dup.Text = tc.dupText
+			dup.MessageIDs = tc.dupMsgID
+			dup.At = t0.Add(time.Hour)
+			got, existed, err := s.Append(h.ctx, "k", dup)
+			if err != nil {
+				t.Fatalf("dup Append: %v", err)
+			}
+			if !existed {
+				t.Fatal("dup Append: existed=false")
+			}
+			mustEqual(t, "dup returns existing", got, stored)
+			all := mustTail(t, s, "k", 10)
+			if len(all) != 2 {
+				t.Fatalf("dup was written: %d entries", len(all))
+			}
+			if tc.dupMsgID != nil && tc.dupMsgID[0] != "m1" {
+				if _, ok, _ := s.ByMessageID(h.ctx, "k", tc.dupMsgID[0]); ok {
+					t.Fatal("dup indexed its message id")
+				}
+			}
+			next := mustAppend(t, s, "k", entry(3))
+			if next.Seq != 3 {
+				t.Fatalf("next seq after dup = %d, want 3 (dup must not consume a seq)", next.Seq)
+			}
+			// A third attempt still dedupes.
+			if _, existed, _ := s.Append(h.ctx, "k", dup); !existed {
+				t.Fatal("third Append: existed=false")
+			}
+		})
+	}
+}
+
+func testEmptyDeliveryID(t *testing.T, h *harness) {
+	s := h.open(t)
+	e := entry(1)
+	e.DeliveryID = ""
+	for i := 1; i <= 3; i++ {
+		got := mustAppend(t, s, "k", e)
+		if got.Seq != uint64(i) {
+			t.Fatalf("append %d seq = %d", i, got.Seq)
+		}
+	}
+	if n := len(mustTail(t, s, "k", 10)); n != 3 {
+		t.Fatalf("%d entries, want 3", n)
+	}
+}
+
+func testEmptyKey(t *testing.T, h *harness) {
+	s := h.open(t)
+	if _, _, err := s.Append(h.ctx, "", entry(1)); err == nil {
+		t.Fatal("Append with empty key: no error")
+	}
+}
+
+func testCanceled(t *testing.T, h *harness) {
+	s := h.open(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := s.Append(ctx, "k", entry(1)); err == nil {
+		t.Fatal("Append with canceled context: no error")
+	}
+	if es := mustTail(t, s, "k", 10); len(es) != 0 {
+		t.Fatalf("canceled Append wrote %d entries", len(es))
+	}
+}
+
+func fill(t *testing.T, s transcript.Store, key string, n int) []transcript.Entry {
+	t.Helper()
+	out := make([]transcript.Entry, 0, n)
+	for i := 1; i <= n; i++ {
+		out = append(out, mustAppend(t, s, key, entry(i)))
+	}
+	return out
+}
+
+func testTail(t *testing.T, h *harness) {
+	s := h.open(t)
+	stored := fill(t, s, "k", 5)
+	cases := []struct {
+		key  string
+		n    int
+		want []uint64
+	}{
+		{"k", 0, nil},
+		{"k", -1, nil},
+		{"k", 1, []uint64{5}},
+		{"k", 3, []uint64{3, 4, 5}},
+		{"k", 5, seqRange(1, 5)},
+		{"k", 6, seqRange(1, 5)},
+		{"k", 1000, seqRange(1, 5)},
+		{"unknown", 10, nil},
+		{"unknown", 0, nil},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s/n=%d", tc.key, tc.n), func(t *testing.T) {
+			es := mustTail(t, s, tc.key, tc.n)
+			if got := seqs(es); !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+				t.Fatalf("seqs = %v, want %v", got, tc.want)
+			}
+			for _, e := range es {
+				mustEqual(t, "tail entry", e, stored[e.Seq-1])
+			}
+		})
+	}
+}
+
+func testRange(t *testing.T, h *harness) {
+	s := h.open(t)
+	stored := fill(t, s, "k", 10)
+	cases := []struct {
+		key   string
+		from  uint64
+		limit int
+		want  []uint64
+	}{
+		{"k", 0, 0, seqRange(1, 10)},
+		{"k", 1, 0, seqRange(1, 10)},
+		{"k", 0, 3, seqRange(1, 3)},
+		{"k", 1, 3, seqRange(1, 3)},
+		{"k", 4, 3, seqRange(4, 6)},
+		{"k", 9, 3, seqRange(9, 10)},
+		{"k", 10, 1, []uint64{10}},
+		{"k", 11, 5, nil},
+		{"k", 1000, 0, nil},
+		{"k", 5, -1, seqRange(5, 10)},
+		{"k", 3, 100, seqRange(3, 10)},
+		{"unknown", 1, 10, nil},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s/from=%d/limit=%d", tc.key, tc.from, tc.limit), func(t *testing.T) {
+			es, err := s.Range(h.ctx, tc.key, tc.from, tc.limit)
+			if err != nil {
+				t.Fatalf("Range: %v", err)
+			}
+			if got := seqs(es); !slices.Equal(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+				t.Fatalf("seqs = %v, want %v", got, tc.want)
+			}
+			for _, e := range es {
+				mustEqual(t, "range entry", e, stored[e.Seq-1])
+			}
+		})
+	}
+}
+
+func testRangePagination(t *testing.T, h *harness) {
+	s := h.open(t)
+	const total = 23
+	fill(t, s, "k", total)
+	fill(t, s, "other", 7)
+	for _, page := range []int{1, 2, 5, 7, 23, 50} {
+		var got []uint64
+		from := uint64(1)
+		for calls := 0; ; calls++ {
+			if calls > total+1 {
+				t.Fatalf("page %d: pagination does not terminate", page)
+			}
+			es, err := s.Range(h.ctx, "k", from, page)
+			if err != nil {
+				t.Fatalf("Range: %v", err)
+			}
+			if len(es) > page {
+				t.Fatalf("page %d: got %d entries", page, len(es))
+			}
+			if len(es) == 0 {
+				break
+			}
+			got = append(got, seqs(es)...)
+			from = es[len(es)-1].Seq + 1
+		}
+		if want := seqRange(1, total); !slices.Equal(got, want) {
+			t.Fatalf("page %d: visited %v, want %v", page, got, want)
+		}
+	}
+}
+
+func testByMessageID(t *testing.T, h *harness) {
+	s := h.open(t)
+	e1 := entry(1)
+	e1.MessageIDs = []string{"100", "101", "102"} // one text split into three messages
+	e2 := entry(2)
+	e2.MessageIDs = nil
+	e3 := entry(3)
+	e3.MessageIDs = []string{"103"}
+	s1 := mustAppend(t, s, "k", e1)
+	s2 := mustAppend(t, s, "k", e2)
+	s3 := mustAppend(t, s, "k", e3)
+	o := entry(4)
+	o.MessageIDs = []string{"200"}
+	mustAppend(t, s, "other", o)
+	_ = s2
+
+	cases := []struct {
+		key, id string
+		want    *transcript.Entry
+	}{
+		{"k", "100", &s1},
+		{"k", "101", &s1},
+		{"k", "102", &s1},
+		{"k", "103", &s3},
+		{"k", "104", nil},
+		{"k", "", nil},
+		{"k", "200", nil}, // other session's message
+		{"other", "200", nil},
+		{"other", "100", nil},
+		{"unknown", "100", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.key+"/"+tc.id, func(t *testing.T) {
+			got, ok, err := s.ByMessageID(h.ctx, tc.key, tc.id)
+			if err != nil {
+				t.Fatalf("ByMessageID: %v", err)
+			}
+			if tc.key == "other" && tc.id == "200" {
+				if !ok || got.Text != o.Text {
+					t.Fatalf("other/200: ok=%v entry=%+v", ok, got)
+				}
+				return
+			}
+			if (tc.want != nil) != ok {
+				t.Fatalf("found=%v, want %v", ok, tc.want != nil)
+			}
+			if tc.want != nil {
+				mustEqual(t, "by message id", got, *tc.want)
+			}
+		})
+	}
+}
+
+func testGeneration(t *testing.T, h *harness) {
+	s := h.open(t)
+	gen := func(key string) int {
+		t.Helper()
+		g, err := s.Generation(h.ctx, key)
+		if err != nil {
+			t.Fatalf("Generation(%q): %v", key, err)
+		}
+		return g
+	}
+	if g := gen("unknown"); g != 0 {
+		t.Fatalf("unknown session generation = %d, want 0", g)
+	}
+	mustAppend(t, s, "k", entry(1))
+	if g := gen("k"); g != 0 {
+		t.Fatalf("new session generation = %d, want 0", g)
+	}
+	steps := []int{1, 2, 7, 3}
+	for _, want := range steps {
+		if err := s.SetGeneration(h.ctx, "k", want); err != nil {
+			t.Fatalf("SetGeneration: %v", err)
+		}
+		if g := gen("k"); g != want {
+			t.Fatalf("generation = %d, want %d", g, want)
+		}
+	}
+	if g := gen("other"); g != 0 {
+		t.Fatalf("other session generation = %d, want 0", g)
+	}
+	// Entry.Generation is the caller's value, stored as given.
+	e := entry(2)
+	e.Generation = 3
+	if got := mustAppend(t, s, "k", e); got.Generation != 3 {
+		t.Fatalf("entry generation = %d, want 3", got.Generation)
+	}
+	// SetGeneration before any entry.
+	if err := s.SetGeneration(h.ctx, "fresh", 5); err != nil {
+		t.Fatalf("SetGeneration(fresh): %v", err)
+	}
+	if g := gen("fresh"); g != 5 {
+		t.Fatalf("fresh generation = %d, want 5", g)
+	}
+	if got := mustAppend(t, s, "fresh", entry(1)); got.Seq != 1 {
+		t.Fatalf("first seq after SetGeneration = %d, want 1", got.Seq)
+	}
+}
+
+func testSessions(t *testing.T, h *harness) {
+	s := h.open(t)
+	got, err := s.Sessions(h.ctx)
+	if err != nil {
+		t.Fatalf("Sessions: %v", err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("empty store sessions = %v", got)
+	}
+	keys := []string{"agent:main:discord:channel:9", "a", "b", "agent:main:discord:dm:user:1"}
+	for i, k := range keys {
+		for j := 0; j <= i; j++ {
+			mustAppend(t, s, k, entry(j))
+		}
+	}
+	got, err = s.Sessions(h.ctx)
+	if err != nil {
+		t.Fatalf("Sessions: %v", err)
+	}
+	want := slices.Clone(keys)
+	slices.Sort(want)
+	got = slices.Clone(got)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("sessions = %q, want %q", got, want)
+	}
+}
+
+func testMessageIDsNeverNil(t *testing.T, h *harness) {
+	s := h.open(t)
+	for i, ids := range [][]string{nil, {}} {
+		e := entry(i)
+		e.MessageIDs = ids
+		got := mustAppend(t, s, "k", e)
+		if got.MessageIDs == nil || len(got.MessageIDs) != 0 {
+			t.Fatalf("Append returned MessageIDs %#v, want []string{}", got.MessageIDs)
+		}
+	}
+	check := func(where string, es []transcript.Entry) {
+		t.Helper()
+		if len(es) != 2 {
+			t.Fatalf("%s: %d entries", where, len(es))
+		}
+		for _, e := range es {
+			if e.MessageIDs == nil || len(e.MessageIDs) != 0 {
+				t.Fatalf("%s: MessageIDs %#v, want []string{}", where, e.MessageIDs)
+			}
+		}
+	}
+	check("Tail", mustTail(t, s, "k", 10))
+	es, err := s.Range(h.ctx, "k", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Range", es)
+	if h.cfg.reopen != nil {
+		s = h.cfg.reopen(t, s)
+		check("Tail after reopen", mustTail(t, s, "k", 10))
+	}
+}
+
+func testRoundTrip(t *testing.T, h *harness) {
+	s := h.open(t)
+	full := transcript.Entry{
+		Role:       transcript.RoleAssistant,
+		Author:     "bot",
+		Text:       "line one\nline two — ünïcødé ✓ \x00 \"quoted\"",
+		MessageIDs: []string{"1300000000000000001", "1300000000000000002"},
+		Source:     transcript.SourceMessageTool,
+		DeliveryID: "dlv-xyz",
+		Generation: 4,
+		At:         t0,
+		Meta:       map[string]string{"jobId": "j1", "subagent": "agent:main:subagent:abc"},
+	}
+	minimal := transcript.Entry{Role: transcript.RoleUser, Text: "", MessageIDs: []string{}}
+	for _, in := range []transcript.Entry{full, minimal} {
+		got := mustAppend(t, s, "k", in)
+		want := in
+		want.Seq = got.Seq
+		want.SessionKey = "k"
+		mustEqual(t, "append result", got, want)
+		tail := mustTail(t, s, "k", 1)
+		mustEqual(t, "tail", tail[0], want)
+		rng, err := s.Range(h.ctx, "k", got.Seq, 1)
+		if err != nil || len(rng) != 1 {
+			t.Fatalf("Range: %v %v", rng, err)
+		}
+		mustEqual(t, "range", rng[0], want)
+		for _, id := range in.MessageIDs {
+			bm, ok, err := s.ByMessageID(h.ctx, "k", id)
+			if err != nil || !ok {
+				t.Fatalf("ByMessageID(%s): ok=%v err=%v", id, ok, err)
+			}
+			mustEqual(t, "by message id", bm, want)
+		}
+	}
+	// Empty Meta comes back nil.
+	e := entry(9)
+	e.Meta = map[string]string{}
+	if got := mustAppend(t, s, "k", e); got.Meta != nil {
+		t.Fatalf("empty Meta returned as %#v, want nil", got.Meta)
+	}
+}
+
+func testTime(t *testing.T, h *harness) {
+	s := h.open(t)
+	zone := time.FixedZone("X", 5*3600+1800)
+	times := []time.Time{
+		time.Date(2024, 12, 31, 23, 59, 59, 999999999, zone),
+		time.Now(), // carries a monotonic reading
+		time.Time{},
+		time.Date(1999, 1, 1, 0, 0, 0, 1, time.UTC),
+	}
+	for i, at := range times {
+		e := entry(i)
+		e.At = at
+		got := mustAppend(t, s, "k", e)
+		if !got.At.Equal(at) {
+			t.Fatalf("Append At = %v, want %v", got.At, at)
+		}
+	}
+	for i, e := range mustTail(t, s, "k", 10) {
+		if !e.At.Equal(times[i]) {
+			t.Fatalf("Tail[%d].At = %v, want %v", i, e.At, times[i])
+		}
+		if times[i].IsZero() && !e.At.IsZero() {
+			t.Fatalf("zero time came back as %v", e.At)
+		}
+	}
+}
+
+func testCopies(t *testing.T, h *harness) {
+	s := h.open(t)
+	in := entry(1)
+	in.Meta = map[string]string{"a": "1"}
+	got := mustAppend(t, s, "k", in)
+	want := got
+	want.MessageIDs = slices.Clone(got.MessageIDs)
+	want.Meta = map[string]string{"a": "1"}
+	in.MessageIDs[0] = "mutated-in"
+	in.Meta["a"] = "mutated-in"
+	got.MessageIDs[0] = "mutated-out"
+	got.Meta["a"] = "mutated-out"
+	tail := mustTail(t, s, "k", 1)
+	mustEqual(t, "after mutating input and output", tail[0], want)
+	tail[0].MessageIDs[0] = "mutated-tail"
+	tail[0].Meta["b"] = "x"
+	again := mustTail(t, s, "k", 1)
+	mustEqual(t, "after mutating Tail result", again[0], want)
+	if _, ok, _ := s.ByMessageID(h.ctx, "k", "mutated-in"); ok {
+		t.Fatal("mutated input message id became indexed")
+	}
+}
+
+func testConcurrent(t *testing.T, h *harness) {
+	s := h.open(t)
+	const goroutines, perG = 16, 50
+	keys := []string{"c0", "c1"}
+	type result struct {
+		key, id string
+		seq     uint64
+		existed bool
+	}
+	results := make([][]result, goroutines)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for g := range goroutines {
+		wg.Go(func() {
+			<-start
+			key := keys[g%2]
+			for i := range perG {
+				// Goroutines g and g+2 (same session, same group g/4)
+				// race on the same delivery ids.
+				e := entry(i)
+				e.DeliveryID = fmt.Sprintf("d-%d-%d", g/4, i)
+				e.Text = e.DeliveryID
+				got, existed, err := s.Append(h.ctx, key, e)
+				if err != nil {
+					t.Errorf("Append: %v", err)
+					return
+				}
+				results[g] = append(results[g], result{key, e.DeliveryID, got.Seq, existed})
+				if got.DeliveryID != e.DeliveryID || got.Text != e.Text {
+					t.Errorf("Append returned %+v for delivery %s", got, e.DeliveryID)
+				}
+			}
+			// One entry without delivery id per goroutine: never deduped.
+			if _, existed, err := s.Append(h.ctx, key, entry(-1)); err != nil || existed {
+				t.Errorf("Append without delivery id: existed=%v err=%v", existed, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	perKey := goroutines / len(keys) * perG / 2 // unique ids per session
+	for _, key := range keys {
+		es := mustTail(t, s, key, 100000)
+		wantN := perKey + goroutines/len(keys)
+		if got, want := seqs(es), seqRange(1, uint64(wantN)); !slices.Equal(got, want) {
+			t.Fatalf("session %s: seqs not dense 1..%d: got %d entries %v", key, wantN, len(es), got)
+		}
+		seen := map[string]uint64{}
+		for _, e := range es {
+			if e.DeliveryID == "" {
+				continue
+			}
+			if prev, dup := seen[e.DeliveryID]; dup {
+				t.Fatalf("session %s: delivery %s stored twice (seq %d and %d)", key, e.DeliveryID, prev, e.Seq)
+			}
+			seen[e.DeliveryID] = e.Seq
+		}
+		if len(seen) != perKey {
+			t.Fatalf("session %s: %d delivery ids stored, want %d", key, len(seen), perKey)
+		}
+		existed := 0
+		for _, rs := range results {
+			for _, r := range rs {
+				if r.key != key {
+					continue
+				}
+				if r.existed {
+					existed++
+				}
+				if seen[r.id] != r.seq {
+					t.Fatalf("session %s: delivery %s returned seq %d, stored at %d", key, r.id, r.seq, seen[r.id])
+				}
+			}
+		}
+		if existed != perKey {
+			t.Fatalf("session %s: %d appends reported existed, want %d", key, existed, perKey)
+		}
+	}
+}
+
+func testDurable(t *testing.T, h *harness) {
+	if h.cfg.reopen == nil {
+		t.Skip("store is not durable (no reopen hook)")
+	}
+	s := h.open(t)
+	var stored []transcript.Entry
+	for i := 1; i <= 5; i++ {
+		e := entry(i)
+		e.DeliveryID = fmt.Sprintf("d%d", i)
+		e.MessageIDs = []string{fmt.Sprintf("m%d", i), fmt.Sprintf("m%d-b", i)}
+		e.Meta = map[string]string{"i": fmt.Sprint(i)}
+		stored = append(stored, mustAppend(t, s, "k", e))
+	}
+	mustAppend(t, s, "k2", entry(1))
+	if err := s.SetGeneration(h.ctx, "k", 2); err != nil {
+		t.Fatal(err)
+	}
+	s = h.cfg.reopen(t, s)
+
+	tail := mustTail(t, s, "k", 10)
+	if len(tail) != len(stored) {
+		t.Fatalf("after reopen: %d entries, want %d", len(tail), len(stored))
+	}
+	for i := range tail {
+		mustEqual(t, "after reopen", tail[i], stored[i])
+	}
+	if g, err := s.Generation(h.ctx, "k"); err != nil || g != 2 {
+		t.Fatalf("generation after reopen = %d, %v; want 2", g, err)
+	}
+	keys, err := s.Sessions(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	if !slices.Equal(keys, []string{"k", "k2"}) {
+		t.Fatalf("sessions after reopen = %q", keys)
+	}
+	got, ok, err := s.ByMessageID(h.ctx, "k", "m3-b")
+	if err != nil || !ok {
+		t.Fatalf("ByMessageID after reopen: ok=%v err=%v", ok, err)
+	}
+	mustEqual(t, "ByMessageID after reopen", got, stored[2])
+	dup := entry(100)
+	dup.DeliveryID = "d4"
+	got, existed, err := s.Append(h.ctx, "k", dup)
+	if err != nil || !existed {
+		t.Fatalf("dedupe after reopen: existed=%v err=%v", existed, err)
+	}
+	mustEqual(t, "dedupe after reopen", got, stored[3])
+	if next := mustAppend(t, s, "k", entry(6)); next.Seq != 6 {
+		t.Fatalf("seq after reopen = %d, want 6", next.Seq)
+	}
+}
