@@ -1,0 +1,193 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// ErrorKind classifies provider failures.
+type ErrorKind string
+
+// Error kinds.
+const (
+	KindAuth       ErrorKind = "auth"        // 401, 403
+	KindRateLimit  ErrorKind = "rate-limit"  // 429
+	KindServer     ErrorKind = "server"      // 5xx, or the provider could not be reached
+	KindTimeout    ErrorKind = "timeout"     // deadline exceeded, network timeout
+	KindBadRequest ErrorKind = "bad-request" // 400, 404, 413, 422
+	KindCanceled   ErrorKind = "canceled"    // the caller's context was canceled
+	KindUnknown    ErrorKind = "unknown"
+)
+
+// Kinds lists every ErrorKind (used by echo's !fail grammar and tests).
+var Kinds = []ErrorKind{KindAuth, KindRateLimit, KindServer, KindTimeout, KindBadRequest, KindCanceled, KindUnknown}
+
+// Sentinels for errors.Is; an *Error matches the sentinel of its Kind.
+var (
+	ErrAuth        = errors.New("model provider: authentication failed")
+	ErrRateLimited = errors.New("model provider: rate limited")
+	ErrServer      = errors.New("model provider: server error")
+	ErrTimeout     = errors.New("model provider: timeout")
+	ErrBadRequest  = errors.New("model provider: bad request")
+	ErrCanceled    = errors.New("model provider: canceled")
+)
+
+var sentinels = map[ErrorKind]error{
+	KindAuth:       ErrAuth,
+	KindRateLimit:  ErrRateLimited,
+	KindServer:     ErrServer,
+	KindTimeout:    ErrTimeout,
+	KindBadRequest: ErrBadRequest,
+	KindCanceled:   ErrCanceled,
+}
+
+// Error is a provider failure.
+type Error struct {
+	Kind     ErrorKind
+	Status   int    // HTTP status, 0 when no response came back
+	Provider string // "openai", "anthropic", "echo"
+	Err      error  // underlying error (already redacted of credentials)
+}
+
+// Error implements error. It never contains credentials as long as Err was
+// built with Redact (providers do this).
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Provider)
+	if e.Provider == "" {
+		b.WriteString("model")
+	}
+	b.WriteString(": ")
+	b.WriteString(string(e.Kind))
+	if e.Status != 0 {
+		fmt.Fprintf(&b, " (HTTP %d)", e.Status)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is the sentinel of e's kind.
+func (e *Error) Is(target error) bool {
+	s, ok := sentinels[e.Kind]
+	return ok && s == target
+}
+
+// KindForStatus maps an HTTP status to an ErrorKind.
+func KindForStatus(status int) ErrorKind {
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return KindAuth
+	case status == http.StatusTooManyRequests:
+		return KindRateLimit
+	case status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout:
+		return KindTimeout
+	case status >= 500:
+		return KindServer
+	case status == http.StatusBadRequest, status == http.StatusNotFound,
+		status == http.StatusRequestEntityTooLarge, status == http.StatusUnprocessableEntity:
+		return KindBadRequest
+	}
+	return KindUnknown
+}
+
+// KindForError classifies an error that came without an HTTP status:
+// context and network timeouts, cancellation, unreachable servers.
+func KindForError(err error) ErrorKind {
+	var ne net.Error
+	switch {
+	case err == nil:
+		return KindUnknown
+	case errors.Is(err, context.DeadlineExceeded):
+		return KindTimeout
+	case errors.As(err, &ne) && ne.Timeout():
+		return KindTimeout
+	case errors.Is(err, context.Canceled):
+		return KindCanceled
+	}
+	var oe *net.OpError
+	var de *net.DNSError
+	if errors.As(err, &oe) || errors.As(err, &de) {
+		return KindServer // could not reach the provider
+	}
+	return KindUnknown
+}
+
+// NewError builds an *Error for provider from an HTTP status (when status is
+// non-zero) or from err. secrets (API keys) are redacted from err's text.
+func NewError(provider string, status int, err error, secrets ...string) *Error {
+	kind := KindForError(err)
+	if status != 0 {
+		kind = KindForStatus(status)
+	}
+	return &Error{Kind: kind, Status: status, Provider: provider, Err: Redact(err, secrets...)}
+}
+
+// Redact wraps err so that its text has every non-empty secret replaced by
+// "[redacted]". errors.Is/As still see err.
+func Redact(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	return &redacted{err: err, secrets: secrets}
+}
+
+type redacted struct {
+	err     error
+	secrets []string
+}
+
+func (r *redacted) Error() string {
+	s := r.err.Error()
+	for _, k := range r.secrets {
+		if k != "" {
+			s = strings.ReplaceAll(s, k, "[redacted]")
+		}
+	}
+	return s
+}
+
+func (r *redacted) Unwrap() error { return r.err }
+
+// UserText is a short notice for chat describing err. It never includes
+// credentials or provider response bodies. It returns "" for nil.
+func UserText(err error) string {
+	if err == nil {
+		return ""
+	}
+	var me *Error
+	kind := KindUnknown
+	status := 0
+	if errors.As(err, &me) {
+		kind, status = me.Kind, me.Status
+	} else {
+		kind = KindForError(err)
+	}
+	switch kind {
+	case KindAuth:
+		return "The model provider rejected the API key or its permissions; an operator needs to check the model configuration."
+	case KindRateLimit:
+		return "The model provider is rate limiting requests; try again in a moment."
+	case KindServer:
+		if status == 0 {
+			return "The model provider could not be reached; try again later."
+		}
+		return "The model provider had a server error; try again later."
+	case KindTimeout:
+		return "The model took too long to answer; try again."
+	case KindBadRequest:
+		return "The model provider rejected the request; an operator should check the model name and settings."
+	case KindCanceled:
+		return "The model request was cancelled."
+	}
+	return "The model request failed; try again later."
+}
