@@ -85,6 +85,9 @@ func (r ConversationRef) Valid() bool {
 // [a-z0-9_-] with '-', trims dashes, caps it at 64 characters, and maps an
 // empty result to "default".
 func NormalizeAccountID(id string) string {
+	if isNormalAccountID(id) {
+		return id // fast path: no allocation on the routing hot path
+	}
 	id = strings.ToLower(strings.TrimSpace(id))
 	var b strings.Builder
 	for _, c := range id {
@@ -158,4 +161,17 @@ type Store interface {
 	PutBindings(ctx context.Context, recs ...Record) error
 	// Bindings returns every stored record, active and ended, in no particular order.
 	Bindings(ctx context.Context) ([]Record, error)
+}
+
+func isNormalAccountID(id string) bool {
+	if id == "" || len(id) > 64 || id[0] == '-' || id[len(id)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

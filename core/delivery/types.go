@@ -80,8 +80,9 @@ type PendingState string
 
 // Pending states.
 const (
-	StatePending   PendingState = "pending"
-	StateDelivered PendingState = "delivered"
+	StatePending   PendingState = "pending"   // recorded, not yet confirmed
+	StateSent      PendingState = "sent"      // confirmed by Discord, transcript write not yet done
+	StateDelivered PendingState = "delivered" // confirmed and committed
 	StateFailed    PendingState = "failed"
 	StateSkipped   PendingState = "skipped"
 )

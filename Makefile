@@ -1,0 +1,41 @@
+# agentbot: a Discord bot for AI agent sessions. `make help` lists the targets.
+GO       ?= go
+CONFIG   ?= config.yaml
+BIN      := bin/bot
+PKGS     := ./...
+
+.PHONY: help build run demo test vet fmtcheck bench soak lint clean
+
+help: ## list targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-z]+:.*## /{printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build bin/bot
+	$(GO) build -o $(BIN) ./cmd/bot
+
+run: build ## run the bot (needs DISCORD_TOKEN; copies config.example.yaml to config.yaml if missing)
+	@[ -f $(CONFIG) ] || { cp config.example.yaml $(CONFIG); echo "created $(CONFIG) from config.example.yaml"; }
+	@[ -n "$$DISCORD_TOKEN" ] || { echo "DISCORD_TOKEN is not set: export DISCORD_TOKEN=<your bot token> and run make run again."; echo "To see the bot work without a token: ./$(BIN) demo"; exit 2; }
+	./$(BIN) run -config $(CONFIG)
+
+demo: build ## play the scripted demo against the built-in Discord emulator (no token)
+	./$(BIN) demo
+
+test: vet fmtcheck ## vet, gofmt check and the race-enabled test suite
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+vet: ## go vet
+	$(GO) vet $(PKGS)
+
+fmtcheck: ## fail if any file is not gofmt-formatted
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+lint: vet fmtcheck ## static checks
+
+bench: ## the performance targets (benchmarks)
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime=2s ./core/... ./store/...
+
+soak: ## long randomized scenario run
+	SOAK=1 $(GO) test -race -count=1 -timeout 60m -run Scenario ./cmd/bot/...
+
+clean: ## remove build output
+	rm -rf bin

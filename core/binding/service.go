@@ -1,0 +1,503 @@
+package binding
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentbot/agentbot/core/clock"
+)
+
+// BindInput describes a new binding.
+type BindInput struct {
+	TargetSessionKey string
+	TargetKind       TargetKind
+	Conversation     ConversationRef
+	AgentID          string
+	Label            string
+	BoundBy          string
+	IdleTimeout      time.Duration
+	MaxAge           time.Duration
+	Metadata         map[string]string
+}
+
+// UnbindInput selects bindings to end: by ID, or every active binding of a
+// session. Reason is required.
+type UnbindInput struct {
+	ID               string
+	TargetSessionKey string
+	Reason           string
+}
+
+// EndedFunc is called (outside the service's lock) for every binding that
+// ends, with the final record; EndedReason says why.
+type EndedFunc func(Record)
+
+// convKey is the normalised identity of a conversation, used as a map key
+// without building a string (ResolveByConversation must not allocate).
+type convKey struct{ channel, account, conversation string }
+
+func keyOf(r ConversationRef) convKey {
+	n := r.Normalize()
+	return convKey{n.Channel, n.AccountID, n.ConversationID}
+}
+
+// Service owns the bindings: an in-memory index of the active ones, served
+// to the hot routing path, backed by a Store that is the truth after a
+// restart. It is safe for concurrent use.
+type Service struct {
+	store Store
+	clock clock.Clock
+	log   zerolog.Logger
+	newID func() string
+
+	mu sync.RWMutex
+	// byNum indexes conversations with numeric ids (Discord snowflakes) by
+	// the number, so a lookup compares integers instead of cold strings;
+	// byConv holds every other active binding.
+	byNum     map[uint64]*Record
+	byConv    map[convKey]*Record
+	byID      map[string]*Record
+	bySession map[string]map[string]*Record
+	dirty     map[string]struct{} // touched since the last flush
+	onEnded   []EndedFunc
+}
+
+// New returns a service; call Load before use. It does no I/O.
+func New(store Store, clk clock.Clock, log zerolog.Logger) *Service {
+	return &Service{
+		store:     store,
+		clock:     clk,
+		log:       log,
+		newID:     randomID,
+		byNum:     map[uint64]*Record{},
+		byConv:    map[convKey]*Record{},
+		byID:      map[string]*Record{},
+		bySession: map[string]map[string]*Record{},
+		dirty:     map[string]struct{}{},
+	}
+}
+
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// OnEnded registers a callback for ended bindings. Register before Run.
+func (s *Service) OnEnded(f EndedFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onEnded = append(s.onEnded, f)
+}
+
+// Load reads the store and builds the index of active bindings.
+func (s *Service) Load(ctx context.Context) error {
+	recs, err := s.store.Bindings(ctx)
+	if err != nil {
+		return fmt.Errorf("load bindings: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range recs {
+		if recs[i].Status != StatusActive {
+			continue
+		}
+		r := recs[i]
+		s.index(&r)
+	}
+	return nil
+}
+
+func (s *Service) index(r *Record) {
+	if n, ok := numericID(r.Conversation.ConversationID); ok && s.byNum[n] == nil {
+		s.byNum[n] = r
+	} else {
+		s.byConv[keyOf(r.Conversation)] = r
+	}
+	s.byID[r.ID] = r
+	m := s.bySession[r.TargetSessionKey]
+	if m == nil {
+		m = map[string]*Record{}
+		s.bySession[r.TargetSessionKey] = m
+	}
+	m[r.ID] = r
+}
+
+func (s *Service) unindex(r *Record) {
+	if n, ok := numericID(r.Conversation.ConversationID); ok && s.byNum[n] == r {
+		delete(s.byNum, n)
+	}
+	if cur := s.byConv[keyOf(r.Conversation)]; cur == r {
+		delete(s.byConv, keyOf(r.Conversation))
+	}
+	delete(s.byID, r.ID)
+	if m := s.bySession[r.TargetSessionKey]; m != nil {
+		delete(m, r.ID)
+		if len(m) == 0 {
+			delete(s.bySession, r.TargetSessionKey)
+		}
+	}
+	delete(s.dirty, r.ID)
+}
+
+// Bind binds a conversation to a session. A conversation has at most one
+// active binding: an existing binding to the same target is returned
+// unchanged; one to another target is ended with reason "rebound".
+func (s *Service) Bind(ctx context.Context, in BindInput) (Record, error) {
+	conv := in.Conversation.Normalize()
+	if !conv.Valid() {
+		return Record{}, fmt.Errorf("bind: conversation %+v: %w", in.Conversation, ErrInvalidInput)
+	}
+	if in.TargetSessionKey == "" {
+		return Record{}, fmt.Errorf("bind: empty target session: %w", ErrInvalidInput)
+	}
+	if in.TargetKind == "" {
+		in.TargetKind = KindSession
+	}
+	now := s.clock.Now()
+	rec := Record{
+		ID:               s.newID(),
+		TargetSessionKey: in.TargetSessionKey,
+		TargetKind:       in.TargetKind,
+		Conversation:     conv,
+		Status:           StatusActive,
+		AgentID:          in.AgentID,
+		Label:            in.Label,
+		BoundBy:          in.BoundBy,
+		BoundAt:          now,
+		LastActivityAt:   now,
+		IdleTimeout:      in.IdleTimeout,
+		MaxAge:           in.MaxAge,
+		Metadata:         cloneMap(in.Metadata),
+	}
+
+	s.mu.Lock()
+	old := s.lookup(conv)
+	if old != nil && old.TargetSessionKey == rec.TargetSessionKey && old.TargetKind == rec.TargetKind && old.ExpiryReason(now) == "" {
+		out := *old
+		s.mu.Unlock()
+		return out, nil
+	}
+	writes := []Record{rec}
+	var ended Record
+	if old != nil {
+		ended = endRecord(*old, ReasonRebound, now)
+		if old.ExpiryReason(now) != "" {
+			ended = endRecord(*old, old.ExpiryReason(now), now)
+		}
+		writes = append(writes, ended)
+	}
+	if err := s.store.PutBindings(ctx, writes...); err != nil {
+		s.mu.Unlock()
+		return Record{}, fmt.Errorf("bind %s: %w", conv.ConversationID, err)
+	}
+	if old != nil {
+		s.unindex(old)
+	}
+	stored := rec
+	s.index(&stored)
+	s.mu.Unlock()
+
+	if old != nil {
+		s.notify(ended)
+	}
+	return rec, nil
+}
+
+// ErrInvalidInput reports a bind request that names no conversation or session.
+var ErrInvalidInput = errors.New("invalid binding input")
+
+func endRecord(r Record, reason string, now time.Time) Record {
+	r.Status = StatusEnded
+	r.EndedAt = now
+	r.EndedReason = reason
+	return r
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// ResolveByConversation returns the active, unexpired binding of a
+// conversation. It reads only the in-memory index and does not allocate;
+// the returned record's Metadata must be treated as read-only.
+func (s *Service) ResolveByConversation(ref ConversationRef) (Record, bool) {
+	ref = ref.Normalize()
+	s.mu.RLock()
+	r := s.lookup(ref)
+	if r == nil {
+		s.mu.RUnlock()
+		return Record{}, false
+	}
+	out := *r
+	s.mu.RUnlock()
+	if (out.IdleTimeout > 0 || out.MaxAge > 0) && out.ExpiryReason(s.clock.Now()) != "" {
+		return Record{}, false
+	}
+	return out, true
+}
+
+// lookup finds the active record of a normalised ref; s.mu must be held.
+func (s *Service) lookup(ref ConversationRef) *Record {
+	if n, ok := numericID(ref.ConversationID); ok {
+		if r := s.byNum[n]; r != nil && r.Conversation.Channel == ref.Channel && r.Conversation.AccountID == ref.AccountID {
+			return r
+		}
+	}
+	return s.byConv[convKey{ref.Channel, ref.AccountID, ref.ConversationID}]
+}
+
+// numericID parses a canonical decimal id (no sign, no leading zero).
+func numericID(id string) (uint64, bool) {
+	if id == "" || len(id) > 19 || id[0] == '0' {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
+}
+
+// Get returns an active, unexpired binding by id.
+func (s *Service) Get(id string) (Record, bool) {
+	s.mu.RLock()
+	r := s.byID[id]
+	var out Record
+	if r != nil {
+		out = *r
+	}
+	s.mu.RUnlock()
+	if r == nil || out.ExpiryReason(s.clock.Now()) != "" {
+		return Record{}, false
+	}
+	return out, true
+}
+
+// ListBySession returns the active, unexpired bindings of a session.
+func (s *Service) ListBySession(key string) []Record {
+	now := s.clock.Now()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []Record
+	for _, r := range s.bySession[key] {
+		if r.ExpiryReason(now) == "" {
+			out = append(out, *r)
+		}
+	}
+	sortRecords(out)
+	return out
+}
+
+// Active returns every active, unexpired binding.
+func (s *Service) Active() []Record {
+	now := s.clock.Now()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Record, 0, len(s.byID))
+	for _, r := range s.byID {
+		if r.ExpiryReason(now) == "" {
+			out = append(out, *r)
+		}
+	}
+	sortRecords(out)
+	return out
+}
+
+// All returns every stored binding, active and ended, with active ones as
+// the index holds them (including unflushed activity).
+func (s *Service) All(ctx context.Context) ([]Record, error) {
+	recs, err := s.store.Bindings(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list bindings: %w", err)
+	}
+	s.mu.RLock()
+	for i := range recs {
+		if r := s.byID[recs[i].ID]; r != nil {
+			recs[i] = *r
+		}
+	}
+	s.mu.RUnlock()
+	sortRecords(recs)
+	return recs, nil
+}
+
+// Touch records activity on a binding at t (the later time wins). It is
+// kept in memory and persisted by Flush.
+func (s *Service) Touch(id string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.byID[id]
+	if r == nil || !at.After(r.LastActivityAt) {
+		return
+	}
+	r.LastActivityAt = at
+	s.dirty[id] = struct{}{}
+}
+
+// SetTimeouts changes a binding's idle window and max age (nil leaves one as is).
+func (s *Service) SetTimeouts(ctx context.Context, id string, idle, maxAge *time.Duration) (Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.byID[id]
+	if r == nil {
+		return Record{}, fmt.Errorf("set timeouts %s: %w", id, ErrNotFound)
+	}
+	upd := *r
+	if idle != nil {
+		upd.IdleTimeout = *idle
+	}
+	if maxAge != nil {
+		upd.MaxAge = *maxAge
+	}
+	if err := s.store.PutBindings(ctx, upd); err != nil {
+		return Record{}, fmt.Errorf("set timeouts %s: %w", id, err)
+	}
+	*r = upd
+	delete(s.dirty, id)
+	return upd, nil
+}
+
+// Unbind ends the selected active bindings with the reason and returns them.
+func (s *Service) Unbind(ctx context.Context, in UnbindInput) ([]Record, error) {
+	if in.Reason == "" {
+		in.Reason = ReasonManual
+	}
+	now := s.clock.Now()
+	s.mu.Lock()
+	var targets []*Record
+	switch {
+	case in.ID != "":
+		if r := s.byID[in.ID]; r != nil {
+			targets = append(targets, r)
+		}
+	case in.TargetSessionKey != "":
+		for _, r := range s.bySession[in.TargetSessionKey] {
+			targets = append(targets, r)
+		}
+	}
+	ended, err := s.endLocked(ctx, targets, func(*Record) string { return in.Reason }, now)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("unbind: %w", err)
+	}
+	for _, r := range ended {
+		s.notify(r)
+	}
+	return ended, nil
+}
+
+func (s *Service) endLocked(ctx context.Context, targets []*Record, reason func(*Record) string, now time.Time) ([]Record, error) {
+	if len(targets) == 0 {
+		return nil, nil
+	}
+	ended := make([]Record, 0, len(targets))
+	for _, r := range targets {
+		ended = append(ended, endRecord(*r, reason(r), now))
+	}
+	if err := s.store.PutBindings(ctx, ended...); err != nil {
+		return nil, err
+	}
+	for _, r := range targets {
+		s.unindex(r)
+	}
+	sortRecords(ended)
+	return ended, nil
+}
+
+// Sweep ends every expired binding with reason idle-expired or
+// max-age-expired and returns them.
+func (s *Service) Sweep(ctx context.Context) ([]Record, error) {
+	now := s.clock.Now()
+	s.mu.Lock()
+	var targets []*Record
+	for _, r := range s.byID {
+		if r.ExpiryReason(now) != "" {
+			targets = append(targets, r)
+		}
+	}
+	ended, err := s.endLocked(ctx, targets, func(r *Record) string { return r.ExpiryReason(now) }, now)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("sweep bindings: %w", err)
+	}
+	for _, r := range ended {
+		s.notify(r)
+	}
+	return ended, nil
+}
+
+// Flush persists activity recorded by Touch since the last flush.
+func (s *Service) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	if len(s.dirty) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	recs := make([]Record, 0, len(s.dirty))
+	for id := range s.dirty {
+		if r := s.byID[id]; r != nil {
+			recs = append(recs, *r)
+		}
+	}
+	s.dirty = map[string]struct{}{}
+	s.mu.Unlock()
+	if err := s.store.PutBindings(ctx, recs...); err != nil {
+		s.mu.Lock()
+		for _, r := range recs {
+			s.dirty[r.ID] = struct{}{}
+		}
+		s.mu.Unlock()
+		return fmt.Errorf("flush binding activity: %w", err)
+	}
+	return nil
+}
+
+func (s *Service) notify(r Record) {
+	s.mu.RLock()
+	fns := append([]EndedFunc(nil), s.onEnded...)
+	s.mu.RUnlock()
+	for _, f := range fns {
+		f(r)
+	}
+}
+
+// Run sweeps expired bindings and flushes activity every interval until ctx
+// ends, then flushes once more with a short bounded context.
+func (s *Service) Run(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			return s.Flush(fctx)
+		case <-t.C:
+			if _, err := s.Sweep(ctx); err != nil {
+				s.log.Error().Err(err).Msg("binding sweep failed")
+			}
+			if err := s.Flush(ctx); err != nil {
+				s.log.Error().Err(err).Msg("binding flush failed")
+			}
+		}
+	}
+}

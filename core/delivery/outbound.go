@@ -1,0 +1,291 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/core/sessionkey"
+	"github.com/agentbot/agentbot/core/transcript"
+)
+
+// Skip reasons: why a confirmed send wrote no transcript entry.
+const (
+	SkipTurnReply      = "turn-reply"           // the turn writes its own reply
+	SkipOtherAgent     = "bound-to-other-agent" // Rule 1 exception, warn
+	SkipNativeOnly     = "native-only"          // Rule 1 exception, warn
+	SkipNoTranscriptID = ""
+)
+
+// Errors returned by Deliver besides *FailedError.
+var (
+	// ErrInvalidDelivery: the delivery lacks an id, a target or text.
+	ErrInvalidDelivery = errors.New("invalid delivery")
+)
+
+// FailedError is a send that did not reach the chat. Nothing was written
+// to any transcript. Err wraps one of the Sender sentinels.
+type FailedError struct {
+	DeliveryID string
+	Target     binding.ConversationRef
+	Err        error
+}
+
+func (e *FailedError) Error() string {
+	return fmt.Sprintf("delivery %s to %s failed: %v", e.DeliveryID, e.Target.ConversationID, e.Err)
+}
+
+func (e *FailedError) Unwrap() error { return e.Err }
+
+// Result is a confirmed delivery.
+type Result struct {
+	MessageIDs []string
+	// SessionKey is the destination session the entry went to ("" when skipped).
+	SessionKey string
+	Entry      transcript.Entry
+	Written    bool
+	SkipReason string
+}
+
+// Appender writes transcript entries (core/transcript.Service).
+type Appender interface {
+	Append(ctx context.Context, key string, e transcript.Entry) (transcript.Entry, error)
+}
+
+// Bindings is what Outbound needs from the binding service: where a
+// conversation routes now, and recording activity.
+type Bindings interface {
+	sessionkey.Resolver
+	Touch(id string, at time.Time)
+}
+
+// CommitFunc runs under the destination conversation's lock after Discord
+// confirmed a turn reply, so the turn's own entry lands in display order.
+type CommitFunc func(ctx context.Context, r Receipt) error
+
+// Outbound is the single send owner. For each delivery it records a pending
+// outbox row, sends, and only after Discord's receipt appends exactly one
+// transcript entry to the session the destination conversation routes to.
+// Sends to one conversation are serialised, so the transcript order is the
+// display order.
+type Outbound struct {
+	sender       Sender
+	outbox       Store
+	transcripts  Appender
+	bindings     Bindings
+	defaultAgent string
+	clock        clock.Clock
+	log          zerolog.Logger
+	observe      func(Record)
+
+	locks keyedMutex
+}
+
+// OutboundConfig wires an Outbound.
+type OutboundConfig struct {
+	Sender       Sender
+	Outbox       Store
+	Transcripts  Appender
+	Bindings     Bindings
+	DefaultAgent string
+	Clock        clock.Clock
+	Log          zerolog.Logger
+	// Observe, if set, sees every finished delivery record (metrics).
+	Observe func(Record)
+}
+
+// NewOutbound returns the send owner. It does no I/O.
+func NewOutbound(c OutboundConfig) *Outbound {
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Observe == nil {
+		c.Observe = func(Record) {}
+	}
+	return &Outbound{
+		sender: c.Sender, outbox: c.Outbox, transcripts: c.Transcripts, bindings: c.Bindings,
+		defaultAgent: c.DefaultAgent, clock: c.Clock, log: c.Log, observe: c.Observe,
+	}
+}
+
+// SessionFor returns the session a conversation routes to now (invariant 10).
+func (o *Outbound) SessionFor(ref binding.ConversationRef) (string, binding.Record, bool) {
+	return sessionkey.Route(o.bindings, o.defaultAgent, ref)
+}
+
+// Deliver sends d once and writes its transcript entry once. Calling it
+// again with the same ID after success returns the first result without
+// sending; after a crash between send and write it finishes the write.
+// commit, if not nil, is called for turn replies (see CommitFunc).
+func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (Result, error) {
+	if d.ID == "" || !d.Target.Valid() || (d.Text == "" && !d.Native) {
+		return Result{}, fmt.Errorf("deliver %q: %w", d.ID, ErrInvalidDelivery)
+	}
+	d.Target = d.Target.Normalize()
+	unlock := o.locks.lock(d.Target.Key())
+	defer unlock()
+
+	prev, found, err := o.outbox.GetDelivery(ctx, d.ID)
+	if err != nil {
+		return Result{}, fmt.Errorf("deliver %s: read outbox: %w", d.ID, err)
+	}
+	now := o.clock.Now()
+	rec := Record{Delivery: d, State: StatePending, CreatedAt: now, UpdatedAt: now}
+	if found {
+		rec.CreatedAt = prev.CreatedAt
+		if prev.State == StateDelivered || prev.State == StateSent {
+			// Already displayed: finish the write if a crash interrupted it, never resend.
+			return o.commit(ctx, prev, Receipt{MessageIDs: prev.MessageIDs, Duplicate: true}, commit)
+		}
+	}
+	if err := o.outbox.PutDelivery(ctx, rec); err != nil {
+		return Result{}, fmt.Errorf("deliver %s: record pending: %w", d.ID, err)
+	}
+
+	receipt, sendErr := o.sender.Send(ctx, d)
+	if sendErr == nil && len(receipt.MessageIDs) == 0 {
+		sendErr = fmt.Errorf("no message id in receipt: %w", ErrTransient)
+	}
+	if sendErr != nil {
+		rec.State, rec.Error, rec.UpdatedAt = StateFailed, sendErr.Error(), o.clock.Now()
+		if err := o.outbox.PutDelivery(context.WithoutCancel(ctx), rec); err != nil {
+			o.log.Error().Err(err).Str("delivery", d.ID).Msg("record failed delivery")
+		}
+		o.observe(rec)
+		return Result{}, &FailedError{DeliveryID: d.ID, Target: d.Target, Err: sendErr}
+	}
+	rec.State, rec.MessageIDs, rec.UpdatedAt = StateSent, slices.Clone(receipt.MessageIDs), o.clock.Now()
+	// Persist the receipt first: from here on a restart finishes the write
+	// instead of sending again.
+	if err := o.outbox.PutDelivery(context.WithoutCancel(ctx), rec); err != nil {
+		o.log.Error().Err(err).Str("delivery", d.ID).Msg("record delivered receipt")
+	}
+	return o.commit(context.WithoutCancel(ctx), rec, receipt, commit)
+}
+
+// commit writes the transcript entry of a confirmed send (or hands it to
+// the turn) and finishes the outbox record.
+func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, commit CommitFunc) (Result, error) {
+	d := rec.Delivery
+	key, b, bound := o.SessionFor(d.Target)
+	res := Result{MessageIDs: slices.Clone(rec.MessageIDs)}
+	if bound {
+		o.bindings.Touch(b.ID, o.clock.Now())
+	}
+	agent := sessionkey.Agent(key)
+	switch {
+	case d.Producer.TurnSessionKey != "" && d.Producer.TurnSessionKey == key && commit != nil:
+		res.SkipReason = SkipTurnReply
+		if err := commit(ctx, receipt); err != nil {
+			return res, fmt.Errorf("deliver %s: turn commit: %w", d.ID, err)
+		}
+	case d.Producer.AgentID != "" && agent != "" && agent != d.Producer.AgentID:
+		res.SkipReason = SkipOtherAgent
+		o.log.Warn().Str("delivery", d.ID).Str("session", key).Str("agent", d.Producer.AgentID).
+			Msg("destination is bound to a different agent: sent, no transcript entry")
+	case d.Text == "":
+		res.SkipReason = SkipNativeOnly
+		o.log.Warn().Str("delivery", d.ID).Str("session", key).Msg("native-only payload: sent, no transcript entry")
+	default:
+		e, err := o.transcripts.Append(ctx, key, transcript.Entry{
+			Role:       transcript.RoleAssistant,
+			Author:     authorOf(d),
+			Text:       d.Text,
+			MessageIDs: slices.Clone(rec.MessageIDs),
+			Source:     d.Producer.Source,
+			DeliveryID: d.ID,
+			Meta:       d.Producer.Meta,
+		})
+		if err != nil {
+			return res, fmt.Errorf("deliver %s: %w", d.ID, err)
+		}
+		res.Entry, res.Written, res.SessionKey = e, true, key
+	}
+	if rec.State != StateDelivered {
+		rec.SessionKey, rec.Reason, rec.State, rec.UpdatedAt = res.SessionKey, res.SkipReason, StateDelivered, o.clock.Now()
+		if res.SkipReason == SkipTurnReply {
+			rec.SessionKey = key
+		}
+		if err := o.outbox.PutDelivery(ctx, rec); err != nil {
+			o.log.Error().Err(err).Str("delivery", d.ID).Msg("finish delivery record")
+		}
+	}
+	o.observe(rec)
+	return res, nil
+}
+
+func authorOf(d Delivery) string {
+	if d.Persona.Name != "" {
+		return d.Persona.Name
+	}
+	return d.Producer.AgentID
+}
+
+// Recover finishes deliveries a previous process left unfinished: pending
+// ones (maybe sent, maybe not) and sent ones whose transcript write did not
+// happen. Each is delivered again under its own id, so the sender's
+// idempotency (nonce, reconciliation) prevents a second message and the
+// transcript gets the entry once. An interrupted turn reply is written by
+// Outbound itself (its turn is gone), so the chat still shows nothing the
+// transcript lacks.
+func (o *Outbound) Recover(ctx context.Context) (recovered int, err error) {
+	var todo []Record
+	for _, st := range []PendingState{StatePending, StateSent} {
+		recs, err := o.outbox.Deliveries(ctx, st, 0)
+		if err != nil {
+			return 0, fmt.Errorf("recover deliveries: %w", err)
+		}
+		todo = append(todo, recs...)
+	}
+	slices.SortFunc(todo, func(a, b Record) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	for _, rec := range todo {
+		if _, err := o.Deliver(ctx, rec.Delivery, nil); err != nil {
+			o.log.Warn().Err(err).Str("delivery", rec.Delivery.ID).Msg("recovered delivery failed")
+			continue
+		}
+		recovered++
+	}
+	return recovered, nil
+}
+
+// keyedMutex serialises work per key without growing without bound.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*refMutex
+}
+
+type refMutex struct {
+	sync.Mutex
+	refs int
+}
+
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*refMutex{}
+	}
+	l := k.m[key]
+	if l == nil {
+		l = &refMutex{}
+		k.m[key] = l
+	}
+	l.refs++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		l.refs--
+		if l.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+}

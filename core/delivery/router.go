@@ -1,0 +1,118 @@
+package delivery
+
+import (
+	"strings"
+
+	"github.com/agentbot/agentbot/core/binding"
+)
+
+// EventTaskCompletion is the only event kind routed through bindings today.
+const EventTaskCompletion = "task_completion"
+
+// Mode is where a completion goes.
+type Mode string
+
+// Modes.
+const (
+	ModeBound    Mode = "bound"    // to the bound conversation
+	ModeFallback Mode = "fallback" // to the requester conversation
+)
+
+// Router reasons (stable strings, used in logs and metrics).
+const (
+	ReasonMissingTargetSession      = "missing-target-session"
+	ReasonNoActiveBinding           = "no-active-binding"
+	ReasonMissingRequester          = "missing-requester"
+	ReasonAmbiguousWithoutRequester = "ambiguous-without-requester"
+	ReasonInvalidRequester          = "invalid-requester"
+	ReasonRequesterMatch            = "requester-match"
+	ReasonSingleActiveBinding       = "single-active-binding"
+	ReasonSingleActiveFallback      = "single-active-binding-fallback"
+	ReasonNoRequesterMatch          = "no-requester-match"
+)
+
+// RouteRequest asks where a completion of TargetSessionKey should go.
+type RouteRequest struct {
+	EventKind        string
+	TargetSessionKey string
+	Requester        *binding.ConversationRef
+	FailClosed       bool
+}
+
+// Decision is the router's answer. Binding is set only in ModeBound.
+type Decision struct {
+	Binding *binding.Record
+	Mode    Mode
+	Reason  string
+}
+
+// BindingLister is what the router needs from the binding service.
+type BindingLister interface {
+	ListBySession(key string) []binding.Record
+}
+
+// Router chooses the destination of a task completion. Choosing the
+// destination is separate from producing the content; a bound destination
+// is never silently replaced by the parent channel.
+type Router struct {
+	bindings BindingLister
+}
+
+// NewRouter returns a router over the active bindings.
+func NewRouter(b BindingLister) *Router { return &Router{bindings: b} }
+
+// ResolveDestination applies the routing rules in order: missing target,
+// no active binding, missing requester (fail-closed, single, ambiguous),
+// invalid requester, requester match, single-binding fallback, no match.
+func (r *Router) ResolveDestination(req RouteRequest) Decision {
+	key := strings.TrimSpace(req.TargetSessionKey)
+	if key == "" {
+		return Decision{Mode: ModeFallback, Reason: ReasonMissingTargetSession}
+	}
+	var active []binding.Record
+	for _, b := range r.bindings.ListBySession(key) {
+		if b.Status == binding.StatusActive {
+			active = append(active, b)
+		}
+	}
+	if len(active) == 0 {
+		return Decision{Mode: ModeFallback, Reason: ReasonNoActiveBinding}
+	}
+	if req.Requester == nil {
+		switch {
+		case req.FailClosed:
+			return Decision{Mode: ModeFallback, Reason: ReasonMissingRequester}
+		case len(active) == 1:
+			return bound(active[0], ReasonSingleActiveBinding)
+		default:
+			return Decision{Mode: ModeFallback, Reason: ReasonAmbiguousWithoutRequester}
+		}
+	}
+	want := req.Requester.Normalize()
+	if want.Channel == "" || want.ConversationID == "" {
+		return Decision{Mode: ModeFallback, Reason: ReasonInvalidRequester}
+	}
+	var sameAccount []binding.Record
+	for _, b := range active {
+		c := b.Conversation.Normalize()
+		if c.Channel == want.Channel && c.AccountID == want.AccountID {
+			sameAccount = append(sameAccount, b)
+		}
+	}
+	for _, b := range sameAccount {
+		if b.Conversation.Normalize().ConversationID == want.ConversationID {
+			return bound(b, ReasonRequesterMatch)
+		}
+	}
+	if len(sameAccount) == 1 {
+		return bound(sameAccount[0], ReasonRequesterMatch)
+	}
+	if len(active) == 1 && !req.FailClosed {
+		return bound(active[0], ReasonSingleActiveFallback)
+	}
+	return Decision{Mode: ModeFallback, Reason: ReasonNoRequesterMatch}
+}
+
+func bound(b binding.Record, reason string) Decision {
+	return Decision{Binding: &b, Mode: ModeBound, Reason: reason}
+}
