@@ -38,4 +38,3 @@ func benchResolve(b *testing.B, n int) {
 		i++
 	}
 }
-
