@@ -1,0 +1,257 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"time"
+	_ "time/tzdata" // timezones must validate on a machine without zoneinfo files
+)
+
+// Model providers accepted in models.<name>.provider.
+const (
+	ProviderEcho      = "echo"      // answers without a network; the default
+	ProviderOpenAI    = "openai"    // Chat Completions API (OpenAI, Ollama, vLLM, LM Studio, OpenRouter)
+	ProviderAnthropic = "anthropic" // Anthropic Messages API
+)
+
+// Config is the whole configuration. The zero value is not valid; start from Default or Load.
+type Config struct {
+	Discord   DiscordConfig          `yaml:"discord"`
+	Agents    []AgentConfig          `yaml:"agents"` // the first is the default agent
+	Models    map[string]ModelConfig `yaml:"models"`
+	Subagents SubagentsConfig        `yaml:"subagents"`
+	Scheduler SchedulerConfig        `yaml:"scheduler"`
+	Store     StoreConfig            `yaml:"store"`
+	HTTP      HTTPConfig             `yaml:"http"`
+	Log       LogConfig              `yaml:"log"`
+
+	src *source // where the values came from; nil for a Config built in code
+}
+
+// DiscordConfig is the discord section. Gateway intents are fixed in code.
+type DiscordConfig struct {
+	Token          string               `yaml:"token"`  // required by `bot run`; see ValidateForRun
+	APIURL         string               `yaml:"apiURL"` // REST base override; "" = Discord
+	Guilds         []string             `yaml:"guilds"` // allowlist of guild ids; empty = all
+	Operators      OperatorsConfig      `yaml:"operators"`
+	ThreadBindings ThreadBindingsConfig `yaml:"threadBindings"`
+}
+
+// OperatorsConfig lists who may run privileged commands; both empty = members with Manage Server.
+type OperatorsConfig struct {
+	Users []string `yaml:"users"`
+	Roles []string `yaml:"roles"`
+}
+
+// ThreadBindingsConfig controls binding threads to sessions.
+type ThreadBindingsConfig struct {
+	Enabled               bool    `yaml:"enabled"`
+	SpawnSubagentSessions bool    `yaml:"spawnSubagentSessions"`
+	IdleHours             float64 `yaml:"idleHours"`   // 0 disables
+	MaxAgeHours           float64 `yaml:"maxAgeHours"` // 0 disables
+}
+
+// IdleTimeout is IdleHours as a duration; 0 means no idle expiry.
+func (t ThreadBindingsConfig) IdleTimeout() time.Duration { return hours(t.IdleHours) }
+
+// MaxAge is MaxAgeHours as a duration; 0 means no age cap.
+func (t ThreadBindingsConfig) MaxAge() time.Duration { return hours(t.MaxAgeHours) }
+
+func hours(h float64) time.Duration { return time.Duration(h * float64(time.Hour)) }
+
+// AgentConfig is one persona.
+type AgentConfig struct {
+	ID           string `yaml:"id"`   // [a-z0-9_-]+, unique; part of session keys
+	Name         string `yaml:"name"` // display name; defaults to ID
+	AvatarURL    string `yaml:"avatarURL"`
+	SystemPrompt string `yaml:"systemPrompt"`
+	Model        string `yaml:"model"` // a key of Config.Models
+}
+
+// ModelConfig is one named model endpoint.
+type ModelConfig struct {
+	Provider     string        `yaml:"provider"` // ProviderEcho, ProviderOpenAI or ProviderAnthropic
+	BaseURL      string        `yaml:"baseURL"`
+	APIKey       string        `yaml:"apiKey"`
+	Model        string        `yaml:"model"`      // provider's model name; required for openai/anthropic
+	MaxHistory   int           `yaml:"maxHistory"` // transcript entries sent per call, 1..1000
+	Timeout      time.Duration `yaml:"timeout"`    // per model call
+	MaxToolSteps int           `yaml:"maxToolSteps"`
+}
+
+// SubagentsConfig limits subagent runs.
+type SubagentsConfig struct {
+	MaxConcurrent int           `yaml:"maxConcurrent"`
+	RunTimeout    time.Duration `yaml:"runTimeout"`
+}
+
+// SchedulerConfig is the job scheduler.
+type SchedulerConfig struct {
+	Enabled       bool               `yaml:"enabled"`
+	Timezone      string             `yaml:"timezone"` // IANA name; the default for jobs without their own
+	CatchUpMissed bool               `yaml:"catchUpMissed"`
+	MaxCatchUp    int                `yaml:"maxCatchUp"` // missed instants run per job after downtime; 1 = once for all
+	FailureAlert  FailureAlertConfig `yaml:"failureAlert"`
+	RunRetention  int                `yaml:"runRetention"` // run records kept per job
+}
+
+// Location is the scheduler's timezone, UTC when Timezone is empty or (in a Config that was not
+// validated) unknown.
+func (s SchedulerConfig) Location() *time.Location {
+	if s.Timezone == "" {
+		return time.UTC
+	}
+	loc, err := time.LoadLocation(s.Timezone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+// FailureAlertConfig says when a failing job posts an alert.
+type FailureAlertConfig struct {
+	After    int           `yaml:"after"`    // consecutive failures before alerting
+	Cooldown time.Duration `yaml:"cooldown"` // minimum time between alerts for one job
+}
+
+// StoreConfig is the persistent store.
+type StoreConfig struct {
+	Driver string `yaml:"driver"` // "bolt"
+	Path   string `yaml:"path"`   // relative paths are resolved against the working directory
+}
+
+// HTTPConfig is the health/metrics server.
+type HTTPConfig struct {
+	Listen string `yaml:"listen"` // host:port; "" disables
+	Token  string `yaml:"token"`  // optional bearer token, meant for non-loopback listeners
+}
+
+// Enabled reports whether the HTTP server should run.
+func (h HTTPConfig) Enabled() bool { return h.Listen != "" }
+
+// LogConfig is logging.
+type LogConfig struct {
+	Level  string `yaml:"level"`  // debug | info | warn | error
+	Format string `yaml:"format"` // console | json
+}
+
+// Defaults that a missing or empty value takes.
+const (
+	DefaultSystemPrompt = "You are a helpful assistant."
+	DefaultModelName    = "default"
+)
+
+// Default returns the configuration used for every key that the file leaves out.
+func Default() *Config {
+	return &Config{
+		Discord: DiscordConfig{
+			ThreadBindings: ThreadBindingsConfig{Enabled: true, IdleHours: 24},
+		},
+		Agents:    []AgentConfig{{ID: "main", Name: "Assistant", SystemPrompt: DefaultSystemPrompt, Model: DefaultModelName}},
+		Models:    map[string]ModelConfig{DefaultModelName: defaultModel()},
+		Subagents: SubagentsConfig{MaxConcurrent: 4, RunTimeout: 10 * time.Minute},
+		Scheduler: SchedulerConfig{
+			Enabled:       true,
+			Timezone:      "UTC",
+			CatchUpMissed: true,
+			MaxCatchUp:    1,
+			FailureAlert:  FailureAlertConfig{After: 2, Cooldown: time.Hour},
+			RunRetention:  50,
+		},
+		Store: StoreConfig{Driver: "bolt", Path: "data/bot.db"},
+		HTTP:  HTTPConfig{Listen: "127.0.0.1:9464"},
+		Log:   LogConfig{Level: "info", Format: "console"},
+	}
+}
+
+func defaultModel() ModelConfig {
+	return ModelConfig{Provider: ProviderEcho, MaxHistory: 50, Timeout: 60 * time.Second, MaxToolSteps: 4}
+}
+
+// setDefaults prepares a list element before the decoder fills it from the file.
+func (a *AgentConfig) setDefaults() {
+	*a = AgentConfig{SystemPrompt: DefaultSystemPrompt, Model: DefaultModelName}
+}
+
+// setDefaults prepares a map element before the decoder fills it from the file; the provider stays
+// empty because it is required.
+func (m *ModelConfig) setDefaults() { *m = defaultModel(); m.Provider = "" }
+
+// fillEmpty gives empty strings their defaults after decoding.
+func (c *Config) fillEmpty() {
+	d := Default()
+	for i := range c.Agents {
+		a := &c.Agents[i]
+		if a.Name == "" {
+			a.Name = a.ID
+		}
+		setIfEmpty(&a.SystemPrompt, DefaultSystemPrompt)
+		setIfEmpty(&a.Model, DefaultModelName)
+	}
+	setIfEmpty(&c.Scheduler.Timezone, d.Scheduler.Timezone)
+	setIfEmpty(&c.Store.Driver, d.Store.Driver)
+	setIfEmpty(&c.Store.Path, d.Store.Path)
+	setIfEmpty(&c.Log.Level, d.Log.Level)
+	setIfEmpty(&c.Log.Format, d.Log.Format)
+}
+
+func setIfEmpty(s *string, def string) {
+	if *s == "" {
+		*s = def
+	}
+}
+
+// DefaultAgent is the first agent.
+func (c *Config) DefaultAgent() AgentConfig { return c.Agents[0] }
+
+// Agent returns the agent with the given id.
+func (c *Config) Agent(id string) (AgentConfig, bool) {
+	for _, a := range c.Agents {
+		if a.ID == id {
+			return a, true
+		}
+	}
+	return AgentConfig{}, false
+}
+
+// Load reads, expands, decodes, defaults and validates the config file at path. It does not require
+// a Discord token; call ValidateForRun before connecting to Discord.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &Error{File: path, cause: fs.ErrNotExist,
+			Msg: "config file not found: copy config.example.yaml to " + path + " and edit it, or pass -config FILE"}
+	}
+	if err != nil {
+		return nil, &Error{File: path, cause: err, Msg: "cannot read the config file: " + err.Error()}
+	}
+	return LoadBytes(path, data, os.LookupEnv)
+}
+
+// LoadBytes is Load for data already read; name is used in messages. env looks up ${VAR}
+// references; nil means os.LookupEnv.
+func LoadBytes(name string, data []byte, env func(string) (string, bool)) (*Config, error) {
+	if env == nil {
+		env = os.LookupEnv
+	}
+	root, err := parse(name, data)
+	if err != nil {
+		return nil, err
+	}
+	src := &source{file: name, lines: map[string]int{}, unset: map[string][]string{}}
+	cfg := Default()
+	if root != nil {
+		src.secrets = collectSecrets(root, env)
+		d := &decoder{src: src, env: env}
+		if err := d.decodeRoot(root, cfg); err != nil {
+			return nil, err
+		}
+	}
+	cfg.src = src
+	cfg.fillEmpty()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}

@@ -1,0 +1,295 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Validate checks every value and cross reference, returning the first problem as an *Error that
+// wraps ErrInvalid. It does not require a Discord token (see ValidateForRun). Load and LoadBytes call
+// it; call it yourself for a Config built in code.
+func (c *Config) Validate() error {
+	for _, check := range []func() *Error{
+		c.validateDiscord, c.validateModels, c.validateAgents, c.validateSubagents,
+		c.validateScheduler, c.validateStore, c.validateHTTP, c.validateLog,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateForRun checks what `bot run` needs beyond Validate: a Discord token. The message never
+// contains the token.
+func (c *Config) ValidateForRun() error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	const path = "discord.token"
+	token := c.Discord.Token
+	file := "the config file"
+	if c.src != nil && c.src.file != "" {
+		file = c.src.file
+	}
+	switch {
+	case strings.TrimSpace(token) == "":
+		return c.src.errAt(path, "a Discord bot token is required to run%s: set the DISCORD_TOKEN environment variable "+
+			"(the example config reads ${DISCORD_TOKEN}) or set discord.token in %s; `bot demo` needs no token",
+			c.src.unsetHint(path), file)
+	case strings.HasPrefix(token, "Bot "):
+		return c.src.errAt(path, "remove the \"Bot \" prefix: give the token only")
+	case strings.ContainsAny(token, " \t\r\n"):
+		return c.src.errAt(path, "the token contains whitespace; copy it again from the Discord Developer Portal (Bot > Reset Token)")
+	}
+	return nil
+}
+
+func (c *Config) validateDiscord() *Error {
+	d := c.Discord
+	if err := c.checkURL("discord.apiURL", d.APIURL, "http://127.0.0.1:8080/api/v10"); err != nil {
+		return err
+	}
+	if err := c.checkIDs("discord.guilds", d.Guilds, "Copy Server ID"); err != nil {
+		return err
+	}
+	if err := c.checkIDs("discord.operators.users", d.Operators.Users, "Copy User ID"); err != nil {
+		return err
+	}
+	if err := c.checkIDs("discord.operators.roles", d.Operators.Roles, "Copy Role ID"); err != nil {
+		return err
+	}
+	tb := d.ThreadBindings
+	if tb.IdleHours < 0 {
+		return c.src.errAt("discord.threadBindings.idleHours", "must be 0 or more (hours of inactivity before a thread is unbound; 0 disables), got %v", tb.IdleHours)
+	}
+	if tb.MaxAgeHours < 0 {
+		return c.src.errAt("discord.threadBindings.maxAgeHours", "must be 0 or more (hours from binding until a thread is unbound; 0 disables), got %v", tb.MaxAgeHours)
+	}
+	return nil
+}
+
+func (c *Config) validateModels() *Error {
+	if len(c.Models) == 0 {
+		return c.src.errAt("models", "at least one model is required, e.g. models: {default: {provider: echo}}")
+	}
+	for _, name := range sortedKeys(c.Models) {
+		m := c.Models[name]
+		p := "models." + name
+		if !validModelName(name) {
+			return c.src.errAt(p, "model name %s may use only letters, digits, '_', '-' and '.'", show(name))
+		}
+		switch m.Provider {
+		case ProviderEcho, ProviderOpenAI, ProviderAnthropic:
+		case "":
+			return c.src.errAt(p+".provider", "is required: one of echo, openai, anthropic")
+		default:
+			return c.src.errAt(p+".provider", "unknown provider %s: use echo, openai or anthropic", show(m.Provider))
+		}
+		if err := c.checkURL(p+".baseURL", m.BaseURL, "http://127.0.0.1:11434/v1"); err != nil {
+			return err
+		}
+		if m.Provider != ProviderEcho {
+			if m.Model == "" {
+				return c.src.errAt(p+".model", "is required for provider %s: the provider's model name, e.g. %q", m.Provider, exampleModel(m.Provider))
+			}
+			if m.APIKey == "" && m.BaseURL == "" {
+				return c.src.errAt(p+".apiKey", "is required for provider %s%s: set it (e.g. apiKey: ${%s}), or set baseURL for a local server that needs no key",
+					m.Provider, c.src.unsetHint(p+".apiKey"), strings.ToUpper(m.Provider)+"_API_KEY")
+			}
+		}
+		if m.MaxHistory < 1 || m.MaxHistory > 1000 {
+			return c.src.errAt(p+".maxHistory", "must be between 1 and 1000 (transcript entries sent to the model), got %d", m.MaxHistory)
+		}
+		if m.Timeout <= 0 {
+			return c.src.errAt(p+".timeout", "must be more than 0, e.g. \"60s\"")
+		}
+		if m.MaxToolSteps < 0 || m.MaxToolSteps > 100 {
+			return c.src.errAt(p+".maxToolSteps", "must be between 0 and 100 (tool calls per turn; 0 disables tools), got %d", m.MaxToolSteps)
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateAgents() *Error {
+	if len(c.Agents) == 0 {
+		return c.src.errAt("agents", "at least one agent is required; remove the key to get the default agent \"main\"")
+	}
+	seen := map[string]int{}
+	for i, a := range c.Agents {
+		p := fmt.Sprintf("agents[%d]", i)
+		switch {
+		case a.ID == "":
+			return c.src.errAt(p+".id", "is required: a short name of lowercase letters, digits, '_' or '-', e.g. main")
+		case !validAgentID(a.ID):
+			return c.src.errAt(p+".id", "%s may use only lowercase letters, digits, '_' and '-', e.g. main or code-review", show(a.ID))
+		}
+		if j, dup := seen[a.ID]; dup {
+			return c.src.errAt(p+".id", "%s is already the id of agents[%d]; agent ids must be unique", show(a.ID), j)
+		}
+		seen[a.ID] = i
+		if err := c.checkURL(p+".avatarURL", a.AvatarURL, "https://example.com/avatar.png"); err != nil {
+			return err
+		}
+		if _, ok := c.Models[a.Model]; !ok {
+			hint := ""
+			if c.src != nil && c.src.lines["agents"] == 0 {
+				hint = " (this is the default agent, used because agents is not set)"
+			}
+			return c.src.errAt(p+".model", "%s is not defined under models%s; defined models: %s",
+				show(a.Model), hint, strings.Join(sortedKeys(c.Models), ", "))
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateSubagents() *Error {
+	s := c.Subagents
+	if s.MaxConcurrent < 1 {
+		return c.src.errAt("subagents.maxConcurrent", "must be at least 1, got %d", s.MaxConcurrent)
+	}
+	if s.RunTimeout <= 0 {
+		return c.src.errAt("subagents.runTimeout", "must be more than 0, e.g. \"10m\"")
+	}
+	return nil
+}
+
+func (c *Config) validateScheduler() *Error {
+	s := c.Scheduler
+	if s.Timezone != "" {
+		if _, err := time.LoadLocation(s.Timezone); err != nil || s.Timezone == "Local" {
+			return c.src.errAt("scheduler.timezone", "unknown timezone %s: use an IANA name such as \"UTC\" or \"Europe/Berlin\"", show(s.Timezone))
+		}
+	}
+	if s.MaxCatchUp < 1 || s.MaxCatchUp > 1000 {
+		return c.src.errAt("scheduler.maxCatchUp", "must be between 1 and 1000 (missed runs per job after downtime; 1 = run once for all), got %d", s.MaxCatchUp)
+	}
+	if s.FailureAlert.After < 1 {
+		return c.src.errAt("scheduler.failureAlert.after", "must be at least 1 (consecutive failures before an alert), got %d", s.FailureAlert.After)
+	}
+	if s.FailureAlert.Cooldown < 0 {
+		return c.src.errAt("scheduler.failureAlert.cooldown", "must not be negative, e.g. \"1h\"")
+	}
+	if s.RunRetention < 1 {
+		return c.src.errAt("scheduler.runRetention", "must be at least 1 (run records kept per job), got %d", s.RunRetention)
+	}
+	return nil
+}
+
+func (c *Config) validateStore() *Error {
+	switch c.Store.Driver {
+	case "bolt":
+	case "postgres":
+		return c.src.errAt("store.driver", "\"postgres\" is not supported yet; use \"bolt\"")
+	default:
+		return c.src.errAt("store.driver", "unknown driver %s; use \"bolt\"", show(c.Store.Driver))
+	}
+	if c.Store.Path == "" {
+		return c.src.errAt("store.path", "is required, e.g. data/bot.db")
+	}
+	return nil
+}
+
+func (c *Config) validateHTTP() *Error {
+	listen := c.HTTP.Listen
+	if listen == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(listen)
+	if err == nil {
+		var n int
+		n, err = strconv.Atoi(port)
+		if err == nil && (n < 0 || n > 65535) {
+			err = fmt.Errorf("port out of range")
+		}
+	}
+	if err != nil {
+		return c.src.errAt("http.listen", "%s is not host:port: use e.g. \"127.0.0.1:9464\", or \"\" to disable the HTTP server", show(listen))
+	}
+	return nil
+}
+
+func (c *Config) validateLog() *Error {
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
+		return c.src.errAt("log.level", "unknown level %s: use debug, info, warn or error", show(c.Log.Level))
+	}
+	if !slices.Contains([]string{"console", "json"}, c.Log.Format) {
+		return c.src.errAt("log.format", "unknown format %s: use console or json", show(c.Log.Format))
+	}
+	return nil
+}
+
+// checkURL accepts "" or an absolute http(s) URL with a host.
+func (c *Config) checkURL(path, raw, example string) *Error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return c.src.errAt(path, "%s is not an http:// or https:// URL: use e.g. %q, or leave it empty", show(raw), example)
+	}
+	return nil
+}
+
+// checkIDs requires Discord snowflakes: 17 to 20 digits.
+func (c *Config) checkIDs(path string, ids []string, copyHint string) *Error {
+	for i, id := range ids {
+		if !validSnowflake(id) {
+			return c.src.errAt(fmt.Sprintf("%s[%d]", path, i),
+				"%s is not a Discord id (17-20 digits): enable Developer Mode in Discord, right-click and choose %s", show(id), copyHint)
+		}
+	}
+	return nil
+}
+
+func validSnowflake(s string) bool {
+	if len(s) < 17 || len(s) > 20 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func validAgentID(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func validModelName(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func exampleModel(provider string) string {
+	if provider == ProviderAnthropic {
+		return "claude-sonnet-4-5"
+	}
+	return "gpt-4o-mini"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
