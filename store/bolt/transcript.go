@@ -1,0 +1,322 @@
+package bolt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/agentbot/agentbot/core/transcript"
+)
+
+// Transcript layout: bucketTranscripts holds one nested bucket per session
+// key; each holds
+//
+//	e    entries: big-endian uint64 seq -> JSON Entry (appended in key order)
+//	d    delivery-id index: delivery id -> seq
+//	m    message-id index: Discord message id -> seq (first entry wins)
+//	seq  last assigned seq (uint64)
+//	gen  current generation (int64)
+//
+// Append's dedupe lookup, seq assignment and index writes happen in one
+// read-write transaction, run through db.Batch so concurrent appenders share
+// one commit (group commit).
+var (
+	subEntries  = []byte("e")
+	subDelivery = []byte("d")
+	subMessage  = []byte("m")
+	keyLastSeq  = []byte("seq")
+	keyGen      = []byte("gen")
+)
+
+type session struct {
+	b, entries, delivery, message *bbolt.Bucket
+}
+
+// sessionBuckets returns the session's buckets, creating them if create is
+// set; ok is false when the session does not exist and create is unset.
+func sessionBuckets(tx *bbolt.Tx, key string, create bool) (session, bool, error) {
+	root := tx.Bucket(bucketTranscripts)
+	if root == nil {
+		return session{}, false, fmt.Errorf("bolt: bucket %q missing", bucketTranscripts)
+	}
+	var s session
+	if !create {
+		s.b = root.Bucket([]byte(key))
+		if s.b == nil {
+			return session{}, false, nil
+		}
+		s.entries, s.delivery, s.message = s.b.Bucket(subEntries), s.b.Bucket(subDelivery), s.b.Bucket(subMessage)
+		if s.entries == nil || s.delivery == nil || s.message == nil {
+			return session{}, false, fmt.Errorf("bolt: session %q is missing sub-buckets", key)
+		}
+		return s, true, nil
+	}
+	var err error
+	if s.b, err = root.CreateBucketIfNotExists([]byte(key)); err != nil {
+		return session{}, false, fmt.Errorf("bolt: session %q: %w", key, err)
+	}
+	if s.entries, err = s.b.CreateBucketIfNotExists(subEntries); err != nil {
+		return session{}, false, err
+	}
+	if s.delivery, err = s.b.CreateBucketIfNotExists(subDelivery); err != nil {
+		return session{}, false, err
+	}
+	if s.message, err = s.b.CreateBucketIfNotExists(subMessage); err != nil {
+		return session{}, false, err
+	}
+	// Seqs only grow, so entries pages can be packed full.
+	s.entries.FillPercent = 1.0
+	return s, true, nil
+}
+
+func decodeEntry(k, raw []byte) (transcript.Entry, error) {
+	var e transcript.Entry
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return e, fmt.Errorf("bolt: decode transcript entry %d: %w", getU64(k), err)
+	}
+	e.Seq = getU64(k)
+	if e.MessageIDs == nil {
+		e.MessageIDs = []string{}
+	}
+	return e, nil
+}
+
+func (s session) entry(seqKey []byte) (transcript.Entry, bool, error) {
+	raw := s.entries.Get(seqKey)
+	if raw == nil {
+		return transcript.Entry{}, false, nil
+	}
+	e, err := decodeEntry(seqKey, raw)
+	return e, err == nil, err
+}
+
+// Append stores e with the next seq of session key, or returns the existing
+// entry with existed=true when e.DeliveryID is already present there.
+func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (transcript.Entry, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return transcript.Entry{}, false, err
+	}
+	if key == "" {
+		return transcript.Entry{}, false, errors.New("bolt: empty session key")
+	}
+	e.SessionKey = key
+	e.MessageIDs = slices.Clone(e.MessageIDs)
+	if e.MessageIDs == nil {
+		e.MessageIDs = []string{}
+	}
+	if len(e.Meta) == 0 {
+		e.Meta = nil
+	}
+	var (
+		out     transcript.Entry
+		existed bool
+	)
+	// Batch may run fn more than once; it sets out and existed afresh each time.
+	err := s.db.Batch(func(tx *bbolt.Tx) error {
+		out, existed = transcript.Entry{}, false
+		ss, _, err := sessionBuckets(tx, key, true)
+		if err != nil {
+			return err
+		}
+		if e.DeliveryID != "" {
+			if seqKey := ss.delivery.Get([]byte(e.DeliveryID)); seqKey != nil {
+				got, ok, err := ss.entry(seqKey)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("bolt: session %q: delivery index names missing seq %d", key, getU64(seqKey))
+				}
+				out, existed = got, true
+				return nil
+			}
+		}
+		ne := e
+		ne.Seq = getU64(ss.b.Get(keyLastSeq)) + 1
+		raw, err := json.Marshal(ne)
+		if err != nil {
+			return fmt.Errorf("bolt: encode transcript entry: %w", err)
+		}
+		seqKey := u64(ne.Seq)
+		if err := ss.entries.Put(seqKey, raw); err != nil {
+			return err
+		}
+		if err := ss.b.Put(keyLastSeq, seqKey); err != nil {
+			return err
+		}
+		if ne.DeliveryID != "" {
+			if err := ss.delivery.Put([]byte(ne.DeliveryID), seqKey); err != nil {
+				return err
+			}
+		}
+		for _, id := range ne.MessageIDs {
+			if id == "" || ss.message.Get([]byte(id)) != nil {
+				continue
+			}
+			if err := ss.message.Put([]byte(id), seqKey); err != nil {
+				return err
+			}
+		}
+		out = ne
+		return nil
+	})
+	if err != nil {
+		return transcript.Entry{}, false, err
+	}
+	return out, existed, nil
+}
+
+// Tail returns up to n of the newest entries, oldest first. It walks a
+// cursor back from the last key, so its cost does not depend on the size of
+// the session.
+func (s *Store) Tail(ctx context.Context, key string, n int) ([]transcript.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := []transcript.Entry{}
+	if n <= 0 {
+		return out, nil
+	}
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		ss, ok, err := sessionBuckets(tx, key, false)
+		if err != nil || !ok {
+			return err
+		}
+		c := ss.entries.Cursor()
+		for k, v := c.Last(); k != nil && len(out) < n; k, v = c.Prev() {
+			e, err := decodeEntry(k, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// Range returns up to limit entries with Seq >= from, oldest first
+// (limit <= 0: no limit).
+func (s *Store) Range(ctx context.Context, key string, from uint64, limit int) ([]transcript.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := []transcript.Entry{}
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		ss, ok, err := sessionBuckets(tx, key, false)
+		if err != nil || !ok {
+			return err
+		}
+		c := ss.entries.Cursor()
+		for k, v := c.Seek(u64(max(from, 1))); k != nil; k, v = c.Next() {
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+			e, err := decodeEntry(k, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ByMessageID finds the entry of session key holding messageID.
+func (s *Store) ByMessageID(ctx context.Context, key, messageID string) (transcript.Entry, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return transcript.Entry{}, false, err
+	}
+	if messageID == "" {
+		return transcript.Entry{}, false, nil
+	}
+	var (
+		out   transcript.Entry
+		found bool
+	)
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		ss, ok, err := sessionBuckets(tx, key, false)
+		if err != nil || !ok {
+			return err
+		}
+		seqKey := ss.message.Get([]byte(messageID))
+		if seqKey == nil {
+			return nil
+		}
+		out, found, err = ss.entry(seqKey)
+		return err
+	})
+	if err != nil {
+		return transcript.Entry{}, false, err
+	}
+	return out, found, nil
+}
+
+// Generation returns the session's generation (0 if never set).
+func (s *Store) Generation(ctx context.Context, key string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	var gen int
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		ss, ok, err := sessionBuckets(tx, key, false)
+		if err != nil || !ok {
+			return err
+		}
+		gen = int(int64(getU64(ss.b.Get(keyGen))))
+		return nil
+	})
+	return gen, err
+}
+
+// SetGeneration records gen as the session's current generation, creating
+// the session if needed.
+func (s *Store) SetGeneration(ctx context.Context, key string, gen int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if key == "" {
+		return errors.New("bolt: empty session key")
+	}
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		ss, _, err := sessionBuckets(tx, key, true)
+		if err != nil {
+			return err
+		}
+		return ss.b.Put(keyGen, u64(uint64(int64(gen))))
+	})
+}
+
+// Sessions lists the session keys that have a transcript, in key order.
+func (s *Store) Sessions(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := []string{}
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		root := tx.Bucket(bucketTranscripts)
+		if root == nil {
+			return fmt.Errorf("bolt: bucket %q missing", bucketTranscripts)
+		}
+		return root.ForEachBucket(func(k []byte) error {
+			out = append(out, string(k))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
