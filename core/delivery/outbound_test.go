@@ -1,0 +1,289 @@
+package delivery_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/sessionkey"
+	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/store/memory"
+)
+
+// fakeSender is a hand-written Sender: it "displays" messages per
+// conversation, dedupes by delivery id like a nonce, and fails on demand.
+type fakeSender struct {
+	mu        sync.Mutex
+	next      int
+	displayed map[string][]string // conversation -> texts
+	byID      map[string][]string // delivery id -> message ids
+	failNext  error
+	sends     int
+}
+
+func newFakeSender() *fakeSender {
+	return &fakeSender{displayed: map[string][]string{}, byID: map[string][]string{}}
+}
+
+func (f *fakeSender) Send(_ context.Context, d delivery.Delivery) (delivery.Receipt, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sends++
+	if err := f.failNext; err != nil {
+		f.failNext = nil
+		return delivery.Receipt{}, err
+	}
+	if ids, ok := f.byID[d.ID]; ok {
+		return delivery.Receipt{MessageIDs: ids, Duplicate: true}, nil
+	}
+	f.next++
+	id := strconv.Itoa(1000 + f.next)
+	f.byID[d.ID] = []string{id}
+	f.displayed[d.Target.ConversationID] = append(f.displayed[d.Target.ConversationID], d.Text)
+	return delivery.Receipt{MessageIDs: []string{id}}, nil
+}
+
+// fakeBindings routes conversations through a fixed map and records touches.
+type fakeBindings struct {
+	mu      sync.Mutex
+	bound   map[string]binding.Record
+	touched []string
+}
+
+func (f *fakeBindings) ResolveByConversation(r binding.ConversationRef) (binding.Record, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, ok := f.bound[r.Normalize().ConversationID]
+	return b, ok
+}
+
+func (f *fakeBindings) Touch(id string, _ time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.touched = append(f.touched, id)
+}
+
+type fixture struct {
+	out      *delivery.Outbound
+	sender   *fakeSender
+	store    *memory.Store
+	tr       *transcript.Service
+	bindings *fakeBindings
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	st := memory.New()
+	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	f := &fixture{sender: newFakeSender(), store: st, tr: transcript.NewService(st, clk), bindings: &fakeBindings{bound: map[string]binding.Record{}}}
+	f.out = delivery.NewOutbound(delivery.OutboundConfig{Sender: f.sender, Outbox: st, Transcripts: f.tr, Bindings: f.bindings, DefaultAgent: "main", Clock: clk, Log: zerolog.Nop()})
+	return f
+}
+
+func conv(id string) binding.ConversationRef {
+	return binding.ConversationRef{Channel: "discord", ConversationID: id}
+}
+
+func (f *fixture) entries(t *testing.T, key string) []transcript.Entry {
+	t.Helper()
+	es, err := f.tr.Entries(context.Background(), key, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+func TestOutboundWritesOnceAfterReceipt(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	d := delivery.Delivery{ID: "job:1:run:1", Target: conv("c1"), Text: "result", Producer: delivery.Producer{Source: transcript.SourceJob, AgentID: "main"}}
+	res, err := f.out.Deliver(ctx, d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := sessionkey.ForConversation("main", conv("c1"))
+	if !res.Written || res.SessionKey != key {
+		t.Fatalf("result %+v, want written to %s", res, key)
+	}
+	// A retry of the same logical send (e.g. after a crash) neither sends nor writes again.
+	if _, err := f.out.Deliver(ctx, d, nil); err != nil {
+		t.Fatal(err)
+	}
+	es := f.entries(t, key)
+	if len(es) != 1 || es[0].Text != "result" || es[0].MessageIDs[0] != res.MessageIDs[0] || es[0].Source != transcript.SourceJob || es[0].Role != transcript.RoleAssistant {
+		t.Fatalf("entries = %+v", es)
+	}
+	if f.sender.sends != 1 {
+		t.Fatalf("sent %d times, want 1", f.sender.sends)
+	}
+	rec, _, _ := f.store.GetDelivery(ctx, d.ID)
+	if rec.State != delivery.StateDelivered || rec.SessionKey != key {
+		t.Fatalf("outbox record %+v", rec)
+	}
+}
+
+func TestOutboundFailureWritesNothing(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.sender.failNext = fmt.Errorf("unknown channel: %w", delivery.ErrDestinationGone)
+	_, err := f.out.Deliver(ctx, delivery.Delivery{ID: "d1", Target: conv("c1"), Text: "x", Producer: delivery.Producer{Source: transcript.SourceAlert}}, nil)
+	var fe *delivery.FailedError
+	if !errors.As(err, &fe) || !errors.Is(err, delivery.ErrDestinationGone) {
+		t.Fatalf("err = %v, want FailedError wrapping ErrDestinationGone", err)
+	}
+	if es := f.entries(t, sessionkey.ForConversation("main", conv("c1"))); len(es) != 0 {
+		t.Fatalf("failed send wrote %+v", es)
+	}
+	rec, _, _ := f.store.GetDelivery(ctx, "d1")
+	if rec.State != delivery.StateFailed || rec.Error == "" {
+		t.Fatalf("outbox record %+v, want failed with error", rec)
+	}
+}
+
+func TestOutboundSkips(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.bindings.bound["t-other"] = binding.Record{ID: "b-other", TargetSessionKey: "agent:research:subagent:9"}
+	own := sessionkey.ForConversation("main", conv("c1"))
+	tests := []struct {
+		name       string
+		d          delivery.Delivery
+		commit     bool
+		wantSkip   string
+		wantCommit bool
+	}{
+		{"turn reply is committed by the turn", delivery.Delivery{ID: "r1", Target: conv("c1"), Text: "hi", Producer: delivery.Producer{Source: transcript.SourceTurn, TurnSessionKey: own, AgentID: "main"}}, true, delivery.SkipTurnReply, true},
+		{"other agent's conversation", delivery.Delivery{ID: "r2", Target: conv("t-other"), Text: "hi", Producer: delivery.Producer{Source: transcript.SourceMessageTool, AgentID: "main"}}, false, delivery.SkipOtherAgent, false},
+		{"native only", delivery.Delivery{ID: "r3", Target: conv("c2"), Native: true, Producer: delivery.Producer{Source: transcript.SourceJob, AgentID: "main"}}, false, delivery.SkipNativeOnly, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			committed := false
+			var commit delivery.CommitFunc
+			if tc.commit {
+				commit = func(context.Context, delivery.Receipt) error { committed = true; return nil }
+			}
+			res, err := f.out.Deliver(ctx, tc.d, commit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Written || res.SkipReason != tc.wantSkip || committed != tc.wantCommit {
+				t.Fatalf("res %+v committed=%v", res, committed)
+			}
+		})
+	}
+	for _, key := range []string{own, "agent:research:subagent:9", sessionkey.ForConversation("main", conv("c2"))} {
+		if es := f.entries(t, key); len(es) != 0 {
+			t.Errorf("%s got entries %+v", key, es)
+		}
+	}
+}
+
+func TestOutboundRoutesToBoundSessionAndTouches(t *testing.T) {
+	f := newFixture(t)
+	f.bindings.bound["thread-1"] = binding.Record{ID: "b1", TargetSessionKey: "agent:main:subagent:1"}
+	res, err := f.out.Deliver(context.Background(), delivery.Delivery{ID: "announce:1", Target: conv("thread-1"), Text: "done", ViaWebhook: true, Producer: delivery.Producer{Source: transcript.SourceAnnounce, AgentID: "main"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SessionKey != "agent:main:subagent:1" || len(f.bindings.touched) != 1 || f.bindings.touched[0] != "b1" {
+		t.Fatalf("res %+v touched %v", res, f.bindings.touched)
+	}
+}
+
+func TestOutboundRejectsInvalid(t *testing.T) {
+	f := newFixture(t)
+	for _, d := range []delivery.Delivery{
+		{Target: conv("c"), Text: "x"},
+		{ID: "a", Text: "x"},
+		{ID: "a", Target: conv("c")},
+	} {
+		if _, err := f.out.Deliver(context.Background(), d, nil); !errors.Is(err, delivery.ErrInvalidDelivery) {
+			t.Errorf("Deliver(%+v) = %v", d, err)
+		}
+	}
+}
+
+func TestOutboundConcurrentSendsKeepDisplayOrder(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := f.out.Deliver(ctx, delivery.Delivery{ID: fmt.Sprintf("d%d", i), Target: conv("c1"), Text: fmt.Sprintf("m%d", i), Producer: delivery.Producer{Source: transcript.SourceJob}}, nil)
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	es := f.entries(t, sessionkey.ForConversation("main", conv("c1")))
+	shown := f.sender.displayed["c1"]
+	if len(es) != 40 || len(shown) != 40 {
+		t.Fatalf("%d entries, %d displayed", len(es), len(shown))
+	}
+	for i := range es {
+		if es[i].Text != shown[i] {
+			t.Fatalf("entry %d is %q but display shows %q", i, es[i].Text, shown[i])
+		}
+	}
+}
+
+// interruptingAppender fails once, like a crash between receipt and write.
+type interruptingAppender struct {
+	delivery.Appender
+	fail bool
+}
+
+func (a *interruptingAppender) Append(ctx context.Context, key string, e transcript.Entry) (transcript.Entry, error) {
+	if a.fail {
+		a.fail = false
+		return transcript.Entry{}, errors.New("process died")
+	}
+	return a.Appender.Append(ctx, key, e)
+}
+
+func TestRecoverFinishesWithoutDuplicates(t *testing.T) {
+	st := memory.New()
+	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	tr := transcript.NewService(st, clk)
+	sender := newFakeSender()
+	app := &interruptingAppender{Appender: tr, fail: true}
+	b := &fakeBindings{bound: map[string]binding.Record{}}
+	first := delivery.NewOutbound(delivery.OutboundConfig{Sender: sender, Outbox: st, Transcripts: app, Bindings: b, DefaultAgent: "main", Clock: clk, Log: zerolog.Nop()})
+	ctx := context.Background()
+	// Sent but not written (the "crash").
+	if _, err := first.Deliver(ctx, delivery.Delivery{ID: "sent-unwritten", Target: conv("c1"), Text: "a", Producer: delivery.Producer{Source: transcript.SourceJob}}, nil); err == nil {
+		t.Fatal("expected the interrupted write to fail")
+	}
+	// Pending: recorded but the process died before the send.
+	if err := st.PutDelivery(ctx, delivery.Record{Delivery: delivery.Delivery{ID: "never-sent", Target: conv("c1"), Text: "b", Producer: delivery.Producer{Source: transcript.SourceAlert}}, State: delivery.StatePending, CreatedAt: clk.Now().Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	second := delivery.NewOutbound(delivery.OutboundConfig{Sender: sender, Outbox: st, Transcripts: tr, Bindings: b, DefaultAgent: "main", Clock: clk, Log: zerolog.Nop()})
+	n, err := second.Recover(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("Recover = %d, %v; want 2", n, err)
+	}
+	if again, _ := second.Recover(ctx); again != 0 {
+		t.Fatalf("second Recover redid %d deliveries", again)
+	}
+	es, _ := tr.Entries(ctx, sessionkey.ForConversation("main", conv("c1")), 0, 10)
+	if len(es) != 2 || es[0].Text != "a" || es[1].Text != "b" {
+		t.Fatalf("entries %+v, want a then b once each", es)
+	}
+	if got := sender.displayed["c1"]; len(got) != 2 {
+		t.Fatalf("displayed %v, want 2 messages (no duplicate)", got)
+	}
+}
