@@ -42,7 +42,7 @@ func (e *lockedError) Unwrap() error { return ErrLocked }
 // Defaults for Options.
 const (
 	DefaultLockTimeout   = time.Second
-	DefaultMaxBatchDelay = 2 * time.Millisecond
+	DefaultMaxBatchDelay = time.Millisecond
 	DefaultMaxBatchSize  = 1000
 )
 
@@ -51,7 +51,7 @@ type Options struct {
 	// LockTimeout bounds the wait for the file lock (default 1s).
 	LockTimeout time.Duration
 	// MaxBatchDelay is how long a transcript Append waits for other appenders
-	// to join its group commit (default 2ms).
+	// to join its group commit (default 1ms).
 	MaxBatchDelay time.Duration
 	// MaxBatchSize caps the appends committed together (default 1000).
 	MaxBatchSize int

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"go.etcd.io/bbolt"
@@ -108,6 +109,7 @@ func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (tra
 	if e.MessageIDs == nil {
 		e.MessageIDs = []string{}
 	}
+	e.Meta = maps.Clone(e.Meta)
 	if len(e.Meta) == 0 {
 		e.Meta = nil
 	}
@@ -117,57 +119,62 @@ func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (tra
 	)
 	// Batch may run fn more than once; it sets out and existed afresh each time.
 	err := s.db.Batch(func(tx *bbolt.Tx) error {
-		out, existed = transcript.Entry{}, false
-		ss, _, err := sessionBuckets(tx, key, true)
-		if err != nil {
-			return err
-		}
-		if e.DeliveryID != "" {
-			if seqKey := ss.delivery.Get([]byte(e.DeliveryID)); seqKey != nil {
-				got, ok, err := ss.entry(seqKey)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return fmt.Errorf("bolt: session %q: delivery index names missing seq %d", key, getU64(seqKey))
-				}
-				out, existed = got, true
-				return nil
-			}
-		}
-		ne := e
-		ne.Seq = getU64(ss.b.Get(keyLastSeq)) + 1
-		raw, err := json.Marshal(ne)
-		if err != nil {
-			return fmt.Errorf("bolt: encode transcript entry: %w", err)
-		}
-		seqKey := u64(ne.Seq)
-		if err := ss.entries.Put(seqKey, raw); err != nil {
-			return err
-		}
-		if err := ss.b.Put(keyLastSeq, seqKey); err != nil {
-			return err
-		}
-		if ne.DeliveryID != "" {
-			if err := ss.delivery.Put([]byte(ne.DeliveryID), seqKey); err != nil {
-				return err
-			}
-		}
-		for _, id := range ne.MessageIDs {
-			if id == "" || ss.message.Get([]byte(id)) != nil {
-				continue
-			}
-			if err := ss.message.Put([]byte(id), seqKey); err != nil {
-				return err
-			}
-		}
-		out = ne
-		return nil
+		var err error
+		out, existed, err = appendTx(tx, key, e)
+		return err
 	})
 	if err != nil {
 		return transcript.Entry{}, false, err
 	}
 	return out, existed, nil
+}
+
+// appendTx is Append inside a read-write transaction: dedupe on the
+// delivery id, assign the next seq, write the entry and its index keys. e
+// must already be normalised (SessionKey set, MessageIDs non-nil).
+func appendTx(tx *bbolt.Tx, key string, e transcript.Entry) (transcript.Entry, bool, error) {
+	ss, _, err := sessionBuckets(tx, key, true)
+	if err != nil {
+		return transcript.Entry{}, false, err
+	}
+	if e.DeliveryID != "" {
+		if seqKey := ss.delivery.Get([]byte(e.DeliveryID)); seqKey != nil {
+			got, ok, err := ss.entry(seqKey)
+			if err != nil {
+				return transcript.Entry{}, false, err
+			}
+			if !ok {
+				return transcript.Entry{}, false, fmt.Errorf("bolt: session %q: delivery index names missing seq %d", key, getU64(seqKey))
+			}
+			return got, true, nil
+		}
+	}
+	e.Seq = getU64(ss.b.Get(keyLastSeq)) + 1
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return transcript.Entry{}, false, fmt.Errorf("bolt: encode transcript entry: %w", err)
+	}
+	seqKey := u64(e.Seq)
+	if err := ss.entries.Put(seqKey, raw); err != nil {
+		return transcript.Entry{}, false, err
+	}
+	if err := ss.b.Put(keyLastSeq, seqKey); err != nil {
+		return transcript.Entry{}, false, err
+	}
+	if e.DeliveryID != "" {
+		if err := ss.delivery.Put([]byte(e.DeliveryID), seqKey); err != nil {
+			return transcript.Entry{}, false, err
+		}
+	}
+	for _, id := range e.MessageIDs {
+		if id == "" || ss.message.Get([]byte(id)) != nil {
+			continue
+		}
+		if err := ss.message.Put([]byte(id), seqKey); err != nil {
+			return transcript.Entry{}, false, err
+		}
+	}
+	return e, false, nil
 }
 
 // Tail returns up to n of the newest entries, oldest first. It walks a
