@@ -120,6 +120,14 @@ func (o *Outbound) SessionFor(ref binding.ConversationRef) (string, binding.Reco
 	return sessionkey.Route(o.bindings, o.defaultAgent, ref)
 }
 
+// WithConversation runs fn under the conversation's send lock, so an entry
+// fn writes (a turn's user message) keeps its place in display order.
+func (o *Outbound) WithConversation(ref binding.ConversationRef, fn func() error) error {
+	unlock := o.locks.lock(ref.Normalize().Key())
+	defer unlock()
+	return fn()
+}
+
 // Deliver sends d once and writes its transcript entry once. Calling it
 // again with the same ID after success returns the first result without
 // sending; after a crash between send and write it finishes the write.

@@ -46,6 +46,17 @@ type Delivery struct {
 	ViaWebhook bool `json:"viaWebhook,omitempty"`
 	// BindingID is the binding the destination came from, if any.
 	BindingID string `json:"bindingId,omitempty"`
+	// Interaction, when set, answers a slash command publicly with this
+	// text (the reply is displayed, so it is a transcript entry). It is
+	// not persisted: an interaction token expires, so a recovered delivery
+	// posts as a plain message instead.
+	Interaction *Interaction `json:"-"`
+}
+
+// Interaction identifies a slash command invocation to answer.
+type Interaction struct {
+	ID    string
+	Token string
 }
 
 // Receipt is Discord's confirmation of a send.

@@ -14,6 +14,8 @@ var (
 	bucketTranscripts = []byte("transcripts")
 	bucketDeliveries  = []byte("deliveries")
 	bucketDelivByTime = []byte("deliveries_by_time")
+	bucketSessions    = []byte("sessions")
+	bucketWebhooks    = []byte("webhooks")
 
 	keySchemaVersion = []byte("schemaVersion")
 )
@@ -32,7 +34,7 @@ type migration struct {
 
 var migrations = []migration{
 	{name: "initial buckets", fn: func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketBindings, bucketTranscripts, bucketDeliveries, bucketDelivByTime} {
+		for _, b := range [][]byte{bucketBindings, bucketTranscripts, bucketDeliveries, bucketDelivByTime, bucketSessions, bucketWebhooks} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -1,0 +1,21 @@
+// Package session runs agent sessions: turns, subagents and job turns.
+//
+// Invariants:
+//   - One turn at a time per session: work for a session key runs in a
+//     per-key queue, in arrival order (messages arriving during a turn
+//     queue behind it).
+//   - A turn writes exactly its own entries: the user message (at arrival,
+//     under the conversation's send lock, so transcript order is display
+//     order) and its reply or notice after Discord confirmed it. Every
+//     other entry (intros, announces, notices, message-tool sends to other
+//     chats, farewells) goes through core/delivery.Outbound.
+//   - Tool calls and their results are not displayed, so they live only in
+//     the request of the turn that made them, never in a transcript.
+//   - A subagent's completion goes where the router says (fail-closed): a
+//     bound thread, or for a subagent never bound the requester
+//     conversation. A subagent that was bound but whose thread cannot take
+//     the result posts it nowhere; its result stays in the registry and the
+//     requester gets a notice without the result.
+//   - Provider errors become a short visible notice; they never leave a
+//     session stuck.
+package session

@@ -1,0 +1,94 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/model"
+)
+
+// JobTurn is an in-chat job run: a turn in the chat's session.
+type JobTurn struct {
+	Conversation binding.ConversationRef
+	DeliveryID   string            // unique per run, e.g. job:<id>:run:<run>
+	Trigger      string            // "⏰ <job name>: <prompt>"
+	Meta         map[string]string // jobId, jobName, schedule
+}
+
+// RunJobTurn posts the visible trigger line and runs a turn in the chat's
+// session, serialised with user turns (Rule 2, in-chat mode). Both the
+// trigger and the reply are displayed, so the turn writes both. It returns
+// the message ids of the reply.
+func (m *Manager) RunJobTurn(ctx context.Context, jt JobTurn) ([]string, error) {
+	conv := jt.Conversation.Normalize()
+	key, rec, bound := m.d.Outbound.SessionFor(conv)
+	type result struct {
+		ids []string
+		err error
+	}
+	ch := make(chan result, 1)
+	m.enqueue(key, func(qctx context.Context) {
+		agent := m.agentFor(key)
+		trig := delivery.Delivery{ID: jt.DeliveryID + ":trigger", Target: conv, Text: jt.Trigger,
+			Producer: delivery.Producer{Source: transcript.SourceJobTrigger, TurnSessionKey: key, AgentID: agent.ID, Meta: jt.Meta}}
+		var seq uint64
+		_, err := m.d.Outbound.Deliver(qctx, trig, func(ctx context.Context, r delivery.Receipt) error {
+			e, err := m.d.Transcripts.Append(ctx, key, transcript.Entry{Role: transcript.RoleUser, Author: "scheduler", Text: jt.Trigger,
+				MessageIDs: r.MessageIDs, Source: transcript.SourceJobTrigger, DeliveryID: trig.ID, Meta: maps.Clone(jt.Meta)})
+			seq = e.Seq
+			return err
+		})
+		if err != nil {
+			ch <- result{err: fmt.Errorf("job trigger: %w", err)}
+			return
+		}
+		t := turnInput{key: key, conv: conv, deliveryID: jt.DeliveryID, triggerSeq: seq,
+			done: func(ids []string, err error) { ch <- result{ids, err} }}
+		if bound {
+			t.bindingID = rec.ID
+		}
+		m.runTurn(qctx, t)
+	})
+	select {
+	case r := <-ch:
+		return r.ids, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// RunBackground runs a background job's prompt in its own session key
+// (seeded with a snapshot for "current" jobs) and returns the result text.
+// Nothing is written to any chat transcript: the run's entries stay in its
+// own session, and the caller delivers the result through Outbound.
+func (m *Manager) RunBackground(ctx context.Context, agentID, key, prompt string, seed []transcript.Entry) (string, error) {
+	agent, ok := m.agents[agentID]
+	if !ok {
+		agent = m.DefaultAgent()
+	}
+	if _, err := m.d.Transcripts.Append(ctx, key, transcript.Entry{Role: transcript.RoleUser, Author: "scheduler", Text: prompt, Source: transcript.SourceJobTrigger, DeliveryID: "prompt"}); err != nil {
+		return "", fmt.Errorf("background run %s: %w", key, err)
+	}
+	msgs := make([]model.Message, 0, len(seed)+1)
+	msgs = append(msgs, m.toMessages(ctx, turnInput{key: key}, seed)...)
+	msgs = append(msgs, model.Message{Role: model.RoleUser, Text: prompt})
+	resp, err := agent.Provider.Complete(ctx, model.Request{System: agent.SystemPrompt, Messages: msgs})
+	if err != nil {
+		return "", fmt.Errorf("background run %s: %w", key, err)
+	}
+	if _, err := m.d.Transcripts.Append(ctx, key, transcript.Entry{Role: transcript.RoleAssistant, Author: agent.Name, Text: resp.Text, Source: transcript.SourceTurn, DeliveryID: "result"}); err != nil {
+		return "", fmt.Errorf("background run %s: %w", key, err)
+	}
+	return resp.Text, nil
+}
+
+// Snapshot returns the recent history of the session a conversation
+// routes to (for "current" jobs, taken at creation).
+func (m *Manager) Snapshot(ctx context.Context, conv binding.ConversationRef, n int) ([]transcript.Entry, error) {
+	key, _, _ := m.d.Outbound.SessionFor(conv)
+	return m.d.Transcripts.History(ctx, key, n)
+}

@@ -1,0 +1,309 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/sessionkey"
+	"github.com/agentbot/agentbot/core/transcript"
+)
+
+// Options are the manager's settings.
+type Options struct {
+	Channel   string // platform of conversations, "discord"
+	AccountID string
+	Agents    []Agent // the first is the default agent
+	// ThreadBindings mirrors discord.threadBindings.
+	ThreadBindings         bool
+	SpawnSubagentSessions  bool
+	IdleTimeout, MaxAge    time.Duration
+	MaxConcurrentSubagents int
+	SubagentTimeout        time.Duration
+	// DrainTimeout bounds how long Run waits for in-flight turns on stop.
+	DrainTimeout time.Duration
+}
+
+// Deps are the manager's collaborators.
+type Deps struct {
+	Outbound    Deliverer
+	Router      Router
+	Bindings    Bindings
+	Transcripts Transcripts
+	Store       Store
+	Threads     Threads // nil: no thread creation
+	Jobs        Jobs    // nil: job tools are not offered
+	Clock       clock.Clock
+	Log         zerolog.Logger
+}
+
+// Manager runs sessions: one turn at a time per session, subagent spawns
+// and their completions. It never writes a transcript entry other than a
+// turn's own user and reply entries; everything else goes through Outbound.
+type Manager struct {
+	opt    Options
+	d      Deps
+	agents map[string]Agent
+
+	baseMu sync.Mutex
+	base   context.Context // cancelled when Run stops
+	wg     sync.WaitGroup
+
+	qmu    sync.Mutex
+	queues map[string]*queue
+
+	imu      sync.RWMutex
+	sessions map[string]Info
+}
+
+type queue struct {
+	tasks   []func(context.Context)
+	running bool
+}
+
+// New returns a manager. It does no I/O; call Load, then Run.
+func New(opt Options, d Deps) *Manager {
+	if d.Clock == nil {
+		d.Clock = clock.Real{}
+	}
+	if opt.MaxConcurrentSubagents <= 0 {
+		opt.MaxConcurrentSubagents = 4
+	}
+	if opt.SubagentTimeout <= 0 {
+		opt.SubagentTimeout = 10 * time.Minute
+	}
+	if opt.DrainTimeout <= 0 {
+		opt.DrainTimeout = 10 * time.Second
+	}
+	if opt.Channel == "" {
+		opt.Channel = "discord"
+	}
+	m := &Manager{opt: opt, d: d, agents: map[string]Agent{}, queues: map[string]*queue{}, sessions: map[string]Info{}, base: context.Background()}
+	for _, a := range opt.Agents {
+		m.agents[a.ID] = a
+	}
+	return m
+}
+
+// DefaultAgent is the first configured agent.
+func (m *Manager) DefaultAgent() Agent { return m.opt.Agents[0] }
+
+// Agent returns a configured agent.
+func (m *Manager) Agent(id string) (Agent, bool) {
+	a, ok := m.agents[id]
+	return a, ok
+}
+
+// Load reads the session registry. Runs a previous process left running
+// are marked as errors ("interrupted by restart") so /agents tells the truth.
+func (m *Manager) Load(ctx context.Context) error {
+	infos, err := m.d.Store.SessionInfos(ctx)
+	if err != nil {
+		return fmt.Errorf("load sessions: %w", err)
+	}
+	m.imu.Lock()
+	defer m.imu.Unlock()
+	for _, in := range infos {
+		if in.Status == StatusRunning {
+			in.Status, in.Error, in.EndedAt = StatusError, "interrupted by restart", m.d.Clock.Now()
+			if err := m.d.Store.PutSessionInfo(ctx, in); err != nil {
+				return fmt.Errorf("load sessions: %w", err)
+			}
+		}
+		m.sessions[in.Key] = in
+	}
+	return nil
+}
+
+// Run keeps the manager's background work alive until ctx ends, then waits
+// (at most DrainTimeout) for in-flight turns and subagent runs.
+func (m *Manager) Run(ctx context.Context) error {
+	m.baseMu.Lock()
+	m.base = ctx
+	m.baseMu.Unlock()
+	<-ctx.Done()
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(m.opt.DrainTimeout):
+		return fmt.Errorf("sessions: %w: in-flight work did not finish in %s", context.DeadlineExceeded, m.opt.DrainTimeout)
+	}
+}
+
+func (m *Manager) baseCtx() context.Context {
+	m.baseMu.Lock()
+	defer m.baseMu.Unlock()
+	return m.base
+}
+
+// enqueue runs task after every earlier task of the same session.
+func (m *Manager) enqueue(key string, task func(context.Context)) {
+	m.wg.Add(1)
+	m.qmu.Lock()
+	q := m.queues[key]
+	if q == nil {
+		q = &queue{}
+		m.queues[key] = q
+	}
+	q.tasks = append(q.tasks, task)
+	start := !q.running
+	q.running = true
+	m.qmu.Unlock()
+	if start {
+		go m.drain(key, q)
+	}
+}
+
+func (m *Manager) drain(key string, q *queue) {
+	for {
+		m.qmu.Lock()
+		if len(q.tasks) == 0 {
+			q.running = false
+			delete(m.queues, key)
+			m.qmu.Unlock()
+			return
+		}
+		task := q.tasks[0]
+		q.tasks = q.tasks[1:]
+		m.qmu.Unlock()
+		m.runSafely(key, task)
+		m.wg.Done()
+	}
+}
+
+func (m *Manager) runSafely(key string, task func(context.Context)) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.d.Log.Error().Str("session", key).Interface("panic", r).Msg("session task panicked")
+		}
+	}()
+	task(context.WithoutCancel(m.baseCtx()))
+}
+
+// Info returns a session's registry record.
+func (m *Manager) Info(key string) (Info, bool) {
+	m.imu.RLock()
+	defer m.imu.RUnlock()
+	in, ok := m.sessions[key]
+	return in, ok
+}
+
+func (m *Manager) putInfo(ctx context.Context, in Info) {
+	m.imu.Lock()
+	m.sessions[in.Key] = in
+	m.imu.Unlock()
+	if err := m.d.Store.PutSessionInfo(ctx, in); err != nil {
+		m.d.Log.Error().Err(err).Str("session", in.Key).Msg("persist session")
+	}
+}
+
+// Sessions lists registry records matching keep.
+func (m *Manager) Sessions(keep func(Info) bool) []Info {
+	m.imu.RLock()
+	defer m.imu.RUnlock()
+	var out []Info
+	for _, in := range m.sessions {
+		if keep == nil || keep(in) {
+			out = append(out, in)
+		}
+	}
+	sortInfos(out)
+	return out
+}
+
+func newID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// agentFor returns the agent that owns a session key (default agent when the
+// key names an unknown one).
+func (m *Manager) agentFor(key string) Agent {
+	if a, ok := m.agents[sessionkey.Agent(key)]; ok {
+		return a
+	}
+	return m.DefaultAgent()
+}
+
+// ConversationRef builds a ref on this manager's platform and account.
+func (m *Manager) ConversationRef(conversationID, parentID string) binding.ConversationRef {
+	return binding.ConversationRef{Channel: m.opt.Channel, AccountID: m.opt.AccountID, ConversationID: conversationID, ParentConversationID: parentID}.Normalize()
+}
+
+// HandleMessage routes an inbound user message: it writes the user entry
+// into the session the conversation routes to (in display order) and
+// queues a turn behind any running one.
+func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
+	msg.Conversation = msg.Conversation.Normalize()
+	key, rec, bound := m.d.Outbound.SessionFor(msg.Conversation)
+	var entry transcript.Entry
+	err := m.d.Outbound.WithConversation(msg.Conversation, func() error {
+		meta := map[string]string{"authorId": msg.AuthorID}
+		if msg.ReplyTo != "" {
+			meta["replyTo"] = msg.ReplyTo
+		}
+		var err error
+		entry, err = m.d.Transcripts.Append(ctx, key, transcript.Entry{
+			Role: transcript.RoleUser, Author: msg.AuthorName, Text: msg.Text,
+			MessageIDs: []string{msg.MessageID}, Source: transcript.SourceUser,
+			DeliveryID: "in:" + msg.MessageID, Meta: meta,
+		})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("handle message %s: %w", msg.MessageID, err)
+	}
+	m.ensureMain(ctx, key, msg.Conversation)
+	t := turnInput{key: key, conv: msg.Conversation, replyTo: msg.MessageID, userReplyTo: msg.ReplyTo, deliveryID: "turn:" + msg.MessageID, triggerSeq: entry.Seq, requester: msg.AuthorID}
+	if bound {
+		t.bindingID = rec.ID
+	}
+	m.enqueue(key, func(ctx context.Context) { m.runTurn(ctx, t) })
+	return nil
+}
+
+// ensureMain registers a conversation's own session on first use.
+func (m *Manager) ensureMain(ctx context.Context, key string, conv binding.ConversationRef) {
+	if _, ok := m.Info(key); ok || sessionkey.Kind(key) != "conversation" {
+		return
+	}
+	m.putInfo(ctx, Info{Key: key, AgentID: sessionkey.Agent(key), Kind: KindMain, Requester: conv, Status: StatusIdle, CreatedAt: m.d.Clock.Now()})
+}
+
+// Reset starts a new transcript generation for the session the
+// conversation routes to and returns its key.
+func (m *Manager) Reset(ctx context.Context, conv binding.ConversationRef) (string, error) {
+	key, _, _ := m.d.Outbound.SessionFor(conv)
+	var gen int
+	err := m.d.Outbound.WithConversation(conv, func() error {
+		var err error
+		gen, err = m.d.Transcripts.Reset(ctx, key)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("reset %s: %w", key, err)
+	}
+	if in, ok := m.Info(key); ok {
+		in.Generation = gen
+		m.putInfo(ctx, in)
+	}
+	return key, nil
+}
+
+// isGone reports whether a failed send means the conversation cannot take
+// messages any more (fail-closed cases of invariant 6).
+func isGone(err error) bool {
+	return errors.Is(err, delivery.ErrDestinationGone) || errors.Is(err, delivery.ErrForbidden)
+}

@@ -1,0 +1,306 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/sessionkey"
+	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/model"
+)
+
+// SpawnRequest starts a subagent.
+type SpawnRequest struct {
+	Task        string
+	Label       string
+	AgentID     string // "" = the requester session's agent
+	Thread      *bool  // nil = Options.SpawnSubagentSessions
+	Requester   binding.ConversationRef
+	RequestedBy string // user id; "" = system
+	ParentKey   string
+}
+
+// SpawnResult says what was started.
+type SpawnResult struct {
+	Key    string
+	Label  string
+	Thread *binding.ConversationRef
+	// NoThreadReason explains why a requested thread was not created.
+	NoThreadReason string
+}
+
+// Summary is the user-facing line for /spawn and the tool result.
+func (r SpawnResult) Summary() string {
+	s := fmt.Sprintf("Started subagent **%s** (`%s`)", r.Label, r.Key)
+	if r.Thread != nil {
+		s += fmt.Sprintf(" in <#%s>", r.Thread.ConversationID)
+	} else if r.NoThreadReason != "" {
+		s += " without a thread (" + r.NoThreadReason + ")"
+	}
+	return s + "."
+}
+
+// Spawn registers a subagent session, optionally creates and binds its
+// thread and posts the persona's intro there, and starts the task. The
+// completion is delivered by the router's decision (see announce).
+func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (SpawnResult, error) {
+	req.Task = strings.TrimSpace(req.Task)
+	if req.Task == "" {
+		return SpawnResult{}, ErrEmptyTask
+	}
+	if req.AgentID == "" {
+		req.AgentID = sessionkey.Agent(req.ParentKey)
+	}
+	agent, ok := m.agents[req.AgentID]
+	if !ok {
+		if req.ParentKey != "" && sessionkey.Agent(req.ParentKey) == req.AgentID {
+			agent = m.DefaultAgent()
+		} else if req.AgentID != "" {
+			return SpawnResult{}, fmt.Errorf("spawn: agent %q: %w", req.AgentID, ErrUnknownAgent)
+		} else {
+			agent = m.DefaultAgent()
+		}
+	}
+	running := len(m.Sessions(func(in Info) bool { return in.Kind == KindSubagent && in.Status == StatusRunning }))
+	if running >= m.opt.MaxConcurrentSubagents {
+		return SpawnResult{}, fmt.Errorf("spawn: %d of %d running: %w", running, m.opt.MaxConcurrentSubagents, ErrTooManySubagents)
+	}
+	id := newID()
+	key := sessionkey.Subagent(agent.ID, id)
+	label := strings.TrimSpace(req.Label)
+	if label == "" {
+		label = "task-" + id[:6]
+	}
+	requester := req.Requester.Normalize()
+	parentKey := req.ParentKey
+	if parentKey == "" {
+		parentKey, _, _ = m.d.Outbound.SessionFor(requester)
+	}
+	info := Info{Key: key, AgentID: agent.ID, Kind: KindSubagent, Parent: parentKey, Requester: requester, Label: label,
+		Task: req.Task, Status: StatusRunning, SpawnedBy: req.RequestedBy, CreatedAt: m.d.Clock.Now()}
+	res := SpawnResult{Key: key, Label: label}
+
+	wantThread := m.opt.SpawnSubagentSessions
+	if req.Thread != nil {
+		wantThread = *req.Thread
+	}
+	if wantThread {
+		thread, b, reason, err := m.bindThread(ctx, info, agent, req.RequestedBy)
+		if err != nil {
+			return SpawnResult{}, err
+		}
+		if thread != nil {
+			res.Thread = thread
+			info.BindingID, info.Thread = b.ID, thread.ConversationID
+		}
+		res.NoThreadReason = reason
+	}
+	m.putInfo(ctx, info)
+	if res.Thread != nil {
+		m.intro(ctx, info, agent, *res.Thread)
+	}
+	m.enqueue(key, func(ctx context.Context) { m.runSubagent(ctx, key) })
+	return res, nil
+}
+
+// bindThread creates the subagent's thread in the requester's parent
+// channel and binds it. A DM or disabled bindings yield no thread, with a reason.
+func (m *Manager) bindThread(ctx context.Context, info Info, agent Agent, by string) (*binding.ConversationRef, binding.Record, string, error) {
+	switch {
+	case !m.opt.ThreadBindings:
+		return nil, binding.Record{}, "thread bindings are disabled", nil
+	case m.d.Threads == nil:
+		return nil, binding.Record{}, "this platform has no threads", nil
+	case strings.HasPrefix(info.Requester.ConversationID, sessionkey.DMPrefix):
+		return nil, binding.Record{}, "direct messages have no threads", nil
+	}
+	parent := info.Requester
+	if parent.ParentConversationID != "" { // spawned from inside a thread: new thread in the parent
+		parent = m.ConversationRef(parent.ParentConversationID, "")
+	}
+	thread, err := m.d.Threads.CreateThread(ctx, parent, truncateRunes("🤖 "+info.Label, 100))
+	if err != nil {
+		return nil, binding.Record{}, "", fmt.Errorf("spawn %s: create thread: %w", info.Label, err)
+	}
+	if by == "" {
+		by = "system"
+	}
+	b, err := m.d.Bindings.Bind(ctx, binding.BindInput{TargetSessionKey: info.Key, TargetKind: binding.KindSubagent, Conversation: thread,
+		AgentID: agent.ID, Label: info.Label, BoundBy: by, IdleTimeout: m.opt.IdleTimeout, MaxAge: m.opt.MaxAge})
+	if err != nil {
+		return nil, binding.Record{}, "", fmt.Errorf("spawn %s: bind thread: %w", info.Label, err)
+	}
+	return &thread, b, "", nil
+}
+
+// IntroText is the persona's first message in its thread.
+func IntroText(label string, idle, maxAge time.Duration) string {
+	var windows []string
+	if idle > 0 {
+		windows = append(windows, "idle auto-unfocus after "+FormatDuration(idle)+" inactivity")
+	}
+	if maxAge > 0 {
+		windows = append(windows, "max age "+FormatDuration(maxAge))
+	}
+	s := "⚙️ " + label + " session active"
+	if len(windows) > 0 {
+		s += " (" + strings.Join(windows, "; ") + ")"
+	}
+	return s + ". Messages here go directly to this session."
+}
+
+// FarewellText is posted by the bot when a binding ends on its own.
+func FarewellText(reason string, idle, maxAge time.Duration) string {
+	switch reason {
+	case binding.ReasonIdleExpired:
+		return "⚙️ Session ended automatically after " + FormatDuration(idle) + " of inactivity. Messages here will no longer be routed."
+	case binding.ReasonMaxAgeExpired:
+		return "⚙️ Session ended automatically at max age of " + FormatDuration(maxAge) + ". Messages here will no longer be routed."
+	}
+	return "⚙️ Session ended. Messages here will no longer be routed."
+}
+
+// FormatDuration renders "disabled", "<1m", "Nh" or "Nm".
+func FormatDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "disabled"
+	case d < time.Minute:
+		return "<1m"
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dm", int(d/time.Minute))
+}
+
+func (m *Manager) intro(ctx context.Context, info Info, agent Agent, thread binding.ConversationRef) {
+	persona, _ := m.persona(info.Key, true)
+	text := IntroText(info.Label, m.opt.IdleTimeout, m.opt.MaxAge) + "\nTask: " + info.Task
+	_, err := m.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "intro:" + info.Key, Target: thread, Text: text, Persona: persona, ViaWebhook: true, BindingID: info.BindingID,
+		Producer: delivery.Producer{Source: transcript.SourceIntro, AgentID: agent.ID, Meta: map[string]string{"subagent": info.Key, "label": info.Label}}}, nil)
+	if err != nil {
+		m.d.Log.Warn().Err(err).Str("session", info.Key).Msg("intro not delivered")
+	}
+}
+
+// runSubagent runs the task with the run timeout and announces the result.
+func (m *Manager) runSubagent(ctx context.Context, key string) {
+	info, _ := m.Info(key)
+	agent := m.agentFor(key)
+	rctx, cancel := context.WithTimeout(ctx, m.opt.SubagentTimeout)
+	defer cancel()
+	history, err := m.d.Transcripts.History(rctx, key, max(agent.MaxHistory, 1))
+	var text string
+	if err == nil {
+		msgs := append(m.toMessages(rctx, turnInput{key: key}, history), model.Message{Role: model.RoleUser, Text: "Task: " + info.Task})
+		var resp model.Response
+		resp, err = agent.Provider.Complete(rctx, model.Request{System: m.systemPrompt(agent, key), Messages: msgs})
+		text = resp.Text
+	}
+	status := StatusOK
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(rctx.Err(), context.DeadlineExceeded):
+		status = StatusTimeout
+	case err != nil:
+		status = StatusError
+	}
+	info.Status, info.Result, info.EndedAt = status, text, m.d.Clock.Now()
+	if err != nil {
+		info.Error = model.UserText(err)
+	}
+	m.putInfo(ctx, info)
+	m.announce(ctx, info)
+}
+
+// CompletionText is what a subagent's completion displays.
+func CompletionText(info Info) string {
+	switch info.Status {
+	case StatusOK:
+		return "✅ " + info.Label + " finished:\n" + info.Result
+	case StatusTimeout:
+		return "⏱️ " + info.Label + " timed out before finishing its task."
+	}
+	return "❌ " + info.Label + " failed: " + info.Error
+}
+
+// announce delivers a subagent's completion where the router says, and
+// only there (invariant 6): a bound thread that cannot take it gets
+// nothing, the binding ends, and the requester gets a notice without the result.
+func (m *Manager) announce(ctx context.Context, info Info) {
+	text := CompletionText(info)
+	requester := info.Requester
+	dec := m.d.Router.ResolveDestination(delivery.RouteRequest{EventKind: delivery.EventTaskCompletion, TargetSessionKey: info.Key, Requester: &requester, FailClosed: true})
+	agent := m.agentFor(info.Key)
+	meta := map[string]string{"subagent": info.Key, "label": info.Label, "status": string(info.Status)}
+	d := delivery.Delivery{ID: "announce:" + info.Key + ":1", Text: text, Producer: delivery.Producer{Source: transcript.SourceAnnounce, AgentID: agent.ID, Meta: meta}}
+	log := m.d.Log.With().Str("session", info.Key).Str("route", string(dec.Mode)).Str("reason", dec.Reason).Logger()
+	switch {
+	case dec.Mode == delivery.ModeBound:
+		d.Target, d.BindingID, d.ViaWebhook = dec.Binding.Conversation, dec.Binding.ID, true
+		d.Persona, _ = m.persona(info.Key, true)
+		_, err := m.d.Outbound.Deliver(ctx, d, nil)
+		if err == nil {
+			log.Info().Msg("completion delivered to its thread")
+			return
+		}
+		if !isGone(err) {
+			log.Error().Err(err).Msg("completion not delivered")
+			return
+		}
+		reason := binding.ReasonThreadDelete
+		if errors.Is(err, delivery.ErrForbidden) {
+			reason = binding.ReasonNoPermission
+		}
+		if _, uerr := m.d.Bindings.Unbind(ctx, binding.UnbindInput{ID: dec.Binding.ID, Reason: reason}); uerr != nil {
+			log.Error().Err(uerr).Msg("unbind after failed completion")
+		}
+		m.undeliverable(ctx, info, "its thread can no longer take messages")
+	case info.BindingID != "":
+		// It was bound once: the thread is gone, archived or unbound. Never re-route the result.
+		m.undeliverable(ctx, info, "its thread is no longer bound (deleted, archived, locked or unfocused)")
+	default:
+		log.Info().Msg("subagent was never bound: completion goes to the requester conversation")
+		d.Target = info.Requester
+		if _, err := m.d.Outbound.Deliver(ctx, d, nil); err != nil {
+			log.Error().Err(err).Msg("completion not delivered")
+		}
+	}
+}
+
+// undeliverable keeps the result, marks the run, and tells the requester
+// without re-posting the result there.
+func (m *Manager) undeliverable(ctx context.Context, info Info, why string) {
+	info.Status = StatusUndeliver
+	m.putInfo(ctx, info)
+	m.d.Log.Warn().Str("session", info.Key).Str("why", why).Msg("completion not posted (fail-closed)")
+	text := fmt.Sprintf("⚠️ Subagent **%s** finished, but %s, so its result was not posted anywhere. The result is kept: see /agents.", info.Label, why)
+	_, err := m.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "notice:" + info.Key + ":undelivered", Target: info.Requester, Text: text,
+		Producer: delivery.Producer{Source: transcript.SourceNotice, AgentID: info.AgentID, Meta: map[string]string{"subagent": info.Key, "label": info.Label}}}, nil)
+	if err != nil {
+		m.d.Log.Error().Err(err).Str("session", info.Key).Msg("undeliverable notice failed")
+	}
+}
+
+// OnBindingEnded posts the farewell for bindings that expired on their
+// own; deleted, archived or locked threads get none (posting would
+// unarchive them or fail).
+func (m *Manager) OnBindingEnded(r binding.Record) {
+	if r.EndedReason != binding.ReasonIdleExpired && r.EndedReason != binding.ReasonMaxAgeExpired && r.EndedReason != binding.ReasonManual {
+		return
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		ctx := context.WithoutCancel(m.baseCtx())
+		_, err := m.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "farewell:" + r.ID, Target: r.Conversation, Text: FarewellText(r.EndedReason, r.IdleTimeout, r.MaxAge),
+			Producer: delivery.Producer{Source: transcript.SourceFarewell}}, nil)
+		if err != nil {
+			m.d.Log.Warn().Err(err).Str("binding", r.ID).Msg("farewell not delivered")
+		}
+	}()
+}

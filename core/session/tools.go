@@ -1,0 +1,131 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/sessionkey"
+	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/model"
+)
+
+func obj(props map[string]any, required ...string) map[string]any {
+	return map[string]any{"type": "object", "properties": props, "required": required}
+}
+
+var str = map[string]any{"type": "string"}
+
+// tools are offered to main sessions only; subagents get none.
+func (m *Manager) tools(key string) []model.Tool {
+	if sessionkey.Kind(key) != "conversation" {
+		return nil
+	}
+	ts := []model.Tool{
+		{Name: "send_message", Description: "Send a message to a Discord conversation: to is channel:<id> or user:<id>.", Parameters: obj(map[string]any{"to": str, "text": str}, "to", "text")},
+		{Name: "spawn_subagent", Description: "Start a subagent on a task; it reports back when done.", Parameters: obj(map[string]any{"task": str, "label": str, "thread": map[string]any{"type": "boolean"}}, "task")},
+	}
+	if m.d.Jobs != nil {
+		ts = append(ts,
+			model.Tool{Name: "schedule_job", Description: "Schedule a job: schedule is a 5-field cron expression, 'every 10m' or 'at <RFC 3339>'; target main|isolated|current|session:<key>.", Parameters: obj(map[string]any{"schedule": str, "prompt": str, "target": str, "to": str}, "schedule", "prompt")},
+			model.Tool{Name: "list_jobs", Description: "List scheduled jobs.", Parameters: obj(map[string]any{})},
+			model.Tool{Name: "cancel_job", Description: "Cancel a scheduled job by id.", Parameters: obj(map[string]any{"id": str}, "id")},
+		)
+	}
+	return ts
+}
+
+// runTool executes one tool call and returns its result text for the
+// model. Errors become result text: the model decides what to tell the user.
+func (m *Manager) runTool(ctx context.Context, t turnInput, call model.ToolCall) string {
+	out, err := m.tool(ctx, t, call)
+	if err != nil {
+		m.d.Log.Warn().Err(err).Str("tool", call.Name).Str("session", t.key).Msg("tool call failed")
+		return "error: " + err.Error()
+	}
+	return out
+}
+
+func (m *Manager) tool(ctx context.Context, t turnInput, call model.ToolCall) (string, error) {
+	var args struct {
+		To, Text, Task, Label, Schedule, Prompt, Target, ID string
+		Thread                                              *bool
+	}
+	if strings.TrimSpace(call.Arguments) != "" {
+		if err := json.Unmarshal([]byte(call.Arguments), &args); err != nil {
+			return "", fmt.Errorf("bad arguments for %s: %w", call.Name, err)
+		}
+	}
+	switch call.Name {
+	case "send_message":
+		return m.sendMessage(ctx, t, args.To, args.Text, call.ID)
+	case "spawn_subagent":
+		res, err := m.Spawn(ctx, SpawnRequest{Task: args.Task, Label: args.Label, Thread: args.Thread, Requester: t.conv, RequestedBy: t.requester, ParentKey: t.key})
+		if err != nil {
+			return "", err
+		}
+		return res.Summary(), nil
+	case "schedule_job":
+		if m.d.Jobs == nil {
+			return "", errors.New("the scheduler is disabled")
+		}
+		return m.d.Jobs.ScheduleJob(ctx, JobRequest{Schedule: args.Schedule, Prompt: args.Prompt, Target: args.Target, To: args.To, AgentID: sessionkey.Agent(t.key), CreatedBy: t.requester, CreatedIn: t.conv})
+	case "list_jobs":
+		if m.d.Jobs == nil {
+			return "", errors.New("the scheduler is disabled")
+		}
+		return m.d.Jobs.ListJobs(ctx, t.conv)
+	case "cancel_job":
+		if m.d.Jobs == nil {
+			return "", errors.New("the scheduler is disabled")
+		}
+		return m.d.Jobs.CancelJob(ctx, t.conv, args.ID)
+	}
+	return "", fmt.Errorf("unknown tool %q", call.Name)
+}
+
+// ParseTarget turns "channel:<id>" or "user:<id>" into a conversation ref.
+func (m *Manager) ParseTarget(to string) (binding.ConversationRef, error) {
+	to = strings.TrimSpace(to)
+	if id, ok := strings.CutPrefix(to, "channel:"); ok && id != "" {
+		return m.ConversationRef(id, ""), nil
+	}
+	if id, ok := strings.CutPrefix(to, "user:"); ok && id != "" {
+		return m.ConversationRef(sessionkey.DMPrefix+id, ""), nil
+	}
+	return binding.ConversationRef{}, fmt.Errorf("target %q: write channel:<id> or user:<id>", to)
+}
+
+// sendMessage delivers a message-tool send. To the turn's own conversation
+// it is part of the turn (the turn writes it, once); elsewhere Outbound
+// writes it into the destination's transcript.
+func (m *Manager) sendMessage(ctx context.Context, t turnInput, to, text, callID string) (string, error) {
+	target, err := m.ParseTarget(to)
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(text) == "" {
+		return "", errors.New("text is empty")
+	}
+	agent := m.agentFor(t.key)
+	d := delivery.Delivery{ID: t.deliveryID + ":tool:" + callID, Target: target, Text: text,
+		Producer: delivery.Producer{Source: transcript.SourceMessageTool, AgentID: agent.ID}}
+	var commit delivery.CommitFunc
+	if target.Key() == t.conv.Key() {
+		d.Producer.TurnSessionKey = t.key
+		commit = func(ctx context.Context, r delivery.Receipt) error {
+			_, err := m.d.Transcripts.Append(ctx, t.key, transcript.Entry{Role: transcript.RoleAssistant, Author: agent.Name, Text: text,
+				MessageIDs: r.MessageIDs, Source: transcript.SourceMessageTool, DeliveryID: d.ID})
+			return err
+		}
+	}
+	res, err := m.d.Outbound.Deliver(ctx, d, commit)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("sent (message %s)", strings.Join(res.MessageIDs, ",")), nil
+}

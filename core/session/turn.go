@@ -1,0 +1,206 @@
+package session
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/sessionkey"
+	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/model"
+)
+
+// turnInput is one queued turn.
+type turnInput struct {
+	key         string
+	conv        binding.ConversationRef
+	bindingID   string
+	replyTo     string // message the bot's reply references
+	userReplyTo string // message the user's message replied to
+	deliveryID  string
+	triggerSeq  uint64
+	requester   string
+	// done, if set, receives the reply's message ids (or the error).
+	done func(ids []string, err error)
+}
+
+// persona returns how a session speaks in a conversation: bound subagent
+// sessions post under their own webhook persona, everything else as the bot.
+func (m *Manager) persona(key string, bound bool) (delivery.Persona, bool) {
+	if !bound || sessionkey.Kind(key) != "subagent" {
+		return delivery.Persona{}, false
+	}
+	a := m.agentFor(key)
+	label := a.Name
+	if in, ok := m.Info(key); ok && in.Label != "" {
+		label = in.Label
+	}
+	return delivery.Persona{Name: truncateRunes("🤖 "+label, 80), AvatarURL: a.AvatarURL}, true
+}
+
+func (m *Manager) runTurn(ctx context.Context, t turnInput) {
+	agent := m.agentFor(t.key)
+	history, err := m.d.Transcripts.History(ctx, t.key, max(agent.MaxHistory, 1))
+	var text string
+	source := transcript.SourceTurn
+	if err == nil {
+		text, err = m.complete(ctx, agent, t, history)
+	}
+	if err != nil {
+		m.d.Log.Error().Err(err).Str("session", t.key).Msg("turn failed")
+		text, source = "⚠️ "+model.UserText(err), transcript.SourceNotice
+	}
+	if strings.TrimSpace(text) == "" {
+		if t.done != nil {
+			t.done(nil, nil)
+		}
+		return
+	}
+	ids, err := m.reply(ctx, t, text, source)
+	if err != nil {
+		m.d.Log.Error().Err(err).Str("session", t.key).Msg("turn reply not delivered")
+	}
+	if t.done != nil {
+		t.done(ids, err)
+	}
+}
+
+// reply posts text as this turn's reply; the turn writes the entry itself
+// under the conversation lock once Discord confirmed it.
+func (m *Manager) reply(ctx context.Context, t turnInput, text string, source transcript.Source) ([]string, error) {
+	persona, webhook := m.persona(t.key, t.bindingID != "")
+	agent := m.agentFor(t.key)
+	d := delivery.Delivery{
+		ID: t.deliveryID, Target: t.conv, Text: text, Persona: persona, ViaWebhook: webhook,
+		ReplyTo: t.replyTo, BindingID: t.bindingID,
+		Producer: delivery.Producer{Source: source, TurnSessionKey: t.key, AgentID: agent.ID},
+	}
+	author := persona.Name
+	if author == "" {
+		author = agent.Name
+	}
+	res, err := m.d.Outbound.Deliver(ctx, d, func(ctx context.Context, r delivery.Receipt) error {
+		_, err := m.d.Transcripts.Append(ctx, t.key, transcript.Entry{
+			Role: transcript.RoleAssistant, Author: author, Text: text, MessageIDs: r.MessageIDs,
+			Source: source, DeliveryID: d.ID,
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.MessageIDs, nil
+}
+
+// complete runs the model with tools until it answers with text.
+func (m *Manager) complete(ctx context.Context, agent Agent, t turnInput, history []transcript.Entry) (string, error) {
+	req := model.Request{System: m.systemPrompt(agent, t.key), Messages: m.toMessages(ctx, t, history)}
+	tools := m.tools(t.key)
+	if agent.MaxToolSteps > 0 {
+		req.Tools = tools
+	}
+	for step := 0; ; step++ {
+		resp, err := agent.Provider.Complete(ctx, req)
+		if err != nil {
+			return "", err
+		}
+		if len(resp.ToolCalls) == 0 || step >= agent.MaxToolSteps {
+			return resp.Text, nil
+		}
+		req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		for _, call := range resp.ToolCalls {
+			out := m.runTool(ctx, t, call)
+			req.Messages = append(req.Messages, model.Message{Role: model.RoleTool, Text: out, ToolCallID: call.ID, Name: call.Name})
+		}
+	}
+}
+
+func (m *Manager) systemPrompt(agent Agent, key string) string {
+	prompt := agent.SystemPrompt
+	if in, ok := m.Info(key); ok && in.Kind == KindSubagent && in.Task != "" {
+		prompt += "\nYou are a subagent working on one task.\nTask: " + in.Task
+	}
+	return prompt
+}
+
+// toMessages turns the stored transcript into model messages. Entries stay
+// as stored; only the request gains provenance notes, so the model knows
+// which job or subagent posted a message and what a reply refers to.
+func (m *Manager) toMessages(ctx context.Context, t turnInput, history []transcript.Entry) []model.Message {
+	out := make([]model.Message, 0, len(history))
+	for _, e := range history {
+		msg := model.Message{Role: model.RoleUser, Text: e.Text, Name: e.Author}
+		if e.Role == transcript.RoleAssistant {
+			msg.Role = model.RoleAssistant
+		}
+		if note := provenance(e); note != "" {
+			msg.Text = note + "\n" + msg.Text
+		}
+		if e.Seq == t.triggerSeq && t.userReplyTo != "" {
+			if ref, ok, err := m.d.Transcripts.ByMessageID(ctx, t.key, t.userReplyTo); err == nil && ok {
+				msg.Text = fmt.Sprintf("[in reply to message %s %s: %q]\n%s", t.userReplyTo, describe(ref), excerpt(ref.Text, 200), msg.Text)
+			}
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// provenance is the note a non-turn entry carries in the model request.
+func provenance(e transcript.Entry) string {
+	switch e.Source {
+	case transcript.SourceJob, transcript.SourceJobTrigger, transcript.SourceAlert, transcript.SourceAnnounce,
+		transcript.SourceMessageTool, transcript.SourceIntro, transcript.SourceFarewell, transcript.SourceNotice:
+		return "[" + describe(e) + "]"
+	}
+	return ""
+}
+
+// describe says who posted an entry, for the model.
+func describe(e transcript.Entry) string {
+	switch e.Source {
+	case transcript.SourceJob, transcript.SourceJobTrigger:
+		return fmt.Sprintf("posted by scheduled job %s %q (schedule %s)", e.Meta["jobId"], e.Meta["jobName"], e.Meta["schedule"])
+	case transcript.SourceAlert:
+		return fmt.Sprintf("failure alert for job %s %q", e.Meta["jobId"], e.Meta["jobName"])
+	case transcript.SourceAnnounce:
+		return fmt.Sprintf("result of subagent %s (%s)", e.Meta["label"], e.Meta["subagent"])
+	case transcript.SourceMessageTool:
+		return "sent by the send_message tool"
+	case transcript.SourceUser:
+		return "from user " + e.Author
+	case transcript.SourceTurn:
+		return "your reply"
+	default:
+		return string(e.Source) + " message"
+	}
+}
+
+func excerpt(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+func truncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}
+
+func sortInfos(in []Info) {
+	slices.SortFunc(in, func(a, b Info) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+}

@@ -1,0 +1,141 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/model"
+)
+
+// Kind is what a session is for.
+type Kind string
+
+// Session kinds.
+const (
+	KindMain     Kind = "main"
+	KindSubagent Kind = "subagent"
+	KindJobRun   Kind = "job-run"
+)
+
+// Status of a session's work (subagent runs and job runs).
+type Status string
+
+// Statuses.
+const (
+	StatusIdle      Status = "idle"
+	StatusRunning   Status = "running"
+	StatusOK        Status = "ok"
+	StatusError     Status = "error"
+	StatusTimeout   Status = "timeout"
+	StatusUndeliver Status = "undelivered" // finished, but its thread could not take the result
+)
+
+// Sentinel errors; user-facing text for them is made at the adapter boundary.
+var (
+	ErrTooManySubagents = errors.New("too many subagents running")
+	ErrUnknownAgent     = errors.New("unknown agent")
+	ErrEmptyTask        = errors.New("empty task")
+	ErrNoThreads        = errors.New("thread bindings are disabled")
+)
+
+// Info is a session's registry record.
+type Info struct {
+	Key        string                  `json:"key"`
+	AgentID    string                  `json:"agentId"`
+	Kind       Kind                    `json:"kind"`
+	Parent     string                  `json:"parent,omitempty"`
+	Requester  binding.ConversationRef `json:"requester,omitzero"`
+	Label      string                  `json:"label,omitempty"`
+	Task       string                  `json:"task,omitempty"`
+	Status     Status                  `json:"status"`
+	Result     string                  `json:"result,omitempty"`
+	Error      string                  `json:"error,omitempty"`
+	BindingID  string                  `json:"bindingId,omitempty"` // set when the subagent was ever bound
+	Thread     string                  `json:"thread,omitempty"`
+	SpawnedBy  string                  `json:"spawnedBy,omitempty"`
+	Generation int                     `json:"generation"`
+	CreatedAt  time.Time               `json:"createdAt"`
+	EndedAt    time.Time               `json:"endedAt,omitzero"`
+}
+
+// Store persists the session registry.
+type Store interface {
+	PutSessionInfo(ctx context.Context, info Info) error
+	SessionInfos(ctx context.Context) ([]Info, error)
+}
+
+// Agent is a persona with its model.
+type Agent struct {
+	ID           string
+	Name         string
+	AvatarURL    string
+	SystemPrompt string
+	Provider     model.Provider
+	MaxHistory   int
+	MaxToolSteps int
+}
+
+// Message is an inbound user message, already routed to a conversation.
+type Message struct {
+	Conversation binding.ConversationRef
+	MessageID    string
+	AuthorID     string
+	AuthorName   string
+	Text         string
+	ReplyTo      string // id of the message this one replies to, if any
+}
+
+// Deliverer is the outbound send owner (core/delivery.Outbound).
+type Deliverer interface {
+	Deliver(ctx context.Context, d delivery.Delivery, commit delivery.CommitFunc) (delivery.Result, error)
+	SessionFor(ref binding.ConversationRef) (string, binding.Record, bool)
+	WithConversation(ref binding.ConversationRef, fn func() error) error
+}
+
+// Transcripts is what sessions need of core/transcript.Service.
+type Transcripts interface {
+	Append(ctx context.Context, key string, e transcript.Entry) (transcript.Entry, error)
+	History(ctx context.Context, key string, n int) ([]transcript.Entry, error)
+	ByMessageID(ctx context.Context, key, messageID string) (transcript.Entry, bool, error)
+	Reset(ctx context.Context, key string) (int, error)
+}
+
+// Bindings is what sessions need of core/binding.Service.
+type Bindings interface {
+	Bind(ctx context.Context, in binding.BindInput) (binding.Record, error)
+	Unbind(ctx context.Context, in binding.UnbindInput) ([]binding.Record, error)
+	ListBySession(key string) []binding.Record
+	Get(id string) (binding.Record, bool)
+}
+
+// Router picks a completion's destination (core/delivery.Router).
+type Router interface {
+	ResolveDestination(req delivery.RouteRequest) delivery.Decision
+}
+
+// Threads creates conversations for subagents (the Discord adapter).
+type Threads interface {
+	// CreateThread creates a public thread named name under parent and
+	// returns its ref; it must not create a duplicate on retry.
+	CreateThread(ctx context.Context, parent binding.ConversationRef, name string) (binding.ConversationRef, error)
+}
+
+// Jobs is the scheduler surface offered to the model as tools. Results are
+// short texts for the model.
+type Jobs interface {
+	ScheduleJob(ctx context.Context, req JobRequest) (string, error)
+	ListJobs(ctx context.Context, conv binding.ConversationRef) (string, error)
+	CancelJob(ctx context.Context, conv binding.ConversationRef, id string) (string, error)
+}
+
+// JobRequest is a schedule_job tool call.
+type JobRequest struct {
+	Schedule, Prompt, Target, To string
+	AgentID                      string
+	CreatedBy                    string
+	CreatedIn                    binding.ConversationRef
+}
