@@ -33,41 +33,41 @@ var (
 	keyGen      = []byte("gen")
 )
 
-type session struct {
+type txSession struct {
 	b, entries, delivery, message *bbolt.Bucket
 }
 
 // sessionBuckets returns the session's buckets, creating them if create is
 // set; ok is false when the session does not exist and create is unset.
-func sessionBuckets(tx *bbolt.Tx, key string, create bool) (session, bool, error) {
+func sessionBuckets(tx *bbolt.Tx, key string, create bool) (txSession, bool, error) {
 	root := tx.Bucket(bucketTranscripts)
 	if root == nil {
-		return session{}, false, fmt.Errorf("bolt: bucket %q missing", bucketTranscripts)
+		return txSession{}, false, fmt.Errorf("bolt: bucket %q missing", bucketTranscripts)
 	}
-	var s session
+	var s txSession
 	if !create {
 		s.b = root.Bucket([]byte(key))
 		if s.b == nil {
-			return session{}, false, nil
+			return txSession{}, false, nil
 		}
 		s.entries, s.delivery, s.message = s.b.Bucket(subEntries), s.b.Bucket(subDelivery), s.b.Bucket(subMessage)
 		if s.entries == nil || s.delivery == nil || s.message == nil {
-			return session{}, false, fmt.Errorf("bolt: session %q is missing sub-buckets", key)
+			return txSession{}, false, fmt.Errorf("bolt: session %q is missing sub-buckets", key)
 		}
 		return s, true, nil
 	}
 	var err error
 	if s.b, err = root.CreateBucketIfNotExists([]byte(key)); err != nil {
-		return session{}, false, fmt.Errorf("bolt: session %q: %w", key, err)
+		return txSession{}, false, fmt.Errorf("bolt: session %q: %w", key, err)
 	}
 	if s.entries, err = s.b.CreateBucketIfNotExists(subEntries); err != nil {
-		return session{}, false, err
+		return txSession{}, false, err
 	}
 	if s.delivery, err = s.b.CreateBucketIfNotExists(subDelivery); err != nil {
-		return session{}, false, err
+		return txSession{}, false, err
 	}
 	if s.message, err = s.b.CreateBucketIfNotExists(subMessage); err != nil {
-		return session{}, false, err
+		return txSession{}, false, err
 	}
 	// Seqs only grow, so entries pages can be packed full.
 	s.entries.FillPercent = 1.0
@@ -86,7 +86,7 @@ func decodeEntry(k, raw []byte) (transcript.Entry, error) {
 	return e, nil
 }
 
-func (s session) entry(seqKey []byte) (transcript.Entry, bool, error) {
+func (s txSession) entry(seqKey []byte) (transcript.Entry, bool, error) {
 	raw := s.entries.Get(seqKey)
 	if raw == nil {
 		return transcript.Entry{}, false, nil
