@@ -13,7 +13,7 @@ var (
 	_ sess.Store = (*Store)(nil)
 
 	sessionInfos = jsonBucket[sess.Info]{name: bucketSessions}
-	webhooks = jsonBucket[Webhook]{name: bucketWebhooks}
+	webhooks     = jsonBucket[webhookRecord]{name: bucketWebhooks}
 )
 
 // PutSessionInfo inserts or replaces a session registry record by key.
@@ -41,37 +41,36 @@ func (s *Store) SessionInfos(ctx context.Context) ([]sess.Info, error) {
 	return out, err
 }
 
-// Webhook is a channel's webhook credentials, kept so the bot reuses one
-// webhook per parent channel across bindings and restarts.
-type Webhook struct {
+// webhookRecord is a channel's webhook credentials, kept so the bot reuses
+// one webhook per parent channel across bindings and restarts.
+type webhookRecord struct {
 	ChannelID string `json:"channelId"`
 	ID        string `json:"id"`
 	Token     string `json:"token"`
 }
 
 // PutWebhook stores the webhook of a channel.
-func (s *Store) PutWebhook(ctx context.Context, w Webhook) error {
+func (s *Store) PutWebhook(ctx context.Context, channelID, id, token string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bbolt.Tx) error { return webhooks.put(tx, w.ChannelID, w) })
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		return webhooks.put(tx, channelID, webhookRecord{ChannelID: channelID, ID: id, Token: token})
+	})
 }
 
 // Webhook returns the stored webhook of a channel.
-func (s *Store) Webhook(ctx context.Context, channelID string) (Webhook, bool, error) {
+func (s *Store) Webhook(ctx context.Context, channelID string) (id, token string, ok bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return Webhook{}, false, err
+		return "", "", false, err
 	}
-	var (
-		w  Webhook
-		ok bool
-	)
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	var w webhookRecord
+	err = s.db.View(func(tx *bbolt.Tx) error {
 		var err error
 		w, ok, err = webhooks.get(tx, channelID)
 		return err
 	})
-	return w, ok, err
+	return w.ID, w.Token, ok, err
 }
 
 // DeleteWebhook forgets a channel's webhook (after Unknown Webhook).

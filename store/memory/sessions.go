@@ -46,3 +46,36 @@ func (s *Sessions) SessionInfos(ctx context.Context) ([]sess.Info, error) {
 	}
 	return out, nil
 }
+
+// Webhooks is an in-memory webhook credential store (tests and the demo).
+type Webhooks struct {
+	mu sync.Mutex
+	m  map[string][2]string
+}
+
+// NewWebhooks returns an empty store.
+func NewWebhooks() *Webhooks { return &Webhooks{m: map[string][2]string{}} }
+
+// PutWebhook stores the webhook of a channel.
+func (w *Webhooks) PutWebhook(_ context.Context, channelID, id, token string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.m[channelID] = [2]string{id, token}
+	return nil
+}
+
+// Webhook returns the stored webhook of a channel.
+func (w *Webhooks) Webhook(_ context.Context, channelID string) (string, string, bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v, ok := w.m[channelID]
+	return v[0], v[1], ok, nil
+}
+
+// DeleteWebhook forgets a channel's webhook.
+func (w *Webhooks) DeleteWebhook(_ context.Context, channelID string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.m, channelID)
+	return nil
+}
