@@ -1,0 +1,131 @@
+package modeltest
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/model"
+)
+
+// Reply is what a fake answers to a valid request.
+type Reply struct {
+	Status    int    // non-2xx: an error response in the API's shape
+	Message   string // error message for non-2xx replies
+	Text      string
+	ToolCalls []model.ToolCall
+	// Delay holds the response back (or until the client gives up).
+	Delay time.Duration
+}
+
+// Body is a decoded JSON request body.
+type Body = map[string]any
+
+// fake is the part shared by both API fakes.
+type fake struct {
+	srv *httptest.Server
+	// APIKey, when non-empty, is required on every request (401 otherwise).
+	apiKey string
+
+	mu       sync.Mutex
+	bodies   []Body
+	respond  func(Body) Reply
+	rejected []string
+}
+
+func (f *fake) record(r *http.Request) (Body, []byte, error) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, nil, err
+	}
+	var b Body
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return nil, raw, err
+	}
+	f.mu.Lock()
+	f.bodies = append(f.bodies, b)
+	f.mu.Unlock()
+	return b, raw, nil
+}
+
+func (f *fake) reply(b Body) Reply {
+	f.mu.Lock()
+	fn := f.respond
+	f.mu.Unlock()
+	if fn == nil {
+		return Reply{Text: "ok"}
+	}
+	return fn(b)
+}
+
+func (f *fake) reject(msg string) {
+	f.mu.Lock()
+	f.rejected = append(f.rejected, msg)
+	f.mu.Unlock()
+}
+
+// Requests returns the decoded bodies received so far.
+func (f *fake) Requests() []Body {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Body(nil), f.bodies...)
+}
+
+// Last returns the last request body (nil if none).
+func (f *fake) Last() Body {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.bodies) == 0 {
+		return nil
+	}
+	return f.bodies[len(f.bodies)-1]
+}
+
+// Rejections returns the validation messages of requests answered with 400.
+func (f *fake) Rejections() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.rejected...)
+}
+
+// Respond sets how valid requests are answered.
+func (f *fake) Respond(fn func(Body) Reply) {
+	f.mu.Lock()
+	f.respond = fn
+	f.mu.Unlock()
+}
+
+func wait(r *http.Request, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.Context().Done():
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func newServer(t testing.TB, h http.Handler) *httptest.Server {
+	srv := httptest.NewServer(h) // listens on 127.0.0.1
+	if t != nil {
+		t.Cleanup(srv.Close)
+	}
+	return srv
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}

@@ -1,0 +1,229 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/agentbot/agentbot/model"
+)
+
+// Name is the provider name used in errors.
+const Name = "openai"
+
+// DefaultBaseURL is used when Config.BaseURL is empty.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// Provider talks to a Chat Completions endpoint.
+type Provider struct {
+	chat    oai.ChatCompletionService
+	model   string
+	timeout time.Duration
+	apiKey  string
+}
+
+var _ model.Provider = (*Provider)(nil)
+
+// New returns a provider for cfg. httpClient may be nil (a default client is
+// used). opts are extra SDK options applied last (tests use
+// option.WithMaxRetries(0)).
+func New(cfg model.Config, httpClient *http.Client, opts ...option.RequestOption) (*Provider, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("openai: model is required")
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	if httpClient == nil {
+		httpClient = &http.Client{}
+	}
+	all := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithAPIKey(cfg.APIKey),
+		option.WithHTTPClient(httpClient),
+	}
+	all = append(all, opts...)
+	// NewChatCompletionService, unlike NewClient, does not read OPENAI_*
+	// environment variables.
+	return &Provider{
+		chat:    oai.NewChatCompletionService(all...),
+		model:   cfg.Model,
+		timeout: cfg.Timeout,
+		apiKey:  cfg.APIKey,
+	}, nil
+}
+
+// Complete sends req as one chat completion.
+func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Response, error) {
+	if p.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.timeout)
+		defer cancel()
+	}
+	resp, err := p.chat.New(ctx, BuildParams(p.model, req))
+	if err != nil {
+		return model.Response{}, p.mapError(ctx, err)
+	}
+	if len(resp.Choices) == 0 {
+		return model.Response{}, &model.Error{Kind: model.KindUnknown, Provider: Name, Err: errors.New("response has no choices")}
+	}
+	msg := resp.Choices[0].Message
+	out := model.Response{Text: msg.Content}
+	for _, tc := range msg.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue
+		}
+		args := tc.Function.Arguments
+		if strings.TrimSpace(args) == "" {
+			args = "{}"
+		}
+		out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+	}
+	return out, nil
+}
+
+func (p *Provider) mapError(ctx context.Context, err error) error {
+	var apiErr *oai.Error
+	if errors.As(err, &apiErr) {
+		return model.NewError(Name, apiErr.StatusCode, err, p.apiKey)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &model.Error{Kind: model.KindTimeout, Provider: Name, Err: model.Redact(err, p.apiKey)}
+	}
+	return model.NewError(Name, 0, err, p.apiKey)
+}
+
+// BuildParams builds the Chat Completions request for req (see the package
+// doc for the replay rules).
+func BuildParams(modelName string, req model.Request) oai.ChatCompletionNewParams {
+	params := oai.ChatCompletionNewParams{
+		Model:    shared.ChatModel(modelName),
+		Messages: BuildMessages(req),
+	}
+	if req.MaxTokens > 0 {
+		params.MaxTokens = oai.Int(int64(req.MaxTokens))
+	}
+	for _, t := range req.Tools {
+		schema := t.Parameters
+		if schema == nil {
+			schema = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		def := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
+		if t.Description != "" {
+			def.Description = oai.String(t.Description)
+		}
+		params.Tools = append(params.Tools, oai.ChatCompletionFunctionTool(def))
+	}
+	return params
+}
+
+// turn is a user or assistant message being assembled from one or more
+// adjacent history messages.
+type turn struct {
+	role      model.Role
+	text      string
+	name      string
+	names     bool // more than one distinct author
+	toolCalls []model.ToolCall
+}
+
+// BuildMessages renders req's system prompt and history for Chat
+// Completions. req is not modified.
+func BuildMessages(req model.Request) []oai.ChatCompletionMessageParamUnion {
+	var out []oai.ChatCompletionMessageParamUnion
+	if req.System != "" {
+		out = append(out, oai.SystemMessage(req.System))
+	}
+	var cur *turn
+	flush := func() {
+		if cur != nil {
+			out = append(out, cur.param())
+			cur = nil
+		}
+	}
+	for _, m := range model.PairToolResults(req.Messages) {
+		switch m.Role {
+		case model.RoleTool:
+			flush()
+			out = append(out, oai.ToolMessage(m.Text, m.ToolCallID))
+			continue
+		case model.RoleUser, model.RoleAssistant:
+		default:
+			continue
+		}
+		if strings.TrimSpace(m.Text) == "" && len(m.ToolCalls) == 0 {
+			continue
+		}
+		if cur != nil && cur.role == m.Role && len(cur.toolCalls) == 0 {
+			cur.text = model.JoinText(cur.text, m.Text)
+			cur.toolCalls = m.ToolCalls
+			if m.Name != cur.name {
+				cur.names = true
+			}
+			continue
+		}
+		flush()
+		cur = &turn{role: m.Role, text: m.Text, name: m.Name, toolCalls: m.ToolCalls}
+	}
+	flush()
+	return out
+}
+
+func (t *turn) param() oai.ChatCompletionMessageParamUnion {
+	if t.role == model.RoleUser {
+		u := oai.ChatCompletionUserMessageParam{}
+		u.Content.OfString = oai.String(t.text)
+		if n := sanitizeName(t.name); n != "" && !t.names {
+			u.Name = oai.String(n)
+		}
+		return oai.ChatCompletionMessageParamUnion{OfUser: &u}
+	}
+	a := oai.ChatCompletionAssistantMessageParam{}
+	if t.text != "" || len(t.toolCalls) == 0 {
+		a.Content.OfString = oai.String(t.text)
+	}
+	for _, c := range t.toolCalls {
+		args := c.Arguments
+		if strings.TrimSpace(args) == "" {
+			args = "{}"
+		}
+		a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
+			OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
+				ID:       c.ID,
+				Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: args},
+			},
+		})
+	}
+	return oai.ChatCompletionMessageParamUnion{OfAssistant: &a}
+}
+
+func sanitizeName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= 64 {
+			break
+		}
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	n := b.String()
+	if strings.Trim(n, "_") == "" {
+		return ""
+	}
+	return n
+}
+
+// String describes the provider without credentials.
+func (p *Provider) String() string { return fmt.Sprintf("openai(%s)", p.model) }
