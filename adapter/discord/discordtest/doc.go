@@ -34,6 +34,8 @@
 //   - Gateway frames are written by one goroutine per connection from an unbounded queue; dispatch
 //     never blocks on the network. Each session has its own sequence numbers and keeps every frame,
 //     so RESUME after a drop replays exactly the frames after the client's seq, then RESUMED.
+//   - Sessions identified without the MESSAGE_CONTENT intent receive guild messages with empty
+//     content and embeds, except the bot's own and those mentioning the bot (DMs are never blanked).
 //   - IDs are snowflakes from the injectable clock, strictly increasing across all objects.
 //   - Discord's rules are enforced with Discord's codes and statuses: 10003/10008/10015/10062
 //     (404), 50001/50013 (403, from per-channel bot deny overwrites, inherited by threads), 50006

@@ -43,6 +43,13 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// check reports err from a non-test goroutine (handlers), where t.Fatal is not allowed.
+func check(t *testing.T, err error) {
+	if err != nil {
+		t.Error(err)
+	}
+}
+
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
@@ -589,20 +596,20 @@ func TestInteractions(t *testing.T) {
 			d := ic.ApplicationCommandData()
 			topic := d.Options[0].StringValue()
 			if d.Name == "quiet" {
-				must(t, s.InteractionRespond(ic.Interaction, &discordgo.InteractionResponse{
+				check(t, s.InteractionRespond(ic.Interaction, &discordgo.InteractionResponse{
 					Type: discordgo.InteractionResponseChannelMessageWithSource,
 					Data: &discordgo.InteractionResponseData{Content: "only you", Flags: discordgo.MessageFlagsEphemeral},
 				}))
 				return
 			}
-			must(t, s.InteractionRespond(ic.Interaction, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}))
+			check(t, s.InteractionRespond(ic.Interaction, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}))
 			content := "started " + topic
 			_, err := s.InteractionResponseEdit(ic.Interaction, &discordgo.WebhookEdit{Content: &content})
-			must(t, err)
+			check(t, err)
 			_, err = s.FollowupMessageCreate(ic.Interaction, true, &discordgo.WebhookParams{Content: "secret", Flags: discordgo.MessageFlagsEphemeral})
-			must(t, err)
+			check(t, err)
 			_, err = s.FollowupMessageCreate(ic.Interaction, true, &discordgo.WebhookParams{Content: "public follow-up"})
-			must(t, err)
+			check(t, err)
 		})
 	})
 	opt := []*discordgo.ApplicationCommandOption{{Type: discordgo.ApplicationCommandOptionString, Name: "topic", Description: "t", Required: true}}
@@ -682,4 +689,63 @@ func TestRefereeFlagsBadRequests(t *testing.T) {
 		}
 	}
 	f.e.ResetViolations() // deliberate; NewTest's cleanup would otherwise fail the test
+}
+
+func TestMultipleSessions(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, discordtest.Options{})
+	a, b := make(chan string, 2), make(chan string, 2)
+	openSession(t, f.e, func(s *discordgo.Session) {
+		s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { a <- m.ID })
+	})
+	openSession(t, f.e, func(s *discordgo.Session) {
+		s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { b <- m.ID })
+	})
+	m, err := f.e.UserSay(f.ch.ID, f.alice.ID, "to everyone")
+	must(t, err)
+	if x, y := <-a, <-b; x != m.ID || y != m.ID {
+		t.Fatalf("sessions saw %s and %s, want %s", x, y, m.ID)
+	}
+	if st := f.e.GatewayStats(); st.Sessions != 2 || st.Connections != 2 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
+
+func TestMessageContentIntent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, discordtest.Options{})
+	got := make(chan string, 2)
+	openSession(t, f.e, func(s *discordgo.Session) {
+		s.Identify.Intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages // no MessageContent
+		s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) { got <- m.Content })
+	})
+	_, err := f.e.UserSay(f.ch.ID, f.alice.ID, "secret")
+	must(t, err)
+	_, err = f.e.UserSay(f.ch.ID, f.alice.ID, "hey <@"+f.e.BotUserID()+">")
+	must(t, err)
+	if a, b := <-got, <-got; a != "" || b == "" {
+		t.Fatalf("without the intent got %q and %q", a, b)
+	}
+}
+
+func TestZombieConnectionResumes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, discordtest.Options{HeartbeatInterval: 50 * time.Millisecond})
+	resumed := make(chan struct{}, 1)
+	openSession(t, f.e, func(s *discordgo.Session) {
+		s.ShouldReconnectOnError = true
+		s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Resumed) { resumed <- struct{}{} })
+	})
+	f.e.SetHeartbeatAck(false)
+	ctx := ctxT(t)
+	// discordgo gives up after 5 unacknowledged intervals, closes (1 s) and resumes.
+	must(t, f.e.Wait(ctx, func() bool { return f.e.GatewayStats().Connections == 0 }))
+	f.e.SetHeartbeatAck(true)
+	select {
+	case <-resumed:
+	case <-ctx.Done():
+		t.Fatal("no resume after zombie connection")
+	}
+	hb := f.e.GatewayStats().Heartbeats
+	must(t, f.e.WaitHeartbeats(ctx, hb+1))
 }

@@ -124,6 +124,32 @@ func (e *Emulator) dispatchLocked(t string, d any) {
 	e.broadcastLocked()
 }
 
+// intentMessageContent is the privileged MESSAGE_CONTENT intent bit.
+const intentMessageContent = 1 << 15
+
+// dispatchMessageLocked emits MESSAGE_CREATE/MESSAGE_UPDATE. Sessions that did not identify with
+// the MESSAGE_CONTENT intent get content and embeds blanked, as Discord does, except for DMs, the
+// bot's own messages and messages mentioning the bot. Caller holds e.mu.
+func (e *Emulator) dispatchMessageLocked(t string, m *Message) {
+	full := mustJSON(m.wire())
+	redacted := full
+	if m.GuildID != "" && m.Author.ID != e.botUser.ID && !strings.Contains(m.Content, "<@"+e.botUser.ID+">") &&
+		!strings.Contains(m.Content, "<@!"+e.botUser.ID+">") {
+		w := m.wire()
+		w["content"], w["embeds"] = "", []any{}
+		redacted = mustJSON(w)
+	}
+	for _, s := range e.sessions {
+		if s.intents&intentMessageContent != 0 {
+			s.sendLocked(t, full)
+		} else {
+			s.sendLocked(t, redacted)
+		}
+	}
+	e.gw.events++
+	e.broadcastLocked()
+}
+
 // Dispatch sends an arbitrary dispatch event (op 0, type t, payload d) to every session.
 func (e *Emulator) Dispatch(t string, d any) {
 	e.mu.Lock()

@@ -362,7 +362,7 @@ func (e *Emulator) postLocked(ch *Channel, m *Message) *Message {
 	if ch.IsThread() {
 		ch.MessageCount++
 	}
-	e.dispatchLocked("MESSAGE_CREATE", m.wire())
+	e.dispatchMessageLocked("MESSAGE_CREATE", m)
 	return m
 }
 
@@ -545,7 +545,7 @@ func (e *Emulator) applyEditLocked(c *call, ch *Channel, m *Message) reply {
 	}
 	m.Flags &^= FlagLoading
 	m.EditedTimestamp = e.opts.Now()
-	e.dispatchLocked("MESSAGE_UPDATE", m.wire())
+	e.dispatchMessageLocked("MESSAGE_UPDATE", m)
 	return ok(m.wire())
 }
 

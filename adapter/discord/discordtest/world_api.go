@@ -180,7 +180,7 @@ func (e *Emulator) UserEdit(messageID, content string) (Message, error) {
 	m.History = append(m.History, m.Content)
 	m.Content = content
 	m.EditedTimestamp = e.opts.Now()
-	e.dispatchLocked("MESSAGE_UPDATE", m.wire())
+	e.dispatchMessageLocked("MESSAGE_UPDATE", m)
 	return cloneMessage(m), nil
 }
 
