@@ -90,9 +90,16 @@ type gwSession struct {
 	heartbeats int
 }
 
+// maxReplayFrames bounds each session's replay buffer; a RESUME older than the buffer is refused
+// with INVALID_SESSION, as Discord does for sessions it can no longer resume.
+const maxReplayFrames = 5000
+
 func (s *gwSession) sendLocked(t string, data []byte) {
 	s.seq++
 	f := fmt.Appendf(nil, `{"op":0,"s":%d,"t":%q,"d":%s}`, s.seq, t, data)
+	if len(s.log) >= maxReplayFrames {
+		s.log = append(s.log[:0:0], s.log[len(s.log)-maxReplayFrames/2:]...)
+	}
 	s.log = append(s.log, gwFrame{seq: s.seq, data: f})
 	if s.conn != nil {
 		s.conn.enqueue(f)
@@ -276,7 +283,7 @@ func (e *Emulator) resume(c *gwConn, raw json.RawMessage) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := e.sessions[d.SessionID]
-	if s == nil || d.Seq > s.seq {
+	if s == nil || d.Seq > s.seq || len(s.log) > 0 && d.Seq < s.log[0].seq-1 {
 		c.enqueue([]byte(`{"op":9,"d":false}`))
 		return true
 	}
