@@ -1,0 +1,308 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/rs/zerolog"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/metrics"
+)
+
+// Intents the bot needs: guilds, guild messages, message content, DMs.
+const Intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | discordgo.IntentMessageContent | discordgo.IntentsDirectMessages
+
+// Options configure the adapter.
+type Options struct {
+	Token          string
+	APIURL         string
+	Guilds         []string // allowlist; empty = all
+	OperatorUsers  []string
+	OperatorRoles  []string
+	ThreadBindings bool
+	AccountID      string // "" = "default"
+	SweepInterval  time.Duration
+	// Reconnect lets discordgo reconnect after gateway errors (true in production).
+	Reconnect bool
+	// BaseTransport is the HTTP transport under the rewriting one (tests).
+	BaseTransport http.RoundTripper
+	// RetryBackoff is the wait between retries of retryable send failures.
+	RetryBackoff time.Duration
+}
+
+// Sessions is what the adapter needs of core/session.Manager.
+type Sessions interface {
+	HandleMessage(ctx context.Context, msg session.Message) error
+	Spawn(ctx context.Context, req session.SpawnRequest) (session.SpawnResult, error)
+	Reset(ctx context.Context, conv binding.ConversationRef) (string, error)
+	Sessions(keep func(session.Info) bool) []session.Info
+	Info(key string) (session.Info, bool)
+	DefaultAgent() session.Agent
+}
+
+// Bindings is what the adapter needs of core/binding.Service.
+type Bindings interface {
+	ResolveByConversation(ref binding.ConversationRef) (binding.Record, bool)
+	Bind(ctx context.Context, in binding.BindInput) (binding.Record, error)
+	Unbind(ctx context.Context, in binding.UnbindInput) ([]binding.Record, error)
+	Active() []binding.Record
+	ListBySession(key string) []binding.Record
+	SetTimeouts(ctx context.Context, id string, idle, maxAge *time.Duration) (binding.Record, error)
+	Touch(id string, at time.Time)
+}
+
+// Deliverer is the outbound send owner (core/delivery.Outbound).
+type Deliverer interface {
+	Deliver(ctx context.Context, d delivery.Delivery, commit delivery.CommitFunc) (delivery.Result, error)
+	SessionFor(ref binding.ConversationRef) (string, binding.Record, bool)
+}
+
+// WebhookStore persists one webhook per parent channel.
+type WebhookStore interface {
+	PutWebhook(ctx context.Context, channelID, id, token string) error
+	Webhook(ctx context.Context, channelID string) (id, token string, ok bool, err error)
+	DeleteWebhook(ctx context.Context, channelID string) error
+}
+
+// Jobs is the scheduler surface behind /cron. Replies are user-facing
+// text; errors are user-facing too (they say what to write instead).
+type Jobs interface {
+	Add(ctx context.Context, req CronAdd) (string, error)
+	List(ctx context.Context, conv binding.ConversationRef) (string, error)
+	Remove(ctx context.Context, id string) (string, error)
+	RunNow(ctx context.Context, id string) (string, error)
+	Runs(ctx context.Context, id string) (string, error)
+}
+
+// CronAdd is a /cron add invocation.
+type CronAdd struct {
+	Schedule, Prompt, Target, TZ, To string
+	CreatedBy                        string
+	CreatedIn                        binding.ConversationRef
+}
+
+// Deps are the adapter's collaborators. Jobs may be nil (scheduler off).
+type Deps struct {
+	Sessions Sessions
+	Bindings Bindings
+	Outbound Deliverer
+	Webhooks WebhookStore
+	Jobs     Jobs
+	Metrics  *metrics.Metrics
+	Clock    clock.Clock
+	Log      zerolog.Logger
+}
+
+// Adapter connects the bot to Discord: the gateway and inbound routing,
+// slash commands, the thread and webhook managers, and the outbound Sender.
+// It is the only package that imports discordgo.
+type Adapter struct {
+	opt   Options
+	d     Deps
+	log   zerolog.Logger
+	token tokenSource
+
+	mu      sync.RWMutex
+	s       *discordgo.Session
+	ctx     context.Context
+	ready   atomic.Bool
+	appID   string
+	botID   string
+	guilds  map[string]bool
+	ops     map[string]bool
+	opRoles map[string]bool
+
+	hooks   *webhookManager
+	threads *threadManager
+	dms     sync.Map // user id -> DM channel id
+	wg      sync.WaitGroup
+}
+
+// Compile-time interface guards.
+var (
+	_ delivery.Sender = (*Adapter)(nil)
+	_ session.Threads = (*Adapter)(nil)
+)
+
+// New returns an adapter. It does no I/O; Run connects.
+func New(opt Options, d Deps) *Adapter {
+	if d.Clock == nil {
+		d.Clock = clock.Real{}
+	}
+	if opt.SweepInterval <= 0 {
+		opt.SweepInterval = 2 * time.Minute
+	}
+	if opt.RetryBackoff <= 0 {
+		opt.RetryBackoff = 500 * time.Millisecond
+	}
+	if opt.AccountID == "" {
+		opt.AccountID = "default"
+	}
+	a := &Adapter{opt: opt, d: d, log: d.Log, guilds: set(opt.Guilds), ops: set(opt.OperatorUsers), opRoles: set(opt.OperatorRoles), ctx: context.Background()}
+	a.token.Set(opt.Token)
+	a.hooks = &webhookManager{a: a, cache: map[string]webhookCreds{}}
+	a.threads = &threadManager{a: a}
+	return a
+}
+
+func set(ids []string) map[string]bool {
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+// SetToken rotates the bot token (config reload). Every later REST call,
+// including those of the reused thread and webhook managers, uses it.
+func (a *Adapter) SetToken(tok string) { a.token.Set(tok) }
+
+// Ready reports whether the gateway session is ready.
+func (a *Adapter) Ready() bool { return a.ready.Load() }
+
+func (a *Adapter) session() *discordgo.Session {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.s
+}
+
+// ref builds a conversation ref on this account.
+func (a *Adapter) ref(conversationID, parentID string) binding.ConversationRef {
+	return binding.ConversationRef{Channel: "discord", AccountID: a.opt.AccountID, ConversationID: conversationID, ParentConversationID: parentID}.Normalize()
+}
+
+// Run connects to the gateway, registers slash commands, serves events
+// until ctx ends, then closes the session.
+func (a *Adapter) Run(ctx context.Context) error {
+	s, err := a.newSession()
+	if err != nil {
+		return err
+	}
+	readyCh := make(chan struct{}, 1)
+	a.mu.Lock()
+	a.s, a.ctx = s, ctx
+	a.mu.Unlock()
+	a.register(s, readyCh)
+	if err := s.Open(); err != nil {
+		return fmt.Errorf("discord: connect gateway: %w", err)
+	}
+	defer func() {
+		a.ready.Store(false)
+		if err := s.Close(); err != nil {
+			a.log.Warn().Err(err).Msg("discord: close gateway")
+		}
+	}()
+	select {
+	case <-readyCh:
+	case <-ctx.Done():
+		return nil
+	case <-time.After(30 * time.Second):
+		return errors.New("discord: gateway did not send READY within 30s")
+	}
+	if err := a.registerCommands(ctx); err != nil {
+		return err
+	}
+	t := time.NewTicker(a.opt.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			a.wg.Wait()
+			return nil
+		case <-t.C:
+			a.Sweep(ctx)
+		}
+	}
+}
+
+func (a *Adapter) newSession() (*discordgo.Session, error) {
+	s, err := discordgo.New("Bot " + a.token.Get())
+	if err != nil {
+		return nil, fmt.Errorf("discord: new session: %w", err)
+	}
+	tr, err := newTransport(a.opt.APIURL, &a.token, a.opt.BaseTransport)
+	if err != nil {
+		return nil, err
+	}
+	s.Client = &http.Client{Transport: tr, Timeout: 20 * time.Second}
+	s.Identify.Intents = Intents
+	s.ShouldReconnectOnError = a.opt.Reconnect
+	s.StateEnabled = true
+	s.LogLevel = discordgo.LogError
+	return s, nil
+}
+
+// register installs every gateway handler, each under a recover.
+func (a *Adapter) register(s *discordgo.Session, readyCh chan struct{}) {
+	s.AddHandler(func(s *discordgo.Session, r *discordgo.Ready) {
+		defer a.recoverHandler("ready")
+		a.mu.Lock()
+		a.botID = r.User.ID
+		if r.Application != nil {
+			a.appID = r.Application.ID
+		}
+		a.mu.Unlock()
+		a.ready.Store(true)
+		select {
+		case readyCh <- struct{}{}:
+		default:
+		}
+	})
+	s.AddHandler(func(s *discordgo.Session, _ *discordgo.Resumed) {
+		defer a.recoverHandler("resumed")
+		a.ready.Store(true)
+	})
+	s.AddHandler(func(s *discordgo.Session, _ *discordgo.Disconnect) {
+		defer a.recoverHandler("disconnect")
+		a.ready.Store(false)
+	})
+	s.AddHandler(func(s *discordgo.Session, m *discordgo.MessageCreate) {
+		defer a.recoverHandler("message_create")
+		a.onMessage(m.Message)
+	})
+	s.AddHandler(func(s *discordgo.Session, t *discordgo.ThreadUpdate) {
+		defer a.recoverHandler("thread_update")
+		a.onThreadState(t.Channel)
+	})
+	s.AddHandler(func(s *discordgo.Session, t *discordgo.ThreadDelete) {
+		defer a.recoverHandler("thread_delete")
+		a.onGone(t.Channel.ID)
+	})
+	s.AddHandler(func(s *discordgo.Session, c *discordgo.ChannelDelete) {
+		defer a.recoverHandler("channel_delete")
+		a.onGone(c.Channel.ID)
+	})
+	s.AddHandler(func(s *discordgo.Session, i *discordgo.InteractionCreate) {
+		defer a.recoverHandler("interaction_create")
+		a.onInteraction(i.Interaction)
+	})
+}
+
+func (a *Adapter) recoverHandler(name string) {
+	if r := recover(); r != nil {
+		a.log.Error().Str("handler", name).Interface("panic", r).Msg("discord handler panicked")
+	}
+}
+
+func (a *Adapter) runCtx() context.Context {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.ctx
+}
+
+func (a *Adapter) ids() (bot, app string) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.botID, a.appID
+}
+

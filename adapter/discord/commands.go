@@ -1,0 +1,454 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/core/transcript"
+)
+
+func opt(t discordgo.ApplicationCommandOptionType, name, desc string, required bool) *discordgo.ApplicationCommandOption {
+	return &discordgo.ApplicationCommandOption{Type: t, Name: name, Description: desc, Required: required}
+}
+
+func sub(name, desc string, opts ...*discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
+	return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionSubCommand, Name: name, Description: desc, Options: opts}
+}
+
+const (
+	optString = discordgo.ApplicationCommandOptionString
+	optBool   = discordgo.ApplicationCommandOptionBoolean
+)
+
+// Commands are the slash commands of DESIGN.md §4.
+func Commands() []*discordgo.ApplicationCommand {
+	return []*discordgo.ApplicationCommand{
+		{Name: "spawn", Description: "Start a subagent on a task", Options: []*discordgo.ApplicationCommandOption{
+			opt(optString, "task", "What the subagent should do", true),
+			opt(optString, "label", "A short name for it", false),
+			opt(optString, "agent", "Which agent persona runs it", false),
+			opt(optBool, "thread", "Give it its own thread", false),
+		}},
+		{Name: "focus", Description: "Bind this thread (or a new one) to a session or subagent", Options: []*discordgo.ApplicationCommandOption{
+			opt(optString, "target", "Subagent label or session key", true),
+		}},
+		{Name: "unfocus", Description: "End this conversation's binding"},
+		{Name: "agents", Description: "Subagent runs and bindings of this conversation"},
+		{Name: "session", Description: "Binding lifecycle of this conversation", Options: []*discordgo.ApplicationCommandOption{
+			sub("idle", "Show or set the idle auto-unbind (e.g. 24h, 30m, off)", opt(optString, "duration", "Duration or off", false)),
+			sub("max-age", "Show or set the hard max age (e.g. 72h, off)", opt(optString, "duration", "Duration or off", false)),
+			sub("unbind", "End this conversation's binding"),
+		}},
+		{Name: "cron", Description: "Scheduled jobs", Options: []*discordgo.ApplicationCommandOption{
+			sub("add", "Schedule a job",
+				opt(optString, "schedule", "Cron expression, 'every 10m' or 'at <RFC 3339 time>'", true),
+				opt(optString, "prompt", "What the agent should do each run", true),
+				opt(optString, "target", "main | isolated | current | session:<key>", false),
+				opt(optString, "tz", "IANA time zone, e.g. Europe/Berlin", false),
+				opt(optString, "to", "Where results go: channel:<id> or user:<id>", false)),
+			sub("list", "List jobs"),
+			sub("remove", "Remove a job", opt(optString, "id", "Job id", true)),
+			sub("run", "Run a job now", opt(optString, "id", "Job id", true)),
+			sub("runs", "Recent runs of a job", opt(optString, "id", "Job id", true)),
+		}},
+		{Name: "reset", Description: "Start a new conversation with the agent in this chat"},
+	}
+}
+
+func (a *Adapter) registerCommands(ctx context.Context) error {
+	s := a.session()
+	_, appID := a.ids()
+	if appID == "" {
+		return errors.New("discord: READY carried no application id; cannot register commands")
+	}
+	if _, err := s.ApplicationCommandBulkOverwrite(appID, "", Commands(), discordgo.WithContext(ctx)); err != nil {
+		a.countError(err)
+		return fmt.Errorf("discord: register slash commands: %w", err)
+	}
+	return nil
+}
+
+// reply is a command's answer. Public answers are displayed to everyone
+// and so go through Outbound into the chat's transcript; ephemeral ones are
+// shown to one user and belong to no transcript.
+type reply struct {
+	text   string
+	public bool
+}
+
+// userError is a command failure whose message is meant for the user.
+type userError struct{ msg string }
+
+func (e *userError) Error() string { return e.msg }
+
+func userErrf(format string, args ...any) error { return &userError{fmt.Sprintf(format, args...)} }
+
+// invocation is one slash command call.
+type invocation struct {
+	in     *discordgo.Interaction
+	name   string
+	sub    string
+	opts   map[string]*discordgo.ApplicationCommandInteractionDataOption
+	userID string
+	conv   binding.ConversationRef
+}
+
+func (v invocation) str(name string) string {
+	if o, ok := v.opts[name]; ok {
+		return strings.TrimSpace(o.StringValue())
+	}
+	return ""
+}
+
+func (v invocation) boolPtr(name string) *bool {
+	if o, ok := v.opts[name]; ok {
+		b := o.BoolValue()
+		return &b
+	}
+	return nil
+}
+
+func (a *Adapter) onInteraction(in *discordgo.Interaction) {
+	if in.Type != discordgo.InteractionApplicationCommand {
+		return
+	}
+	data := in.ApplicationCommandData()
+	v := invocation{in: in, name: data.Name, opts: map[string]*discordgo.ApplicationCommandInteractionDataOption{}}
+	options := data.Options
+	if len(options) == 1 && options[0].Type == discordgo.ApplicationCommandOptionSubCommand {
+		v.sub, options = options[0].Name, options[0].Options
+	}
+	for _, o := range options {
+		v.opts[o.Name] = o
+	}
+	switch {
+	case in.Member != nil && in.Member.User != nil:
+		v.userID = in.Member.User.ID
+	case in.User != nil:
+		v.userID = in.User.ID
+	}
+	v.conv = a.conversationOf(in.GuildID, in.ChannelID, v.userID)
+	ctx := a.runCtx()
+	r, err := a.command(ctx, v)
+	if err != nil {
+		var ue *userError
+		text := "⚠️ Something went wrong; the bot logged the details."
+		if errors.As(err, &ue) {
+			text = "⚠️ " + ue.msg
+		} else {
+			a.log.Error().Err(err).Str("command", v.name).Msg("slash command failed")
+		}
+		r = reply{text: text}
+	}
+	a.answer(ctx, v, r)
+}
+
+// answer sends the reply: public ones through Outbound (one writer),
+// ephemeral ones straight to the interaction.
+func (a *Adapter) answer(ctx context.Context, v invocation, r reply) {
+	if r.public {
+		_, err := a.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "cmd:" + v.in.ID, Target: v.conv, Text: r.text,
+			Interaction: &delivery.Interaction{ID: v.in.ID, Token: v.in.Token},
+			Producer:    delivery.Producer{Source: transcript.SourceCommand}}, nil)
+		if err != nil {
+			a.log.Error().Err(err).Str("command", v.name).Msg("public command reply failed")
+		}
+		return
+	}
+	s := a.session()
+	if s == nil {
+		return
+	}
+	err := s.InteractionRespond(v.in, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Content: truncateRunes(r.text, MaxMessageLen), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}}, discordgo.WithContext(ctx))
+	if err != nil {
+		a.countError(err)
+		a.log.Warn().Err(err).Str("command", v.name).Msg("ephemeral reply failed")
+	}
+}
+
+func truncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func (a *Adapter) command(ctx context.Context, v invocation) (reply, error) {
+	switch v.name {
+	case "spawn":
+		return a.cmdSpawn(ctx, v)
+	case "focus":
+		return a.cmdFocus(ctx, v)
+	case "unfocus":
+		return a.cmdUnbind(ctx, v, "unfocus")
+	case "agents":
+		return a.cmdAgents(v), nil
+	case "session":
+		return a.cmdSession(ctx, v)
+	case "cron":
+		return a.cmdCron(ctx, v)
+	case "reset":
+		if _, err := a.d.Sessions.Reset(ctx, v.conv); err != nil {
+			return reply{}, err
+		}
+		return reply{text: "🧹 Started a new conversation here. Earlier messages stay in the record but are no longer in my context.", public: true}, nil
+	}
+	return reply{}, userErrf("Unknown command /%s.", v.name)
+}
+
+func (a *Adapter) cmdSpawn(ctx context.Context, v invocation) (reply, error) {
+	res, err := a.d.Sessions.Spawn(ctx, session.SpawnRequest{Task: v.str("task"), Label: v.str("label"), AgentID: v.str("agent"),
+		Thread: v.boolPtr("thread"), Requester: v.conv, RequestedBy: v.userID})
+	switch {
+	case errors.Is(err, session.ErrEmptyTask):
+		return reply{}, userErrf("Give the subagent a task, e.g. /spawn task: summarise this channel.")
+	case errors.Is(err, session.ErrUnknownAgent):
+		return reply{}, userErrf("There is no agent %q; leave agent empty for the default.", v.str("agent"))
+	case errors.Is(err, session.ErrTooManySubagents):
+		return reply{}, userErrf("Too many subagents are running; wait for one to finish. (%v)", err)
+	case err != nil:
+		return reply{}, err
+	}
+	return reply{text: res.Summary(), public: true}, nil
+}
+
+// cmdFocus binds this thread (or a new child thread when run in a channel)
+// to a subagent by label or to a session key.
+func (a *Adapter) cmdFocus(ctx context.Context, v invocation) (reply, error) {
+	if !a.opt.ThreadBindings {
+		return reply{}, userErrf("Thread bindings are disabled (set discord.threadBindings.enabled: true).")
+	}
+	target := v.str("target")
+	if target == "" {
+		return reply{}, userErrf("Usage: /focus target:<subagent-label|session-key>")
+	}
+	info, ok := a.findSession(target)
+	if !ok {
+		return reply{}, userErrf("Unable to resolve focus target: %s", target)
+	}
+	if strings.HasPrefix(v.conv.ConversationID, "user:") {
+		return reply{}, userErrf("/focus must be run in a server channel or thread.")
+	}
+	if cur, bound := a.d.Bindings.ResolveByConversation(v.conv); bound && !a.mayChange(v, cur) {
+		return reply{}, userErrf("Only <@%s> can refocus this conversation.", cur.BoundBy)
+	}
+	kind := binding.KindSession
+	if info.Kind == session.KindSubagent {
+		kind = binding.KindSubagent
+	}
+	conv := v.conv
+	created := false
+	if conv.ParentConversationID == "" { // a channel: bind a new child thread
+		th, err := a.CreateThread(ctx, conv, truncateRunes("🤖 "+firstNonEmpty(info.Label, info.AgentID), 100))
+		if err != nil {
+			return reply{}, fmt.Errorf("focus: %w", err)
+		}
+		conv, created = th, true
+	}
+	_, err := a.d.Bindings.Bind(ctx, binding.BindInput{TargetSessionKey: info.Key, TargetKind: kind, Conversation: conv, AgentID: info.AgentID,
+		Label: info.Label, BoundBy: v.userID})
+	if err != nil {
+		return reply{}, fmt.Errorf("focus: %w", err)
+	}
+	if created {
+		return reply{text: fmt.Sprintf("✅ Created thread <#%s> and bound it to %s (%s).", conv.ConversationID, info.Key, kind), public: true}, nil
+	}
+	return reply{text: fmt.Sprintf("✅ Bound this thread to %s (%s).", info.Key, kind), public: true}, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func (a *Adapter) findSession(target string) (session.Info, bool) {
+	if in, ok := a.d.Sessions.Info(target); ok {
+		return in, true
+	}
+	matches := a.d.Sessions.Sessions(func(in session.Info) bool { return in.Label == target })
+	if len(matches) == 0 {
+		return session.Info{}, false
+	}
+	return matches[len(matches)-1], true
+}
+
+// mayChange: the binder, a system binding, or an operator.
+func (a *Adapter) mayChange(v invocation, rec binding.Record) bool {
+	return rec.BoundBy == "" || rec.BoundBy == "system" || rec.BoundBy == v.userID || a.isOperator(v)
+}
+
+// isOperator: configured operator users or roles; with none configured,
+// members with Manage Server.
+func (a *Adapter) isOperator(v invocation) bool {
+	if a.ops[v.userID] {
+		return true
+	}
+	if v.in.Member != nil {
+		for _, r := range v.in.Member.Roles {
+			if a.opRoles[r] {
+				return true
+			}
+		}
+		if len(a.ops) == 0 && len(a.opRoles) == 0 && v.in.Member.Permissions&discordgo.PermissionManageGuild != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Adapter) cmdUnbind(ctx context.Context, v invocation, verb string) (reply, error) {
+	rec, ok := a.d.Bindings.ResolveByConversation(v.conv)
+	if !ok {
+		return reply{text: "ℹ️ This conversation is not currently bound."}, nil
+	}
+	if !a.mayChange(v, rec) {
+		return reply{}, userErrf("Only <@%s> can %s this conversation.", rec.BoundBy, verb)
+	}
+	if _, err := a.d.Bindings.Unbind(ctx, binding.UnbindInput{ID: rec.ID, Reason: binding.ReasonManual}); err != nil {
+		return reply{}, fmt.Errorf("%s: %w", verb, err)
+	}
+	return reply{text: "✅ Conversation unbound; messages here go to the channel's own agent again."}, nil
+}
+
+func (a *Adapter) cmdAgents(v invocation) reply {
+	key, _, _ := a.d.Outbound.SessionFor(v.conv)
+	runs := a.d.Sessions.Sessions(func(in session.Info) bool {
+		return in.Kind == session.KindSubagent && (in.Parent == key || in.Requester.Key() == v.conv.Key())
+	})
+	var b strings.Builder
+	b.WriteString("agents:\n-----\n")
+	if len(runs) == 0 {
+		b.WriteString("(none)\n")
+	}
+	for i, in := range runs {
+		where := "unbound"
+		if bs := a.d.Bindings.ListBySession(in.Key); len(bs) > 0 {
+			where = "thread <#" + bs[0].Conversation.ConversationID + ">"
+		} else if in.Thread != "" {
+			where = "thread " + in.Thread + " (binding ended)"
+		}
+		fmt.Fprintf(&b, "%d. %s (%s) — %s, `%s`\n", i+1, in.Label, where, in.Status, in.Key)
+		if in.Status == session.StatusUndeliver {
+			fmt.Fprintf(&b, "   result kept: %s\n", excerpt(in.Result, 300))
+		}
+	}
+	return reply{text: b.String()}
+}
+
+func excerpt(s string, n int) string { return truncateRunes(s, n) }
+
+// parseDuration reads /session durations: off|0 disables, a bare number is
+// hours, else a Go duration or Nd for days.
+func parseDuration(s string) (time.Duration, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	switch s {
+	case "off", "disable", "disabled", "none", "0":
+		return 0, nil
+	}
+	if n, err := strconv.ParseFloat(s, 64); err == nil && n > 0 {
+		return time.Duration(n * float64(time.Hour)), nil
+	}
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.ParseFloat(d, 64); err == nil && n > 0 {
+			return time.Duration(n * 24 * float64(time.Hour)), nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Minute || d > 365*24*time.Hour {
+		return 0, userErrf("Usage: /session idle <duration|off> | /session max-age <duration|off> | /session unbind (example: /session idle 24h)")
+	}
+	return d, nil
+}
+
+func (a *Adapter) cmdSession(ctx context.Context, v invocation) (reply, error) {
+	if v.sub == "unbind" {
+		return a.cmdUnbind(ctx, v, "unbind")
+	}
+	rec, ok := a.d.Bindings.ResolveByConversation(v.conv)
+	if !ok {
+		return reply{text: "ℹ️ This conversation is not currently bound."}, nil
+	}
+	raw := v.str("duration")
+	what, cur := "Idle timeout", rec.IdleTimeout
+	if v.sub == "max-age" {
+		what, cur = "Max age", rec.MaxAge
+	}
+	if raw == "" {
+		if cur == 0 {
+			return reply{text: fmt.Sprintf("ℹ️ %s is currently disabled for this bound session.", what)}, nil
+		}
+		return reply{text: fmt.Sprintf("ℹ️ %s active (%s, next auto-unbind at %s).", what, session.FormatDuration(cur), rec.ExpiresAt().UTC().Format(time.RFC3339))}, nil
+	}
+	if !a.mayChange(v, rec) {
+		return reply{}, userErrf("Only <@%s> can update session lifecycle settings for this conversation.", rec.BoundBy)
+	}
+	d, err := parseDuration(raw)
+	if err != nil {
+		return reply{}, err
+	}
+	var idle, maxAge *time.Duration
+	if v.sub == "max-age" {
+		maxAge = &d
+	} else {
+		idle = &d
+	}
+	n := 0
+	for _, b := range a.d.Bindings.ListBySession(rec.TargetSessionKey) {
+		if _, err := a.d.Bindings.SetTimeouts(ctx, b.ID, idle, maxAge); err != nil {
+			return reply{}, fmt.Errorf("set %s: %w", strings.ToLower(what), err)
+		}
+		n++
+	}
+	if d == 0 {
+		return reply{text: fmt.Sprintf("✅ %s disabled for %d binding(s).", what, n)}, nil
+	}
+	return reply{text: fmt.Sprintf("✅ %s set to %s for %d binding(s).", what, session.FormatDuration(d), n)}, nil
+}
+
+func (a *Adapter) cmdCron(ctx context.Context, v invocation) (reply, error) {
+	if a.d.Jobs == nil {
+		return reply{}, userErrf("The scheduler is disabled (scheduler.enabled: false).")
+	}
+	privileged := slices.Contains([]string{"add", "remove", "run"}, v.sub)
+	if privileged && !a.isOperator(v) {
+		return reply{}, userErrf("Only operators can /cron %s (configure discord.operators, or ask someone with Manage Server).", v.sub)
+	}
+	var (
+		text string
+		err  error
+	)
+	switch v.sub {
+	case "add":
+		text, err = a.d.Jobs.Add(ctx, CronAdd{Schedule: v.str("schedule"), Prompt: v.str("prompt"), Target: v.str("target"), TZ: v.str("tz"), To: v.str("to"), CreatedBy: v.userID, CreatedIn: v.conv})
+	case "list":
+		text, err = a.d.Jobs.List(ctx, v.conv)
+	case "remove":
+		text, err = a.d.Jobs.Remove(ctx, v.str("id"))
+	case "run":
+		text, err = a.d.Jobs.RunNow(ctx, v.str("id"))
+	case "runs":
+		text, err = a.d.Jobs.Runs(ctx, v.str("id"))
+	default:
+		return reply{}, userErrf("Usage: /cron add|list|remove|run|runs")
+	}
+	if err != nil {
+		return reply{}, &userError{msg: err.Error()}
+	}
+	return reply{text: text, public: privileged}, nil
+}

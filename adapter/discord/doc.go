@@ -1,0 +1,26 @@
+// Package discord is the Discord adapter and the only package that imports
+// discordgo. It turns gateway events into core events (inbound messages,
+// thread state, slash commands) and core deliveries into Discord calls
+// (the delivery.Sender and session.Threads implementations).
+//
+// Invariants:
+//   - The bot's own messages and its own webhooks' posts are never routed
+//     as inbound (no echo loops); other bots are ignored.
+//   - Every send and edit carries allowed_mentions {"parse": []}; text over
+//     2000 characters is split into parts that add up to the text.
+//   - Bot sends carry a nonce derived from the delivery id with
+//     enforce_nonce, so a retried send returns the first message; webhook
+//     sends (no nonce) reconcile by reading the thread before a re-send.
+//   - Only retryable failures (429, 5xx, network) are retried; permanent
+//     ones map onto delivery.ErrDestinationGone / ErrForbidden /
+//     ErrRejected. A bound thread that is archived, locked or deleted is
+//     never posted to and never replaced by its parent channel; a plain bot
+//     send replaces a webhook send only when the webhook itself is unusable.
+//   - Thread deleted, archived or locked (from an event or the sweeper)
+//     ends its binding without posting.
+//   - Every handler runs under a recover; every REST call uses the newest
+//     token (SetToken), so reused thread and webhook managers never use a
+//     stale one; discordgo's global endpoints are never changed.
+//   - Public slash-command replies go through core/delivery.Outbound (they
+//     are displayed, so they are transcript entries); ephemeral ones do not.
+package discord

@@ -1,0 +1,160 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/core/sessionkey"
+)
+
+// Inbound decisions (metric labels).
+const (
+	inRouted        = "routed"
+	inOwnMessage    = "ignored-own"
+	inOtherBot      = "ignored-bot"
+	inNotAllowed    = "ignored-guild"
+	inNotMentioned  = "ignored-not-mentioned"
+	inEmpty         = "ignored-empty"
+	inHandlerFailed = "failed"
+)
+
+// onMessage routes one MESSAGE_CREATE: the bot's own messages and its own
+// webhooks' posts are ignored (no echo loops), as are other bots; guild
+// messages need the allowlist and a mention unless the conversation is
+// bound; DMs always reach the agent.
+func (a *Adapter) onMessage(m *discordgo.Message) {
+	decision := a.route(m)
+	a.d.Metrics.InboundDecision(decision)
+}
+
+func (a *Adapter) route(m *discordgo.Message) string {
+	botID, _ := a.ids()
+	switch {
+	case m.Author == nil || m.Author.ID == botID:
+		return inOwnMessage
+	case m.WebhookID != "" && a.hooks.isOwn(m.WebhookID):
+		return inOwnMessage
+	case m.Author.Bot || m.WebhookID != "":
+		return inOtherBot
+	case m.GuildID != "" && len(a.guilds) > 0 && !a.guilds[m.GuildID]:
+		return inNotAllowed
+	}
+	conv := a.conversationOf(m.GuildID, m.ChannelID, m.Author.ID)
+	rec, bound := a.d.Bindings.ResolveByConversation(conv)
+	mentioned := false
+	for _, u := range m.Mentions {
+		if u != nil && u.ID == botID {
+			mentioned = true
+		}
+	}
+	if m.GuildID != "" && !bound && !mentioned {
+		return inNotMentioned
+	}
+	text := strings.TrimSpace(stripMention(m.Content, botID))
+	if text == "" {
+		return inEmpty
+	}
+	if bound {
+		a.d.Bindings.Touch(rec.ID, a.d.Clock.Now())
+	}
+	msg := session.Message{Conversation: conv, MessageID: m.ID, AuthorID: m.Author.ID, AuthorName: displayName(m), Text: text}
+	if m.MessageReference != nil {
+		msg.ReplyTo = m.MessageReference.MessageID
+	}
+	if err := a.d.Sessions.HandleMessage(a.runCtx(), msg); err != nil {
+		a.log.Error().Err(err).Str("message", m.ID).Msg("inbound message not handled")
+		return inHandlerFailed
+	}
+	return inRouted
+}
+
+// conversationOf builds the ref of a message's conversation: a DM is
+// user:<id>; a thread carries its parent channel.
+func (a *Adapter) conversationOf(guildID, channelID, userID string) binding.ConversationRef {
+	if guildID == "" {
+		return a.ref(sessionkey.DMPrefix+userID, "")
+	}
+	parent := ""
+	if s := a.session(); s != nil {
+		if ch, err := s.State.Channel(channelID); err == nil && ch.IsThread() {
+			parent = ch.ParentID
+		}
+	}
+	return a.ref(channelID, parent)
+}
+
+func stripMention(content, botID string) string {
+	if botID == "" {
+		return content
+	}
+	return strings.NewReplacer("<@"+botID+">", "", "<@!"+botID+">", "").Replace(content)
+}
+
+func displayName(m *discordgo.Message) string {
+	if m.Member != nil && m.Member.Nick != "" {
+		return m.Member.Nick
+	}
+	if m.Author.GlobalName != "" {
+		return m.Author.GlobalName
+	}
+	return m.Author.Username
+}
+
+// onThreadState ends the binding of a thread that was archived or locked,
+// without posting (a post would unarchive it).
+func (a *Adapter) onThreadState(ch *discordgo.Channel) {
+	if ch == nil || ch.ThreadMetadata == nil {
+		return
+	}
+	switch {
+	case ch.ThreadMetadata.Locked:
+		a.endBinding(ch.ID, binding.ReasonThreadLocked)
+	case ch.ThreadMetadata.Archived:
+		a.endBinding(ch.ID, binding.ReasonThreadArchive)
+	}
+}
+
+// onGone ends the binding of a deleted thread or channel (no farewell).
+func (a *Adapter) onGone(channelID string) { a.endBinding(channelID, binding.ReasonThreadDelete) }
+
+func (a *Adapter) endBinding(channelID, reason string) {
+	rec, ok := a.d.Bindings.ResolveByConversation(a.ref(channelID, ""))
+	if !ok {
+		return
+	}
+	if _, err := a.d.Bindings.Unbind(a.runCtx(), binding.UnbindInput{ID: rec.ID, Reason: reason}); err != nil {
+		a.log.Error().Err(err).Str("binding", rec.ID).Msg("unbind")
+		return
+	}
+	a.log.Info().Str("binding", rec.ID).Str("thread", channelID).Str("reason", reason).Msg("binding ended by thread state")
+}
+
+// Sweep probes bound threads for events the gateway may have missed:
+// unknown channel ends the binding (thread-delete), archived or locked ends
+// it too; transient errors keep it.
+func (a *Adapter) Sweep(ctx context.Context) {
+	s := a.session()
+	if s == nil {
+		return
+	}
+	for _, rec := range a.d.Bindings.Active() {
+		if rec.Conversation.Channel != "discord" || strings.HasPrefix(rec.Conversation.ConversationID, sessionkey.DMPrefix) {
+			continue
+		}
+		ch, err := s.Channel(rec.Conversation.ConversationID, discordgo.WithContext(ctx))
+		if err != nil {
+			a.countError(err)
+			if errors.Is(classify(err), delivery.ErrDestinationGone) {
+				a.endBinding(rec.Conversation.ConversationID, binding.ReasonThreadDelete)
+			}
+			continue
+		}
+		a.onThreadState(ch)
+	}
+}

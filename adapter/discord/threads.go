@@ -1,0 +1,236 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
+)
+
+// WebhookName is the name of the one webhook the bot keeps per parent channel.
+const WebhookName = "agentbot personas"
+
+// threadArchiveMinutes is the longest auto-archive Discord offers (7 days):
+// an archive then almost always means a person archived the thread.
+const threadArchiveMinutes = 10080
+
+// threadManager creates subagent threads. It is reused across reconnects
+// and token rotations (it reads the session and token at call time).
+type threadManager struct {
+	a  *Adapter
+	mu sync.Mutex // one create at a time, so reconciliation sees a settled list
+}
+
+// CreateThread implements session.Threads: a standalone public thread in
+// parent named name. An ambiguous failure (the create may have happened)
+// is reconciled by listing active threads before any retry, so a retry
+// never makes a second thread.
+func (a *Adapter) CreateThread(ctx context.Context, parent binding.ConversationRef, name string) (binding.ConversationRef, error) {
+	return a.threads.create(ctx, parent.ConversationID, name)
+}
+
+func (t *threadManager) create(ctx context.Context, parentID, name string) (binding.ConversationRef, error) {
+	a := t.a
+	s := a.session()
+	if s == nil {
+		return binding.ConversationRef{}, fmt.Errorf("create thread: %w: not connected", delivery.ErrTransient)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	parent, err := a.channel(ctx, s, parentID)
+	if err != nil {
+		return binding.ConversationRef{}, fmt.Errorf("create thread in %s: %w", parentID, err)
+	}
+	var before map[string]bool
+	if parent.GuildID != "" {
+		before = t.activeThreadIDs(ctx, s, parent.GuildID, parentID, name)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return binding.ConversationRef{}, ctx.Err()
+			case <-time.After(a.opt.RetryBackoff << (attempt - 1)):
+			}
+		}
+		ch, err := s.ThreadStartComplex(parentID, &discordgo.ThreadStart{Name: name, Type: discordgo.ChannelTypeGuildPublicThread, AutoArchiveDuration: threadArchiveMinutes}, discordgo.WithContext(ctx))
+		if err == nil {
+			return t.joined(ctx, s, ch.ID, parentID), nil
+		}
+		a.countError(err)
+		lastErr = classify(err)
+		if !retryable(lastErr) {
+			break
+		}
+		// Ambiguous: the thread may exist. Look before trying again.
+		if parent.GuildID != "" {
+			for id := range t.activeThreadIDs(ctx, s, parent.GuildID, parentID, name) {
+				if !before[id] {
+					a.log.Info().Str("thread", id).Msg("thread create was ambiguous; found the created thread")
+					return t.joined(ctx, s, id, parentID), nil
+				}
+			}
+		}
+	}
+	return binding.ConversationRef{}, fmt.Errorf("create thread in %s: %w", parentID, lastErr)
+}
+
+// activeThreadIDs lists the active threads of parent named name.
+func (t *threadManager) activeThreadIDs(ctx context.Context, s *discordgo.Session, guildID, parentID, name string) map[string]bool {
+	out := map[string]bool{}
+	list, err := s.GuildThreadsActive(guildID, discordgo.WithContext(ctx))
+	if err != nil {
+		t.a.countError(err)
+		t.a.log.Warn().Err(err).Msg("list active threads")
+		return out
+	}
+	for _, th := range list.Threads {
+		if th.ParentID == parentID && th.Name == name {
+			out[th.ID] = true
+		}
+	}
+	return out
+}
+
+// joined joins the bot to a thread it is about to bind (best effort) and returns its ref.
+func (t *threadManager) joined(ctx context.Context, s *discordgo.Session, threadID, parentID string) binding.ConversationRef {
+	if err := s.ThreadJoin(threadID, discordgo.WithContext(ctx)); err != nil {
+		t.a.countError(err)
+		t.a.log.Warn().Err(err).Str("thread", threadID).Msg("join thread")
+	}
+	return t.a.ref(threadID, parentID)
+}
+
+type webhookCreds struct{ id, token string }
+
+// webhookManager keeps one webhook per parent channel: created on first
+// need, persisted, reused across bindings, unbinds and restarts.
+type webhookManager struct {
+	a     *Adapter
+	mu    sync.Mutex
+	cache map[string]webhookCreds // parent channel -> webhook
+	own   sync.Map                // webhook id -> struct{}: echo suppression
+}
+
+// isOwn reports whether a webhook id is one of the bot's.
+func (w *webhookManager) isOwn(id string) bool {
+	_, ok := w.own.Load(id)
+	return ok
+}
+
+func (w *webhookManager) get(ctx context.Context, s *discordgo.Session, parentID string) (webhookCreds, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.cache[parentID]; ok {
+		return c, nil
+	}
+	if w.a.d.Webhooks != nil {
+		id, tok, ok, err := w.a.d.Webhooks.Webhook(ctx, parentID)
+		if err != nil {
+			return webhookCreds{}, fmt.Errorf("load webhook of %s: %w", parentID, err)
+		}
+		if ok {
+			c := webhookCreds{id, tok}
+			w.cache[parentID] = c
+			w.own.Store(id, struct{}{})
+			return c, nil
+		}
+	}
+	var hook *discordgo.Webhook
+	err := w.a.retry(ctx, func() error {
+		var err error
+		hook, err = s.WebhookCreate(parentID, WebhookName, "", discordgo.WithContext(ctx))
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, delivery.ErrForbidden) {
+			// No Manage Webhooks: the persona is unavailable, the thread is fine.
+			return webhookCreds{}, fmt.Errorf("create webhook in %s: %w: %w", parentID, errWebhookUnusable, err)
+		}
+		return webhookCreds{}, fmt.Errorf("create webhook in %s: %w", parentID, err)
+	}
+	c := webhookCreds{hook.ID, hook.Token}
+	w.cache[parentID] = c
+	w.own.Store(hook.ID, struct{}{})
+	if w.a.d.Webhooks != nil {
+		if err := w.a.d.Webhooks.PutWebhook(ctx, parentID, hook.ID, hook.Token); err != nil {
+			w.a.log.Error().Err(err).Str("channel", parentID).Msg("persist webhook")
+		}
+	}
+	return c, nil
+}
+
+func (w *webhookManager) drop(ctx context.Context, parentID string) {
+	w.mu.Lock()
+	delete(w.cache, parentID)
+	w.mu.Unlock()
+	if w.a.d.Webhooks != nil {
+		if err := w.a.d.Webhooks.DeleteWebhook(ctx, parentID); err != nil {
+			w.a.log.Error().Err(err).Str("channel", parentID).Msg("forget webhook")
+		}
+	}
+}
+
+// send posts the parts into thread by the parent's webhook under the
+// delivery's persona. Unknown Webhook drops the webhook and recreates it
+// once. Webhooks have no nonce, so before re-sending after an ambiguous
+// failure it reads the thread and keeps a part that already landed.
+func (w *webhookManager) send(ctx context.Context, s *discordgo.Session, parentID, threadID string, d delivery.Delivery, parts []string) ([]string, error) {
+	ids := make([]string, 0, len(parts))
+	recreated := false
+	for i := 0; i < len(parts); {
+		c, err := w.get(ctx, s, parentID)
+		if err != nil {
+			return ids, err
+		}
+		params := &discordgo.WebhookParams{Content: parts[i], Username: d.Persona.Name, AvatarURL: d.Persona.AvatarURL, AllowedMentions: noMentions()}
+		var msg *discordgo.Message
+		attempts := 0
+		err = w.a.retry(ctx, func() error {
+			attempts++
+			if attempts > 1 {
+				if id := w.find(ctx, s, threadID, c.id, params); id != "" {
+					msg = &discordgo.Message{ID: id}
+					return nil
+				}
+			}
+			var err error
+			msg, err = s.WebhookThreadExecute(c.id, c.token, true, threadID, params, discordgo.WithContext(ctx))
+			return err
+		})
+		if err != nil {
+			if errors.Is(err, errWebhookUnusable) && !recreated {
+				recreated = true
+				w.drop(ctx, parentID)
+				continue
+			}
+			return ids, fmt.Errorf("webhook send part %d/%d to %s: %w", i+1, len(parts), threadID, err)
+		}
+		ids = append(ids, msg.ID)
+		i++
+	}
+	return ids, nil
+}
+
+// find looks in the thread's recent messages for one this webhook posted
+// with the same persona and content.
+func (w *webhookManager) find(ctx context.Context, s *discordgo.Session, threadID, webhookID string, p *discordgo.WebhookParams) string {
+	msgs, err := s.ChannelMessages(threadID, 50, "", "", "", discordgo.WithContext(ctx))
+	if err != nil {
+		w.a.countError(err)
+		return ""
+	}
+	for _, m := range msgs {
+		if m.WebhookID == webhookID && m.Content == p.Content && (m.Author == nil || p.Username == "" || m.Author.Username == p.Username) {
+			return m.ID
+		}
+	}
+	return ""
+}

@@ -1,0 +1,88 @@
+// Package metrics defines the bot's Prometheus collectors in one place.
+//
+// Invariants: collectors are registered on the registry passed to New,
+// never on the global default registry; label values are bounded sets
+// (outcomes, reasons, error codes), never ids or user text.
+package metrics
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the bot's collectors. A nil *Metrics records nothing.
+type Metrics struct {
+	Deliveries      *prometheus.CounterVec // outcome, source
+	RouterDecisions *prometheus.CounterVec // mode, reason
+	RESTErrors      *prometheus.CounterVec // code
+	RateLimited     prometheus.Counter
+	ActiveBindings  prometheus.GaugeFunc
+	TurnSeconds     prometheus.Histogram
+	Inbound         *prometheus.CounterVec // decision
+}
+
+// New creates and registers the collectors; activeBindings reports the gauge.
+func New(reg prometheus.Registerer, activeBindings func() float64) *Metrics {
+	m := &Metrics{
+		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbot_deliveries_total",
+			Help: "Outbound deliveries by outcome (delivered, failed) and producer source."}, []string{"outcome", "source"}),
+		RouterDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbot_router_decisions_total",
+			Help: "Completion routing decisions by mode and reason."}, []string{"mode", "reason"}),
+		RESTErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbot_discord_rest_errors_total",
+			Help: "Discord REST errors by JSON error code (or HTTP status when there is none)."}, []string{"code"}),
+		RateLimited: prometheus.NewCounter(prometheus.CounterOpts{Name: "agentbot_discord_rate_limited_total",
+			Help: "Discord 429 responses seen."}),
+		ActiveBindings: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentbot_active_bindings",
+			Help: "Active conversation bindings."}, activeBindings),
+		TurnSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "agentbot_turn_seconds",
+			Help: "Turn latency from dequeue to confirmed reply.", Buckets: prometheus.ExponentialBuckets(0.05, 2, 12)}),
+		Inbound: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbot_inbound_messages_total",
+			Help: "Inbound messages by decision (routed, ignored-*)."}, []string{"decision"}),
+	}
+	reg.MustRegister(m.Deliveries, m.RouterDecisions, m.RESTErrors, m.RateLimited, m.ActiveBindings, m.TurnSeconds, m.Inbound)
+	return m
+}
+
+// Delivery counts a finished delivery.
+func (m *Metrics) Delivery(outcome, source string) {
+	if m != nil {
+		m.Deliveries.WithLabelValues(outcome, source).Inc()
+	}
+}
+
+// Route counts a router decision.
+func (m *Metrics) Route(mode, reason string) {
+	if m != nil {
+		m.RouterDecisions.WithLabelValues(mode, reason).Inc()
+	}
+}
+
+// RESTError counts a Discord error code; 429 also counts as rate limited.
+func (m *Metrics) RESTError(code int, status int) {
+	if m == nil {
+		return
+	}
+	if status == 429 {
+		m.RateLimited.Inc()
+	}
+	label := strconv.Itoa(code)
+	if code == 0 {
+		label = "http-" + strconv.Itoa(status)
+	}
+	m.RESTErrors.WithLabelValues(label).Inc()
+}
+
+// InboundDecision counts what happened to an inbound message.
+func (m *Metrics) InboundDecision(d string) {
+	if m != nil {
+		m.Inbound.WithLabelValues(d).Inc()
+	}
+}
+
+// Turn observes a turn's latency in seconds.
+func (m *Metrics) Turn(seconds float64) {
+	if m != nil {
+		m.TurnSeconds.Observe(seconds)
+	}
+}
