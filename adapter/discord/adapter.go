@@ -305,4 +305,3 @@ func (a *Adapter) ids() (bot, app string) {
 	defer a.mu.RUnlock()
 	return a.botID, a.appID
 }
-
