@@ -3,6 +3,7 @@ package bolt
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,7 +125,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 	if !errors.Is(err, ErrSchemaTooNew) {
 		t.Fatalf("Open of a newer store: err = %v, want ErrSchemaTooNew", err)
 	}
-	for _, want := range []string{s.Path(), "schema version 2", "supports up to 1", "upgrade"} {
+	for _, want := range []string{s.Path(), fmt.Sprintf("schema version %d", SchemaVersion+1), fmt.Sprintf("supports up to %d", SchemaVersion), "upgrade"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("error %q does not mention %q", err, want)
 		}
@@ -185,7 +186,7 @@ func TestFailedMigrationRollsBack(t *testing.T) {
 			return err
 		}},
 		migration{name: "fails", fn: func(*bbolt.Tx) error { return boom }})
-	if _, err := open(path, Options{}, migs); !errors.Is(err, boom) || !strings.Contains(err.Error(), "migration 3 (fails)") {
+	if _, err := open(path, Options{}, migs); !errors.Is(err, boom) || !strings.Contains(err.Error(), fmt.Sprintf("migration %d (fails)", len(migrations)+2)) {
 		t.Fatalf("err = %v", err)
 	}
 	if v := readVersion(t, path); v != 0 {

@@ -14,6 +14,9 @@ var (
 	bucketTranscripts = []byte("transcripts")
 	bucketDeliveries  = []byte("deliveries")
 	bucketDelivByTime = []byte("deliveries_by_time")
+	bucketJobs        = []byte("jobs")       // job id -> JSON (jobs.go)
+	bucketJobRuns     = []byte("job_runs")   // job id -> nested bucket: run id -> JSON
+	bucketJobLedger   = []byte("job_ledger") // job id -> newest claimed instant
 	bucketSessions    = []byte("sessions")
 	bucketWebhooks    = []byte("webhooks")
 
@@ -21,7 +24,7 @@ var (
 )
 
 // SchemaVersion is the schema this binary writes: len(migrations).
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // A migration moves the schema from version i to i+1, where i is its index
 // in migrations. Migrations run in order inside one read-write transaction
@@ -35,6 +38,14 @@ type migration struct {
 var migrations = []migration{
 	{name: "initial buckets", fn: func(tx *bbolt.Tx) error {
 		for _, b := range [][]byte{bucketBindings, bucketTranscripts, bucketDeliveries, bucketDelivByTime, bucketSessions, bucketWebhooks} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}},
+	{name: "scheduler buckets", fn: func(tx *bbolt.Tx) error {
+		for _, b := range [][]byte{bucketJobs, bucketJobRuns, bucketJobLedger} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -27,6 +27,7 @@ type Store struct {
 	bindings   map[string]binding.Record
 	sessions   map[string]*session
 	deliveries map[string]delivery.Record
+	sched      schedState // scheduler.Store (jobs.go); zero value ready
 }
 
 type session struct {
