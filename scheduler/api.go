@@ -71,10 +71,18 @@ func (s *Scheduler) Add(ctx context.Context, req AddRequest) (Job, error) {
 			j.Seed = []transcript.Entry{}
 		}
 	}
-	if _, ok, err := s.st.Job(ctx, j.ID); err != nil {
-		return Job{}, err
-	} else if ok {
-		return Job{}, fmt.Errorf("job id %q already in use", j.ID)
+	for i := 0; ; i++ {
+		_, taken, err := s.st.Job(ctx, j.ID)
+		if err != nil {
+			return Job{}, err
+		}
+		if !taken {
+			break
+		}
+		if i == 8 {
+			return Job{}, fmt.Errorf("no free job id after %d tries", i)
+		}
+		j.ID = s.cfg.NewID()
 	}
 	if err := s.st.PutJob(ctx, j); err != nil {
 		return Job{}, fmt.Errorf("save job: %w", err)
@@ -131,7 +139,7 @@ func (s *Scheduler) Get(ctx context.Context, id string) (Job, error) {
 // counts like any other. A job already running returns ErrBusy in a *UserError.
 func (s *Scheduler) RunNow(ctx context.Context, id string) (Run, error) {
 	if !s.acquire(id) {
-		return Run{}, &busyError{UserError{Msg: fmt.Sprintf("job %s is running right now; try again when it finished (`/cron runs %s`)", id, id)}}
+		return Run{}, &UserError{Msg: fmt.Sprintf("job %s is running right now; try again when it finished (`/cron runs %s`)", id, id), Err: ErrBusy}
 	}
 	defer s.release(id)
 	j, err := s.Get(ctx, id)
@@ -144,10 +152,6 @@ func (s *Scheduler) RunNow(ctx context.Context, id string) (Run, error) {
 	}
 	return s.execute(ctx, j, sched, time.Time{}, TriggerManual, 0)
 }
-
-type busyError struct{ UserError }
-
-func (e *busyError) Unwrap() error { return ErrBusy }
 
 // Runs returns up to limit runs of a job, newest first.
 func (s *Scheduler) Runs(ctx context.Context, id string, limit int) ([]Run, error) {

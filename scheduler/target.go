@@ -11,9 +11,16 @@ import (
 
 // UserError is a validation error whose text is meant for the user as is:
 // it says what was wrong and what to write instead.
-type UserError struct{ Msg string }
+type UserError struct {
+	Msg string
+	// Err is a sentinel it wraps (ErrNotFound, ErrBusy), if any.
+	Err error
+}
 
 func (e *UserError) Error() string { return e.Msg }
+
+// Unwrap returns the wrapped sentinel.
+func (e *UserError) Unwrap() error { return e.Err }
 
 func userErrorf(format string, args ...any) error {
 	return &UserError{Msg: fmt.Sprintf(format, args...)}
@@ -27,12 +34,8 @@ var (
 	ErrBusy = errors.New("job is running")
 )
 
-type notFoundError struct{ UserError }
-
-func (e *notFoundError) Unwrap() error { return ErrNotFound }
-
 func notFound(id string) error {
-	return &notFoundError{UserError{Msg: fmt.Sprintf("there is no job %q: `/cron list` shows the job ids", id)}}
+	return &UserError{Msg: fmt.Sprintf("there is no job %q: `/cron list` shows the job ids", id), Err: ErrNotFound}
 }
 
 // ParseTo reads a delivery target: "channel:<id>" (a channel or thread),
