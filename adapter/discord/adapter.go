@@ -118,6 +118,7 @@ type Adapter struct {
 	ready   atomic.Bool
 	appID   string
 	botID   string
+	botName string
 	guilds  map[string]bool
 	ops     map[string]bool
 	opRoles map[string]bool
@@ -161,6 +162,16 @@ func set(ids []string) map[string]bool {
 		m[id] = true
 	}
 	return m
+}
+
+// SetDeps sets the collaborators; the adapter and Outbound refer to each
+// other (the adapter is Outbound's Sender), so wiring sets them after New.
+// Call before Run.
+func (a *Adapter) SetDeps(d Deps) {
+	if d.Clock == nil {
+		d.Clock = clock.Real{}
+	}
+	a.d, a.log = d, d.Log
 }
 
 // SetToken rotates the bot token (config reload). Every later REST call,
@@ -247,7 +258,7 @@ func (a *Adapter) register(s *discordgo.Session, readyCh chan struct{}) {
 	s.AddHandler(func(s *discordgo.Session, r *discordgo.Ready) {
 		defer a.recoverHandler("ready")
 		a.mu.Lock()
-		a.botID = r.User.ID
+		a.botID, a.botName = r.User.ID, r.User.Username
 		if r.Application != nil {
 			a.appID = r.Application.ID
 		}

@@ -56,14 +56,13 @@ func (a *Adapter) route(m *discordgo.Message) string {
 	if m.GuildID != "" && !bound && !mentioned {
 		return inNotMentioned
 	}
-	text := strings.TrimSpace(stripMention(m.Content, botID))
-	if text == "" {
+	if strings.TrimSpace(stripMention(m.Content, botID)) == "" {
 		return inEmpty
 	}
 	if bound {
 		a.d.Bindings.Touch(rec.ID, a.d.Clock.Now())
 	}
-	msg := session.Message{Conversation: conv, MessageID: m.ID, AuthorID: m.Author.ID, AuthorName: displayName(m), Text: text}
+	msg := session.Message{Conversation: conv, MessageID: m.ID, AuthorID: m.Author.ID, AuthorName: displayName(m), Text: m.Content}
 	if m.MessageReference != nil {
 		msg.ReplyTo = m.MessageReference.MessageID
 	}
@@ -87,6 +86,19 @@ func (a *Adapter) conversationOf(guildID, channelID, userID string) binding.Conv
 		}
 	}
 	return a.ref(channelID, parent)
+}
+
+// ModelText rewrites the bot's mention markup into its name, for the
+// model; transcripts keep the content exactly as displayed.
+func (a *Adapter) ModelText(content string) string {
+	botID, _ := a.ids()
+	a.mu.RLock()
+	name := a.botName
+	a.mu.RUnlock()
+	if botID == "" {
+		return content
+	}
+	return strings.TrimSpace(strings.NewReplacer("<@"+botID+">", "@"+name, "<@!"+botID+">", "@"+name).Replace(content))
 }
 
 func stripMention(content, botID string) string {

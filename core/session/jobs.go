@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
@@ -22,7 +23,7 @@ type JobTurn struct {
 // RunJobTurn posts the visible trigger line and runs a turn in the chat's
 // session, serialised with user turns (Rule 2, in-chat mode). Both the
 // trigger and the reply are displayed, so the turn writes both. It returns
-// the message ids of the reply.
+// the message ids of the trigger and the reply.
 func (m *Manager) RunJobTurn(ctx context.Context, jt JobTurn) ([]string, error) {
 	conv := jt.Conversation.Normalize()
 	key, rec, bound := m.d.Outbound.SessionFor(conv)
@@ -36,7 +37,7 @@ func (m *Manager) RunJobTurn(ctx context.Context, jt JobTurn) ([]string, error) 
 		trig := delivery.Delivery{ID: jt.DeliveryID + ":trigger", Target: conv, Text: jt.Trigger,
 			Producer: delivery.Producer{Source: transcript.SourceJobTrigger, TurnSessionKey: key, AgentID: agent.ID, Meta: jt.Meta}}
 		var seq uint64
-		_, err := m.d.Outbound.Deliver(qctx, trig, func(ctx context.Context, r delivery.Receipt) error {
+		tres, err := m.d.Outbound.Deliver(qctx, trig, func(ctx context.Context, r delivery.Receipt) error {
 			e, err := m.d.Transcripts.Append(ctx, key, transcript.Entry{Role: transcript.RoleUser, Author: "scheduler", Text: jt.Trigger,
 				MessageIDs: r.MessageIDs, Source: transcript.SourceJobTrigger, DeliveryID: trig.ID, Meta: maps.Clone(jt.Meta)})
 			seq = e.Seq
@@ -47,7 +48,7 @@ func (m *Manager) RunJobTurn(ctx context.Context, jt JobTurn) ([]string, error) 
 			return
 		}
 		t := turnInput{key: key, conv: conv, deliveryID: jt.DeliveryID, triggerSeq: seq,
-			done: func(ids []string, err error) { ch <- result{ids, err} }}
+			done: func(ids []string, err error) { ch <- result{append(slices.Clone(tres.MessageIDs), ids...), err} }}
 		if bound {
 			t.bindingID = rec.ID
 		}

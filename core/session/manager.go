@@ -31,6 +31,10 @@ type Options struct {
 	SubagentTimeout        time.Duration
 	// DrainTimeout bounds how long Run waits for in-flight turns on stop.
 	DrainTimeout time.Duration
+	// ModelText, if set, rewrites a user entry's displayed text for the
+	// model (the platform's mention markup into names). Stored entries keep
+	// the text exactly as displayed.
+	ModelText func(string) string
 }
 
 // Deps are the manager's collaborators.
@@ -93,6 +97,9 @@ func New(opt Options, d Deps) *Manager {
 	}
 	return m
 }
+
+// SetJobs offers the scheduler to the model as tools. Call before Run.
+func (m *Manager) SetJobs(j Jobs) { m.d.Jobs = j }
 
 // DefaultAgent is the first configured agent.
 func (m *Manager) DefaultAgent() Agent { return m.opt.Agents[0] }

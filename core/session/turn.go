@@ -136,6 +136,8 @@ func (m *Manager) toMessages(ctx context.Context, t turnInput, history []transcr
 		msg := model.Message{Role: model.RoleUser, Text: e.Text, Name: e.Author}
 		if e.Role == transcript.RoleAssistant {
 			msg.Role = model.RoleAssistant
+		} else if m.opt.ModelText != nil {
+			msg.Text = m.opt.ModelText(msg.Text)
 		}
 		if note := provenance(e); note != "" {
 			msg.Text = note + "\n" + msg.Text

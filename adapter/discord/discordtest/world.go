@@ -3,6 +3,7 @@ package discordtest
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -94,6 +95,9 @@ type Message struct {
 	Timestamp        time.Time
 	EditedTimestamp  time.Time // zero when never edited
 	InteractionID    string    // for interaction responses
+	// Mentions are the users a user message mentions as <@id> or <@!id>,
+	// as Discord parses them from the content.
+	Mentions []User
 	// History holds the previous contents, oldest first, one per edit.
 	History []string
 }
@@ -211,6 +215,7 @@ func cloneMessage(m *Message) Message {
 	c := *m
 	c.Embeds = append([]json.RawMessage(nil), m.Embeds...)
 	c.History = append([]string(nil), m.History...)
+	c.Mentions = append([]User(nil), m.Mentions...)
 	if m.MessageReference != nil {
 		r := *m.MessageReference
 		c.MessageReference = &r
@@ -282,11 +287,30 @@ func (c *Channel) wire(w *world) map[string]any {
 	return m
 }
 
+func (m *Message) wireMentions() []any {
+	out := []any{}
+	for _, u := range m.Mentions {
+		out = append(out, u.wire())
+	}
+	return out
+}
+
+// mentionsIn returns the known users (and the bot) a content mentions.
+func (w *world) mentionsIn(content string) []User {
+	var out []User
+	for _, u := range w.users {
+		if strings.Contains(content, "<@"+u.ID+">") || strings.Contains(content, "<@!"+u.ID+">") {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
 func (m *Message) wire() map[string]any {
 	out := map[string]any{
 		"id": m.ID, "channel_id": m.ChannelID, "type": m.Type, "content": m.Content,
 		"author": m.Author.wire(), "timestamp": m.Timestamp.UTC().Format(tsLayout),
-		"edited_timestamp": nil, "tts": false, "mention_everyone": false, "mentions": []any{},
+		"edited_timestamp": nil, "tts": false, "mention_everyone": false, "mentions": m.wireMentions(),
 		"mention_roles": []any{}, "attachments": []any{}, "embeds": []any{}, "components": []any{},
 		"pinned": false, "flags": m.Flags,
 	}

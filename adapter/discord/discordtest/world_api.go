@@ -154,7 +154,7 @@ func (e *Emulator) userPost(channelID, userID, content, replyTo string) (Message
 	if ch.IsThread() && ch.Locked {
 		return Message{}, fmt.Errorf("discordtest: thread %s is locked", channelID)
 	}
-	m := &Message{Content: content, Author: u}
+	m := &Message{Content: content, Author: u, Mentions: e.world.mentionsIn(content)}
 	if replyTo != "" {
 		target := e.world.msgByID[replyTo]
 		if target == nil {
@@ -232,14 +232,10 @@ func (e *Emulator) InvokeCommand(channelID, userID, name string, opts ...Command
 	in.Token = "itok-" + in.ID
 	e.world.interactions[in.Token] = in
 	e.world.interByID[in.ID] = in
-	options := []any{}
-	for _, o := range opts {
-		options = append(options, map[string]any{"name": o.Name, "type": optionType(o.Value), "value": o.Value})
-	}
 	d := map[string]any{
 		"id": in.ID, "application_id": e.appID, "type": 2, "token": in.Token, "version": 1,
 		"channel_id": ch.ID, "locale": "en-US", "app_permissions": itoa(^e.world.botDenied(ch) & allPerms),
-		"data":    map[string]any{"id": cmd.ID, "name": cmd.Name, "type": cmd.Type, "options": options},
+		"data":    map[string]any{"id": cmd.ID, "name": cmd.Name, "type": cmd.Type, "options": wireOptions(opts)},
 		"channel": ch.wire(&e.world),
 	}
 	if ch.GuildID != "" {
@@ -256,6 +252,20 @@ func (e *Emulator) InvokeCommand(channelID, userID, name string, opts ...Command
 
 // allPerms is every permission bit the emulator models (discordgo.PermissionAll).
 const allPerms = int64(1<<51 - 1)
+
+// wireOptions renders command options; a value of type []CommandOption is
+// a subcommand holding those options.
+func wireOptions(opts []CommandOption) []any {
+	out := []any{}
+	for _, o := range opts {
+		if sub, ok := o.Value.([]CommandOption); ok {
+			out = append(out, map[string]any{"name": o.Name, "type": 1, "options": wireOptions(sub)})
+			continue
+		}
+		out = append(out, map[string]any{"name": o.Name, "type": optionType(o.Value), "value": o.Value})
+	}
+	return out
+}
 
 func optionType(v any) int {
 	switch v.(type) {

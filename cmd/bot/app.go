@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/agentbot/agentbot/adapter/discord"
+	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/metrics"
+	"github.com/agentbot/agentbot/model"
+	"github.com/agentbot/agentbot/model/providers"
+	"github.com/agentbot/agentbot/store/bolt"
+)
+
+// app is the whole bot, wired explicitly: store, core services, sessions,
+// the Discord adapter, the scheduler and the HTTP endpoints.
+type app struct {
+	cfg   *config.Config
+	log   zerolog.Logger
+	clock clock.Clock
+	store *bolt.Store
+	reg   *prometheus.Registry
+
+	bindings    *binding.Service
+	transcripts *transcript.Service
+	outbound    *delivery.Outbound
+	router      *delivery.Router
+	sessions    *session.Manager
+	adapter     *discord.Adapter
+	sched       *schedulerBridge
+	metrics     *metrics.Metrics
+	started     time.Time
+	httpAddr    chan string // receives the bound HTTP address (tests)
+}
+
+// appOptions are what differs between `bot run`, `bot demo` and tests.
+type appOptions struct {
+	Clock         clock.Clock
+	BaseTransport http.RoundTripper // under the adapter's rewriting transport
+	HTTPClient    *http.Client      // for model providers
+	RetryBackoff  time.Duration
+	SweepInterval time.Duration
+}
+
+// newApp opens the store and builds every component. It connects to
+// nothing: Run does.
+func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) {
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	st, err := bolt.Open(cfg.Store.Path, bolt.Options{LockTimeout: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	a := &app{cfg: cfg, log: log, clock: o.Clock, store: st, reg: prometheus.NewRegistry(), started: o.Clock.Now(), httpAddr: make(chan string, 1)}
+	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	a.bindings = binding.New(st, o.Clock, log.With().Str("component", "bindings").Logger())
+	a.metrics = metrics.New(a.reg, func() float64 { return float64(len(a.bindings.Active())) })
+	a.transcripts = transcript.NewService(st, o.Clock)
+	a.router = delivery.NewRouter(a.bindings)
+
+	agents, err := buildAgents(cfg, o.HTTPClient)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	tb := cfg.Discord.ThreadBindings
+	a.adapter = discord.New(discord.Options{
+		Token: cfg.Discord.Token, APIURL: cfg.Discord.APIURL, Guilds: cfg.Discord.Guilds,
+		OperatorUsers: cfg.Discord.Operators.Users, OperatorRoles: cfg.Discord.Operators.Roles,
+		ThreadBindings: tb.Enabled, Reconnect: true, BaseTransport: o.BaseTransport,
+		RetryBackoff: o.RetryBackoff, SweepInterval: o.SweepInterval,
+	}, discord.Deps{}) // deps are set below, once everything exists
+	a.outbound = delivery.NewOutbound(delivery.OutboundConfig{
+		Sender: a.adapter, Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
+		DefaultAgent: agents[0].ID, Clock: o.Clock, Log: log.With().Str("component", "outbound").Logger(),
+		Observe: func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
+	})
+	a.sessions = session.New(session.Options{
+		Channel: "discord", AccountID: "default", Agents: agents,
+		ThreadBindings: tb.Enabled, SpawnSubagentSessions: tb.SpawnSubagentSessions,
+		IdleTimeout: tb.IdleTimeout(), MaxAge: tb.MaxAge(),
+		MaxConcurrentSubagents: cfg.Subagents.MaxConcurrent, SubagentTimeout: cfg.Subagents.RunTimeout,
+		ModelText: a.adapter.ModelText,
+	}, session.Deps{
+		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
+		Store: st, Threads: a.adapter, Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
+	})
+	if cfg.Scheduler.Enabled {
+		a.sched, err = newSchedulerBridge(a)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	var jobs discord.Jobs
+	if a.sched != nil {
+		jobs = a.sched
+		a.sessions.SetJobs(a.sched)
+	}
+	a.adapter.SetDeps(discord.Deps{
+		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Webhooks: st, Jobs: jobs,
+		Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger(),
+	})
+	a.bindings.OnEnded(a.sessions.OnBindingEnded)
+	return a, nil
+}
+
+// observedRouter counts router decisions.
+type observedRouter struct {
+	r *delivery.Router
+	m *metrics.Metrics
+}
+
+func (o observedRouter) ResolveDestination(req delivery.RouteRequest) delivery.Decision {
+	d := o.r.ResolveDestination(req)
+	o.m.Route(string(d.Mode), d.Reason)
+	return d
+}
+
+// buildAgents maps configured agents onto sessions' agents with providers.
+func buildAgents(cfg *config.Config, hc *http.Client) ([]session.Agent, error) {
+	out := make([]session.Agent, 0, len(cfg.Agents))
+	for _, ac := range cfg.Agents {
+		mc := cfg.Models[ac.Model]
+		p, err := providers.New(model.Config{Provider: mc.Provider, BaseURL: mc.BaseURL, APIKey: mc.APIKey, Model: mc.Model, Timeout: mc.Timeout}, hc)
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: model %s: %w", ac.ID, ac.Model, err)
+		}
+		out = append(out, session.Agent{ID: ac.ID, Name: ac.Name, AvatarURL: ac.AvatarURL, SystemPrompt: ac.SystemPrompt,
+			Provider: p, MaxHistory: mc.MaxHistory, MaxToolSteps: mc.MaxToolSteps})
+	}
+	return out, nil
+}
+
+// Run loads state, recovers unfinished deliveries, and runs every
+// component under one errgroup until ctx ends; then everything stops
+// within bounded time and the store is closed.
+func (a *app) Run(ctx context.Context) error {
+	defer a.store.Close()
+	if err := a.bindings.Load(ctx); err != nil {
+		return err
+	}
+	if err := a.sessions.Load(ctx); err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return a.sessions.Run(gctx) })
+	g.Go(func() error { return a.bindings.Run(gctx, time.Minute) })
+	g.Go(func() error { return a.adapter.Run(gctx) })
+	g.Go(func() error {
+		// Finish deliveries a previous process left pending, once connected.
+		for !a.adapter.Ready() {
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		n, err := a.outbound.Recover(gctx)
+		if err != nil {
+			a.log.Error().Err(err).Msg("recover deliveries")
+		} else if n > 0 {
+			a.log.Info().Int("deliveries", n).Msg("finished deliveries left by the previous run")
+		}
+		if a.sched != nil {
+			return a.sched.Run(gctx)
+		}
+		return nil
+	})
+	if a.cfg.HTTP.Enabled() {
+		g.Go(func() error { return a.serveHTTP(gctx) })
+	}
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+func (a *app) serveHTTP(ctx context.Context) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !a.adapter.Ready() {
+			http.Error(w, "gateway not ready", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /inspect/{what}", inspectHandler(inspector{a.store}, a.cfg.HTTP.Token))
+	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("http.listen %s: %w", a.cfg.HTTP.Listen, err)
+	}
+	a.httpAddr <- ln.Addr().String()
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	a.log.Info().Str("addr", ln.Addr().String()).Msg("serving /healthz /readyz /metrics")
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("http: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/scheduler"
+	"github.com/agentbot/agentbot/store/bolt"
+)
+
+// cmdDoctor validates the config and the store: jobs whose stored mode
+// breaks Rule 2 (fixed with -fix, each listed with what it loses) and
+// bindings that point at ended sessions. Exit 0 healthy, 1 problems remain.
+func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fix := fs.Bool("fix", false, "apply the job migrations")
+	cfg, code := loadConfig(fs, args, stderr)
+	if cfg == nil {
+		return code
+	}
+	fmt.Fprintln(stdout, "✔ config is valid")
+	st, err := bolt.Open(cfg.Store.Path, bolt.Options{LockTimeout: time.Second})
+	if err != nil {
+		fmt.Fprintln(stderr, "bot:", err)
+		return exitUsage
+	}
+	defer st.Close()
+	fmt.Fprintf(stdout, "✔ store %s opened (schema %d)\n", st.Path(), bolt.SchemaVersion)
+
+	problems := 0
+	findings, err := scheduler.Diagnose(ctx, st)
+	if err != nil {
+		fmt.Fprintln(stderr, "bot: diagnose jobs:", err)
+		return exitProblems
+	}
+	if *fix && len(findings) > 0 {
+		if findings, err = scheduler.Fix(ctx, st); err != nil {
+			fmt.Fprintln(stderr, "bot: fix jobs:", err)
+			return exitProblems
+		}
+		for _, f := range findings {
+			fmt.Fprintf(stdout, "✔ job %s (%s): %s — fixed: %s\n", f.JobID, f.JobName, f.Problem, f.Fix)
+			if f.Warning != "" {
+				fmt.Fprintf(stdout, "  ⚠ %s\n", f.Warning)
+			}
+			if f.Fix == "" {
+				problems++
+			}
+		}
+	} else {
+		for _, f := range findings {
+			problems++
+			fmt.Fprintf(stdout, "✘ job %s (%s): %s\n", f.JobID, f.JobName, f.Problem)
+			if f.Fix != "" {
+				fmt.Fprintf(stdout, "  bot doctor -fix would: %s\n", f.Fix)
+			}
+			if f.Warning != "" {
+				fmt.Fprintf(stdout, "  ⚠ %s\n", f.Warning)
+			}
+		}
+	}
+	n, err := staleBindings(ctx, st, stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, "bot: check bindings:", err)
+		return exitProblems
+	}
+	problems += n
+	if problems > 0 {
+		fmt.Fprintf(stdout, "%d problem(s) remain\n", problems)
+		return exitProblems
+	}
+	fmt.Fprintln(stdout, "✔ healthy")
+	return exitOK
+}
+
+// staleBindings reports active bindings whose target subagent has ended
+// (they route messages to a session that will not answer as expected).
+func staleBindings(ctx context.Context, st *bolt.Store, w io.Writer) (int, error) {
+	infos, err := st.SessionInfos(ctx)
+	if err != nil {
+		return 0, err
+	}
+	ended := map[string]session.Status{}
+	for _, in := range infos {
+		if in.Kind == session.KindSubagent && in.Status != session.StatusRunning {
+			ended[in.Key] = in.Status
+		}
+	}
+	recs, err := st.Bindings(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range recs {
+		if r.Status != binding.StatusActive {
+			continue
+		}
+		if status, ok := ended[r.TargetSessionKey]; ok && status == session.StatusUndeliver {
+			n++
+			fmt.Fprintf(w, "✘ binding %s (conversation %s) points at subagent %s whose result could not be delivered; end it with /unfocus there\n",
+				r.ID, r.Conversation.ConversationID, r.TargetSessionKey)
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentbot/agentbot/adapter/discord/discordtest"
+	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/core/clock"
+)
+
+// harness runs the real wiring against the built-in Discord emulator: the
+// demo and the end-to-end tests use it. Nothing in it talks to the network
+// beyond 127.0.0.1.
+type harness struct {
+	emu     *discordtest.Emulator
+	cfg     *config.Config
+	app     *app
+	log     zerolog.Logger
+	clock   clock.Clock
+	guild   discordtest.Guild
+	general discordtest.Channel
+	alice   discordtest.User
+
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// harnessOptions adjust the world and the config.
+type harnessOptions struct {
+	Dir       string // store directory
+	Log       zerolog.Logger
+	Clock     clock.Clock
+	Configure func(*config.Config)
+	Emulator  discordtest.Options
+}
+
+// newHarness starts the emulator and seeds a guild with #general and alice.
+func newHarness(o harnessOptions) (*harness, error) {
+	emu := discordtest.New(o.Emulator)
+	g := emu.AddGuild("demo")
+	general, err := emu.AddTextChannel(g.ID, "general")
+	if err != nil {
+		return nil, err
+	}
+	alice, err := emu.AddMember(g.ID, "alice")
+	if err != nil {
+		return nil, err
+	}
+	if err := emu.Start(); err != nil {
+		return nil, err
+	}
+	cfg := config.Default()
+	cfg.Discord.Token = emu.Token()
+	cfg.Discord.APIURL = emu.URL()
+	cfg.Discord.ThreadBindings.SpawnSubagentSessions = true
+	cfg.Store.Path = filepath.Join(o.Dir, "bot.db")
+	cfg.HTTP.Listen = ""
+	if o.Configure != nil {
+		o.Configure(cfg)
+	}
+	if err := cfg.ValidateForRun(); err != nil {
+		emu.Close()
+		return nil, err
+	}
+	h := &harness{emu: emu, cfg: cfg, log: o.Log, clock: o.Clock, guild: g, general: general, alice: alice}
+	return h, nil
+}
+
+// start builds and runs the bot; it returns once the gateway is ready.
+func (h *harness) start(ctx context.Context) error {
+	a, err := newApp(h.cfg, h.log, appOptions{Clock: h.clock, RetryBackoff: 10 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	h.app = a
+	rctx, cancel := context.WithCancel(ctx)
+	h.cancel, h.done = cancel, make(chan error, 1)
+	go func() { h.done <- a.Run(rctx) }()
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	if err := h.emu.Wait(wctx, func() bool { return len(h.emu.Commands("")) > 0 }); err != nil {
+		return fmt.Errorf("bot did not register its commands: %w", err)
+	}
+	for !a.adapter.Ready() {
+		select {
+		case err := <-h.done:
+			return fmt.Errorf("bot stopped: %w", err)
+		case <-wctx.Done():
+			return errors.New("bot did not become ready")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return h.emu.WaitHeartbeats(wctx, 1)
+}
+
+// stop stops the bot gracefully and waits for it.
+func (h *harness) stop() error {
+	if h.cancel == nil {
+		return nil
+	}
+	h.cancel()
+	err := <-h.done
+	h.cancel = nil
+	return err
+}
+
+// close stops the bot and the emulator.
+func (h *harness) close() error {
+	err := h.stop()
+	return errors.Join(err, h.emu.Close())
+}
+
+// waitFor blocks until cond holds, re-checking on every emulator change.
+func (h *harness) waitFor(ctx context.Context, what string, cond func() bool) error {
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := h.emu.Wait(wctx, cond); err != nil {
+		return fmt.Errorf("waiting for %s: %w", what, err)
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentbot/agentbot/scheduler"
+	"github.com/agentbot/agentbot/store/bolt"
+)
+
+// jobJSON is the scripting contract of `bot inspect jobs -json`.
+type jobJSON struct {
+	ID        string         `json:"id"`
+	Name      string         `json:"name"`
+	Schedule  string         `json:"schedule"`
+	TZ        string         `json:"tz"`
+	Prompt    string         `json:"prompt"`
+	Target    string         `json:"target"`
+	To        string         `json:"to"`
+	Mode      scheduler.Mode `json:"mode"`
+	Enabled   bool           `json:"enabled"`
+	NextRunAt *time.Time     `json:"nextRunAt"`
+}
+
+// runJSON is the scripting contract of `bot inspect runs -json`.
+type runJSON struct {
+	JobID       string     `json:"jobId"`
+	RunID       string     `json:"runId"`
+	ScheduledAt *time.Time `json:"scheduledAt"`
+	StartedAt   time.Time  `json:"startedAt"`
+	FinishedAt  *time.Time `json:"finishedAt"`
+	Status      string     `json:"status"`
+	Late        bool       `json:"late"`
+	Error       string     `json:"error,omitempty"`
+	Delivery    struct {
+		Status     string   `json:"status"`
+		MessageIDs []string `json:"messageIds"`
+		Error      string   `json:"error"`
+	} `json:"delivery"`
+}
+
+func inspectJobs(ctx context.Context, st *bolt.Store, w io.Writer, asJSON bool) error {
+	jobs, err := st.Jobs(ctx)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if !asJSON {
+		fmt.Fprintln(tw, "JOB\tNAME\tMODE\tENABLED\tSCHEDULE\tTARGET\tNEXT RUN")
+	}
+	for _, j := range jobs {
+		if asJSON {
+			if err := enc.Encode(jobJSON{ID: j.ID, Name: j.Name, Schedule: j.Schedule.Text, TZ: j.Schedule.TZ, Prompt: j.Prompt, Target: j.Target,
+				To: j.To, Mode: j.Mode(), Enabled: j.Enabled, NextRunAt: timePtr(j.State.NextRunAt)}); err != nil {
+				return err
+			}
+			continue
+		}
+		next := "-"
+		if !j.State.NextRunAt.IsZero() {
+			next = j.State.NextRunAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", j.ID, j.Name, j.Mode(), j.Enabled, j.Schedule.Text, j.Target, next)
+	}
+	return tw.Flush()
+}
+
+func inspectRuns(ctx context.Context, st *bolt.Store, w io.Writer, jobID string, asJSON bool) error {
+	var ids []string
+	if jobID != "" {
+		if _, ok, err := st.Job(ctx, jobID); err != nil {
+			return err
+		} else if !ok {
+			return fmt.Errorf("job %q: %w", jobID, errNotFound)
+		}
+		ids = []string{jobID}
+	} else {
+		jobs, err := st.Jobs(ctx)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			ids = append(ids, j.ID)
+		}
+	}
+	enc := json.NewEncoder(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if !asJSON {
+		fmt.Fprintln(tw, "JOB\tRUN\tSCHEDULED\tSTARTED\tSTATUS\tLATE\tDELIVERY\tMESSAGES")
+	}
+	for _, id := range ids {
+		runs, err := st.Runs(ctx, id, 0)
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			if asJSON {
+				out := runJSON{JobID: r.JobID, RunID: r.RunID, ScheduledAt: timePtr(r.ScheduledAt), StartedAt: r.StartedAt, FinishedAt: timePtr(r.FinishedAt),
+					Status: string(r.Status), Late: r.Late, Error: r.Error}
+				out.Delivery.Status, out.Delivery.MessageIDs, out.Delivery.Error = string(r.Delivery.Status), r.Delivery.MessageIDs, r.Delivery.Error
+				if out.Delivery.MessageIDs == nil {
+					out.Delivery.MessageIDs = []string{}
+				}
+				if err := enc.Encode(out); err != nil {
+					return err
+				}
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%s\t%v\n", r.JobID, r.RunID, r.ScheduledAt.UTC().Format(time.RFC3339), r.StartedAt.UTC().Format(time.RFC3339),
+				r.Status, r.Late, r.Delivery.Status, r.Delivery.MessageIDs)
+		}
+	}
+	return tw.Flush()
+}

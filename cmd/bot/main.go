@@ -1,0 +1,135 @@
+// Command bot is a Discord bot for AI agent sessions whose chats and
+// model-visible transcripts never disagree.
+//
+// Usage:
+//
+//	bot run     [-config FILE]          run the bot
+//	bot demo                            play a scripted story against the built-in Discord emulator
+//	bot doctor  [-config FILE] [-fix]   validate config and store, migrate jobs to the two modes
+//	bot inspect bindings|jobs|runs [JOB]|transcript KEY [-config FILE] [-json]
+//	bot version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/store/bolt"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitProblems = 1 // doctor found problems, inspect found nothing, runtime failure
+	exitUsage    = 2 // bad flags, bad config, locked store
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch args[0] {
+	case "run":
+		return cmdRun(ctx, args[1:], stderr)
+	case "demo":
+		return cmdDemo(ctx, args[1:], stdout, stderr)
+	case "doctor":
+		return cmdDoctor(ctx, args[1:], stdout, stderr)
+	case "inspect":
+		return cmdInspect(ctx, args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, "bot", version)
+		return exitOK
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "bot: unknown command %q\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage:
+  bot run     [-config FILE]          run the bot (needs discord.token / DISCORD_TOKEN)
+  bot demo                            scripted story against the built-in Discord emulator (no token)
+  bot doctor  [-config FILE] [-fix]   validate config and store; migrate jobs to the two modes
+  bot inspect bindings|jobs|runs [JOB]|transcript KEY [-config FILE] [-json]
+  bot version
+`)
+}
+
+// loadConfig parses -config and loads the file; it prints the error and
+// returns exitUsage on failure.
+func loadConfig(fs *flag.FlagSet, args []string, stderr io.Writer) (*config.Config, int) {
+	path := fs.String("config", "config.yaml", "config file")
+	if err := fs.Parse(args); err != nil {
+		return nil, exitUsage
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintln(stderr, "bot:", err)
+		return nil, exitUsage
+	}
+	return cfg, exitOK
+}
+
+func newLogger(cfg config.LogConfig, w io.Writer) zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(cfg.Level)
+	if err != nil {
+		lvl = zerolog.InfoLevel
+	}
+	out := w
+	if cfg.Format != "json" {
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05"}
+	}
+	return zerolog.New(out).Level(lvl).With().Timestamp().Logger()
+}
+
+func cmdRun(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg, code := loadConfig(fs, args, stderr)
+	if cfg == nil {
+		return code
+	}
+	if err := cfg.ValidateForRun(); err != nil {
+		fmt.Fprintln(stderr, "bot:", err)
+		return exitUsage
+	}
+	log := newLogger(cfg.Log, stderr)
+	a, err := newApp(cfg, log, appOptions{})
+	if err != nil {
+		fmt.Fprintln(stderr, "bot:", err)
+		if errors.Is(err, bolt.ErrLocked) || errors.Is(err, config.ErrInvalid) {
+			return exitUsage
+		}
+		return exitProblems
+	}
+	log.Info().Str("version", version).Str("store", cfg.Store.Path).Msg("starting")
+	if err := a.Run(ctx); err != nil {
+		log.Error().Err(err).Msg("stopped with an error")
+		return exitProblems
+	}
+	log.Info().Msg("stopped")
+	return exitOK
+}

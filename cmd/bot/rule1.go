@@ -1,0 +1,112 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agentbot/agentbot/adapter/discord/discordtest"
+	"github.com/agentbot/agentbot/core/transcript"
+)
+
+// entryStore is what the Rule 1 check reads: every transcript.
+type entryStore interface {
+	Sessions(ctx context.Context) ([]string, error)
+	Range(ctx context.Context, key string, from uint64, limit int) ([]transcript.Entry, error)
+}
+
+// located is a transcript entry with its session.
+type located struct {
+	key string
+	e   transcript.Entry
+}
+
+// rule1Check compares what the emulator displays with every transcript and
+// returns the violations of invariants 1, 2 and 4:
+//   - every bot message a channel displays is in exactly one transcript
+//     entry, and every entry's message ids are displayed, in one channel,
+//     with exactly the entry's text (split parts concatenated);
+//   - no message id is in two entries, no entry is written twice;
+//   - each session's entries are in display order (message ids increase).
+func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, channels []string) ([]string, error) {
+	keys, err := st.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byMsg := map[string][]located{}
+	var problems []string
+	for _, key := range keys {
+		entries, err := st.Range(ctx, key, 0, 0)
+		if err != nil {
+			return nil, err
+		}
+		var last uint64
+		for _, e := range entries {
+			if len(e.MessageIDs) == 0 {
+				continue
+			}
+			for _, id := range e.MessageIDs {
+				byMsg[id] = append(byMsg[id], located{key, e})
+			}
+			first, _ := strconv.ParseUint(e.MessageIDs[0], 10, 64)
+			if first < last {
+				problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is out of display order", key, e.Seq, e.Source))
+			}
+			last = first
+			var shown strings.Builder
+			channel := ""
+			for _, id := range e.MessageIDs {
+				m, ok := emu.Message(id)
+				if !ok {
+					problems = append(problems, fmt.Sprintf("%s: entry #%d names message %s, which no channel displays", key, e.Seq, id))
+					continue
+				}
+				if channel != "" && m.ChannelID != channel {
+					problems = append(problems, fmt.Sprintf("%s: entry #%d spans channels %s and %s", key, e.Seq, channel, m.ChannelID))
+				}
+				channel = m.ChannelID
+				shown.WriteString(m.Content)
+			}
+			if shown.String() != e.Text {
+				problems = append(problems, fmt.Sprintf("%s: entry #%d text differs from what is displayed:\n  entry:   %q\n  display: %q", key, e.Seq, e.Text, shown.String()))
+			}
+		}
+	}
+	for id, ls := range byMsg {
+		if len(ls) > 1 {
+			problems = append(problems, fmt.Sprintf("message %s is in %d transcript entries", id, len(ls)))
+		}
+	}
+	botID := emu.BotUserID()
+	for _, ch := range channels {
+		for _, m := range emu.Messages(ch) {
+			fromBot := m.Author.ID == botID || m.WebhookID != ""
+			if fromBot && len(byMsg[m.ID]) == 0 {
+				problems = append(problems, fmt.Sprintf("channel %s displays bot message %s %q that no transcript holds", ch, m.ID, excerpt(m.Content)))
+			}
+		}
+	}
+	slices.Sort(problems)
+	return problems, nil
+}
+
+func excerpt(s string) string {
+	r := []rune(strings.ReplaceAll(s, "\n", " "))
+	if len(r) > 60 {
+		return string(r[:60]) + "…"
+	}
+	return string(r)
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, cmp.Compare[string])
+	return out
+}
