@@ -123,6 +123,12 @@ func (a *Adapter) botSend(ctx context.Context, s *discordgo.Session, channelID s
 func (a *Adapter) sendInteraction(ctx context.Context, s *discordgo.Session, d delivery.Delivery, parts []string) ([]string, error) {
 	_, appID := a.ids()
 	in := &discordgo.Interaction{ID: d.Interaction.ID, Token: d.Interaction.Token, AppID: appID}
+	if d.Resend {
+		// A previous process may have answered already: reuse that answer.
+		if orig, err := s.InteractionResponse(in, discordgo.WithContext(ctx)); err == nil && orig.ID != "" {
+			return []string{orig.ID}, nil
+		}
+	}
 	err := s.InteractionRespond(in, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
 		Data: &discordgo.InteractionResponseData{Content: parts[0], AllowedMentions: noMentions()}}, discordgo.WithContext(ctx))
 	if err != nil {

@@ -195,7 +195,7 @@ func (w *webhookManager) send(ctx context.Context, s *discordgo.Session, parentI
 		attempts := 0
 		err = w.a.retry(ctx, func() error {
 			attempts++
-			if attempts > 1 {
+			if attempts > 1 || d.Resend {
 				if id := w.find(ctx, s, threadID, c.id, params); id != "" {
 					msg = &discordgo.Message{ID: id}
 					return nil

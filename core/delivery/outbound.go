@@ -157,7 +157,9 @@ func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (
 		return Result{}, fmt.Errorf("deliver %s: record pending: %w", d.ID, err)
 	}
 
-	receipt, sendErr := o.sender.Send(ctx, d)
+	send := d
+	send.Resend = found
+	receipt, sendErr := o.sender.Send(ctx, send)
 	if sendErr == nil && len(receipt.MessageIDs) == 0 {
 		sendErr = fmt.Errorf("no message id in receipt: %w", ErrTransient)
 	}

@@ -48,15 +48,19 @@ type Delivery struct {
 	BindingID string `json:"bindingId,omitempty"`
 	// Interaction, when set, answers a slash command publicly with this
 	// text (the reply is displayed, so it is a transcript entry). It is
-	// not persisted: an interaction token expires, so a recovered delivery
-	// posts as a plain message instead.
-	Interaction *Interaction `json:"-"`
+	// kept in the outbox (like webhook credentials, in the 0600 store) so a
+	// restarted bot can look the answer up instead of posting it twice.
+	Interaction *Interaction `json:"interaction,omitempty"`
+	// Resend is set by Outbound when this delivery may already have been
+	// displayed (a retry after a crash): senders without an idempotency key
+	// look for the earlier message before posting.
+	Resend bool `json:"-"`
 }
 
 // Interaction identifies a slash command invocation to answer.
 type Interaction struct {
-	ID    string
-	Token string
+	ID    string `json:"id"`
+	Token string `json:"token"`
 }
 
 // Receipt is Discord's confirmation of a send.
