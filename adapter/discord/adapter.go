@@ -293,6 +293,11 @@ func (a *Adapter) register(s *discordgo.Session, readyCh chan struct{}) {
 		defer a.recoverHandler("channel_delete")
 		a.onGone(c.Channel.ID)
 	})
+	s.AddHandler(func(s *discordgo.Session, _ *discordgo.RateLimit) {
+		// discordgo waits out 429s itself and returns no error; count them here.
+		defer a.recoverHandler("rate_limit")
+		a.d.Metrics.RESTError(0, http.StatusTooManyRequests)
+	})
 	s.AddHandler(func(s *discordgo.Session, i *discordgo.InteractionCreate) {
 		defer a.recoverHandler("interaction_create")
 		a.onInteraction(i.Interaction)

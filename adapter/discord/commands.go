@@ -361,15 +361,20 @@ func parseDuration(s string) (time.Duration, error) {
 	case "off", "disable", "disabled", "none", "0":
 		return 0, nil
 	}
-	if n, err := strconv.ParseFloat(s, 64); err == nil && n > 0 {
-		return time.Duration(n * float64(time.Hour)), nil
-	}
-	if d, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.ParseFloat(d, 64); err == nil && n > 0 {
-			return time.Duration(n * 24 * float64(time.Hour)), nil
+	// Every form gets the same bounds (1 minute to 1 year).
+	var d time.Duration
+	var err error
+	if n, perr := strconv.ParseFloat(s, 64); perr == nil && n > 0 {
+		d = time.Duration(n * float64(time.Hour))
+	} else if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, perr := strconv.ParseFloat(days, 64); perr == nil && n > 0 {
+			d = time.Duration(n * 24 * float64(time.Hour))
+		} else {
+			err = perr
 		}
+	} else {
+		d, err = time.ParseDuration(s)
 	}
-	d, err := time.ParseDuration(s)
 	if err != nil || d < time.Minute || d > 365*24*time.Hour {
 		return 0, userErrf("Usage: /session idle <duration|off> | /session max-age <duration|off> | /session unbind (example: /session idle 24h)")
 	}
