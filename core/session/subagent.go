@@ -66,10 +66,6 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (SpawnResult, err
 			agent = m.DefaultAgent()
 		}
 	}
-	running := len(m.Sessions(func(in Info) bool { return in.Kind == KindSubagent && in.Status == StatusRunning }))
-	if running >= m.opt.MaxConcurrentSubagents {
-		return SpawnResult{}, fmt.Errorf("spawn: %d of %d running: %w", running, m.opt.MaxConcurrentSubagents, ErrTooManySubagents)
-	}
 	id := newID()
 	key := sessionkey.Subagent(agent.ID, id)
 	label := strings.TrimSpace(req.Label)
@@ -84,6 +80,9 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (SpawnResult, err
 	info := Info{Key: key, AgentID: agent.ID, Kind: KindSubagent, Parent: parentKey, Requester: requester, Label: label,
 		Task: req.Task, Status: StatusRunning, SpawnedBy: req.RequestedBy, CreatedAt: m.d.Clock.Now()}
 	res := SpawnResult{Key: key, Label: label}
+	if err := m.reserve(info); err != nil {
+		return SpawnResult{}, err
+	}
 
 	wantThread := m.opt.SpawnSubagentSessions
 	if req.Thread != nil {
@@ -92,6 +91,9 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (SpawnResult, err
 	if wantThread {
 		thread, b, reason, err := m.bindThread(ctx, info, agent, req.RequestedBy)
 		if err != nil {
+			m.imu.Lock()
+			delete(m.sessions, key) // release the reserved slot
+			m.imu.Unlock()
 			return SpawnResult{}, err
 		}
 		if thread != nil {
@@ -106,6 +108,25 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (SpawnResult, err
 	}
 	m.enqueue(key, func(ctx context.Context) { m.runSubagent(ctx, key) })
 	return res, nil
+}
+
+// reserve checks the concurrency cap and registers the running subagent
+// in memory in one step, so concurrent spawns (each creating a thread
+// before it is persisted) cannot exceed the cap.
+func (m *Manager) reserve(info Info) error {
+	m.imu.Lock()
+	defer m.imu.Unlock()
+	running := 0
+	for _, in := range m.sessions {
+		if in.Kind == KindSubagent && in.Status == StatusRunning {
+			running++
+		}
+	}
+	if running >= m.opt.MaxConcurrentSubagents {
+		return fmt.Errorf("spawn: %d of %d running: %w", running, m.opt.MaxConcurrentSubagents, ErrTooManySubagents)
+	}
+	m.sessions[info.Key] = info
+	return nil
 }
 
 // bindThread creates the subagent's thread in the requester's parent

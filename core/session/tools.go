@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentbot/agentbot/core/binding"
@@ -41,8 +42,13 @@ func (m *Manager) tools(key string) []model.Tool {
 
 // runTool executes one tool call and returns its result text for the
 // model. Errors become result text: the model decides what to tell the user.
-func (m *Manager) runTool(ctx context.Context, t turnInput, call model.ToolCall) string {
-	out, err := m.tool(ctx, t, call)
+func (m *Manager) runTool(ctx context.Context, t turnInput, offered []model.Tool, call model.ToolCall) string {
+	var out string
+	err := fmt.Errorf("tool %q is not available here", call.Name)
+	if slices.ContainsFunc(offered, func(tl model.Tool) bool { return tl.Name == call.Name }) {
+		// Only offered tools run: a model may name any tool, and subagents get none.
+		out, err = m.tool(ctx, t, call)
+	}
 	if err != nil {
 		m.d.Log.Warn().Err(err).Str("tool", call.Name).Str("session", t.key).Msg("tool call failed")
 		return "error: " + err.Error()

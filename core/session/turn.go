@@ -3,6 +3,7 @@ package session
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -52,7 +53,7 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) {
 	}
 	if err != nil {
 		m.d.Log.Error().Err(err).Str("session", t.key).Msg("turn failed")
-		text, source = "⚠️ "+model.UserText(err), transcript.SourceNotice
+		text, source = "⚠️ "+noticeText(err), transcript.SourceNotice
 	}
 	if strings.TrimSpace(text) == "" {
 		if t.done != nil {
@@ -99,21 +100,27 @@ func (m *Manager) reply(ctx context.Context, t turnInput, text string, source tr
 // complete runs the model with tools until it answers with text.
 func (m *Manager) complete(ctx context.Context, agent Agent, t turnInput, history []transcript.Entry) (string, error) {
 	req := model.Request{System: m.systemPrompt(agent, t.key), Messages: m.toMessages(ctx, t, history)}
-	tools := m.tools(t.key)
 	if agent.MaxToolSteps > 0 {
-		req.Tools = tools
+		req.Tools = m.tools(t.key)
 	}
 	for step := 0; ; step++ {
 		resp, err := agent.Provider.Complete(ctx, req)
 		if err != nil {
 			return "", err
 		}
-		if len(resp.ToolCalls) == 0 || step >= agent.MaxToolSteps {
+		if len(resp.ToolCalls) == 0 {
+			return resp.Text, nil
+		}
+		if step >= agent.MaxToolSteps {
+			if strings.TrimSpace(resp.Text) == "" {
+				// Silence would leave the user without an answer: say why.
+				return "", fmt.Errorf("%w (%d)", errToolSteps, agent.MaxToolSteps)
+			}
 			return resp.Text, nil
 		}
 		req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		for _, call := range resp.ToolCalls {
-			out := m.runTool(ctx, t, call)
+			out := m.runTool(ctx, t, req.Tools, call)
 			req.Messages = append(req.Messages, model.Message{Role: model.RoleTool, Text: out, ToolCallID: call.ID, Name: call.Name})
 		}
 	}
@@ -125,6 +132,18 @@ func (m *Manager) systemPrompt(agent Agent, key string) string {
 		prompt += "\nYou are a subagent working on one task.\nTask: " + in.Task
 	}
 	return prompt
+}
+
+// errToolSteps: the model was still calling tools when the turn's tool
+// steps ran out, and gave no text.
+var errToolSteps = errors.New("tool step limit reached without an answer")
+
+// noticeText is the short chat notice for a failed turn.
+func noticeText(err error) string {
+	if errors.Is(err, errToolSteps) {
+		return "The model kept calling tools without answering; the turn was stopped."
+	}
+	return model.UserText(err)
 }
 
 // toMessages turns the stored transcript into model messages. Entries stay
