@@ -38,6 +38,8 @@ type Options struct {
 	BaseTransport http.RoundTripper
 	// RetryBackoff is the wait between retries of retryable send failures.
 	RetryBackoff time.Duration
+	// DrainTimeout bounds how long a stop waits for accepted events.
+	DrainTimeout time.Duration
 }
 
 // Sessions is what the adapter needs of core/session.Manager.
@@ -126,7 +128,10 @@ type Adapter struct {
 	hooks   *webhookManager
 	threads *threadManager
 	dms     sync.Map // user id -> DM channel id
-	wg      sync.WaitGroup
+
+	events   *eventQueue
+	stopping atomic.Bool
+	wg       sync.WaitGroup // interaction goroutines
 }
 
 // Compile-time interface guards.
@@ -145,6 +150,9 @@ func New(opt Options, d Deps) *Adapter {
 	}
 	if opt.RetryBackoff <= 0 {
 		opt.RetryBackoff = 500 * time.Millisecond
+	}
+	if opt.DrainTimeout <= 0 {
+		opt.DrainTimeout = 15 * time.Second
 	}
 	if opt.AccountID == "" {
 		opt.AccountID = "default"
@@ -203,6 +211,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	a.mu.Lock()
 	a.s, a.ctx = s, ctx
 	a.mu.Unlock()
+	a.events = newEventQueue(a)
 	a.register(s, readyCh)
 	if err := s.Open(); err != nil {
 		return fmt.Errorf("discord: connect gateway: %w", err)
@@ -228,11 +237,24 @@ func (a *Adapter) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			a.wg.Wait()
-			return nil
+			return a.drain()
 		case <-t.C:
 			a.Sweep(ctx)
 		}
+	}
+}
+
+// drain stops taking events and waits (bounded) for accepted ones.
+func (a *Adapter) drain() error {
+	a.stopping.Store(true)
+	a.events.close()
+	done := make(chan struct{})
+	go func() { a.events.wait(); a.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(a.opt.DrainTimeout):
+		return fmt.Errorf("discord: %w: in-flight events did not finish in %s", context.DeadlineExceeded, a.opt.DrainTimeout)
 	}
 }
 
@@ -253,8 +275,14 @@ func (a *Adapter) newSession() (*discordgo.Session, error) {
 	return s, nil
 }
 
-// register installs every gateway handler, each under a recover.
+// register installs every gateway handler in one place. discordgo runs
+// them inline (SyncEvents) so they see events in gateway order; each only
+// queues its event: messages and thread changes go through one ordered
+// queue (a conversation's messages are handled in the order Discord sent
+// them), interactions run on their own goroutine (Discord wants an answer
+// within 3 s). Every handler and every worker runs under a recover.
 func (a *Adapter) register(s *discordgo.Session, readyCh chan struct{}) {
+	s.SyncEvents = true
 	s.AddHandler(func(s *discordgo.Session, r *discordgo.Ready) {
 		defer a.recoverHandler("ready")
 		a.mu.Lock()
@@ -279,29 +307,41 @@ func (a *Adapter) register(s *discordgo.Session, readyCh chan struct{}) {
 	})
 	s.AddHandler(func(s *discordgo.Session, m *discordgo.MessageCreate) {
 		defer a.recoverHandler("message_create")
-		a.onMessage(m.Message)
+		a.events.push("message_create", func(ctx context.Context) { a.onMessage(ctx, m.Message) })
 	})
 	s.AddHandler(func(s *discordgo.Session, t *discordgo.ThreadUpdate) {
 		defer a.recoverHandler("thread_update")
-		a.onThreadState(t.Channel)
+		a.events.push("thread_update", func(ctx context.Context) { a.onThreadState(ctx, t.Channel) })
 	})
 	s.AddHandler(func(s *discordgo.Session, t *discordgo.ThreadDelete) {
 		defer a.recoverHandler("thread_delete")
-		a.onGone(t.Channel.ID)
+		a.events.push("thread_delete", func(ctx context.Context) { a.onGone(ctx, t.Channel.ID) })
 	})
 	s.AddHandler(func(s *discordgo.Session, c *discordgo.ChannelDelete) {
 		defer a.recoverHandler("channel_delete")
-		a.onGone(c.Channel.ID)
-	})
-	s.AddHandler(func(s *discordgo.Session, _ *discordgo.RateLimit) {
-		// discordgo waits out 429s itself and returns no error; count them here.
-		defer a.recoverHandler("rate_limit")
-		a.d.Metrics.RESTError(0, http.StatusTooManyRequests)
+		a.events.push("channel_delete", func(ctx context.Context) { a.onGone(ctx, c.Channel.ID) })
 	})
 	s.AddHandler(func(s *discordgo.Session, i *discordgo.InteractionCreate) {
 		defer a.recoverHandler("interaction_create")
-		a.onInteraction(i.Interaction)
+		a.goTracked("interaction_create", func(ctx context.Context) { a.onInteraction(ctx, i.Interaction) })
 	})
+}
+
+// workCtx is the context of event work: it outlives Run's context, so work
+// already accepted finishes during a graceful stop (bounded by Run).
+func (a *Adapter) workCtx() context.Context { return context.WithoutCancel(a.runCtx()) }
+
+// goTracked runs f on its own goroutine under a recover; Run waits for it.
+func (a *Adapter) goTracked(name string, f func(context.Context)) {
+	if a.stopping.Load() {
+		return
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer a.recoverHandler(name)
+		f(a.workCtx())
+	}()
 }
 
 func (a *Adapter) recoverHandler(name string) {

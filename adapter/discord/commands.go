@@ -118,7 +118,7 @@ func (v invocation) boolPtr(name string) *bool {
 	return nil
 }
 
-func (a *Adapter) onInteraction(in *discordgo.Interaction) {
+func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) {
 	if in.Type != discordgo.InteractionApplicationCommand {
 		return
 	}
@@ -138,7 +138,6 @@ func (a *Adapter) onInteraction(in *discordgo.Interaction) {
 		v.userID = in.User.ID
 	}
 	v.conv = a.conversationOf(in.GuildID, in.ChannelID, v.userID)
-	ctx := a.runCtx()
 	r, err := a.command(ctx, v)
 	if err != nil {
 		var ue *userError

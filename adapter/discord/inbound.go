@@ -28,12 +28,12 @@ const (
 // webhooks' posts are ignored (no echo loops), as are other bots; guild
 // messages need the allowlist and a mention unless the conversation is
 // bound; DMs always reach the agent.
-func (a *Adapter) onMessage(m *discordgo.Message) {
-	decision := a.route(m)
+func (a *Adapter) onMessage(ctx context.Context, m *discordgo.Message) {
+	decision := a.route(ctx, m)
 	a.d.Metrics.InboundDecision(decision)
 }
 
-func (a *Adapter) route(m *discordgo.Message) string {
+func (a *Adapter) route(ctx context.Context, m *discordgo.Message) string {
 	botID, _ := a.ids()
 	switch {
 	case m.Author == nil || m.Author.ID == botID:
@@ -66,7 +66,7 @@ func (a *Adapter) route(m *discordgo.Message) string {
 	if m.MessageReference != nil {
 		msg.ReplyTo = m.MessageReference.MessageID
 	}
-	if err := a.d.Sessions.HandleMessage(a.runCtx(), msg); err != nil {
+	if err := a.d.Sessions.HandleMessage(ctx, msg); err != nil {
 		a.log.Error().Err(err).Str("message", m.ID).Msg("inbound message not handled")
 		return inHandlerFailed
 	}
@@ -81,7 +81,7 @@ func (a *Adapter) conversationOf(guildID, channelID, userID string) binding.Conv
 	}
 	parent := ""
 	if s := a.session(); s != nil {
-		if ch, err := s.State.Channel(channelID); err == nil && ch.IsThread() {
+		if ch, ok := stateChannel(s, channelID); ok && ch.IsThread() {
 			parent = ch.ParentID
 		}
 	}
@@ -120,27 +120,29 @@ func displayName(m *discordgo.Message) string {
 
 // onThreadState ends the binding of a thread that was archived or locked,
 // without posting (a post would unarchive it).
-func (a *Adapter) onThreadState(ch *discordgo.Channel) {
+func (a *Adapter) onThreadState(ctx context.Context, ch *discordgo.Channel) {
 	if ch == nil || ch.ThreadMetadata == nil {
 		return
 	}
 	switch {
 	case ch.ThreadMetadata.Locked:
-		a.endBinding(ch.ID, binding.ReasonThreadLocked)
+		a.endBinding(ctx, ch.ID, binding.ReasonThreadLocked)
 	case ch.ThreadMetadata.Archived:
-		a.endBinding(ch.ID, binding.ReasonThreadArchive)
+		a.endBinding(ctx, ch.ID, binding.ReasonThreadArchive)
 	}
 }
 
 // onGone ends the binding of a deleted thread or channel (no farewell).
-func (a *Adapter) onGone(channelID string) { a.endBinding(channelID, binding.ReasonThreadDelete) }
+func (a *Adapter) onGone(ctx context.Context, channelID string) {
+	a.endBinding(ctx, channelID, binding.ReasonThreadDelete)
+}
 
-func (a *Adapter) endBinding(channelID, reason string) {
+func (a *Adapter) endBinding(ctx context.Context, channelID, reason string) {
 	rec, ok := a.d.Bindings.ResolveByConversation(a.ref(channelID, ""))
 	if !ok {
 		return
 	}
-	if _, err := a.d.Bindings.Unbind(a.runCtx(), binding.UnbindInput{ID: rec.ID, Reason: reason}); err != nil {
+	if _, err := a.d.Bindings.Unbind(ctx, binding.UnbindInput{ID: rec.ID, Reason: reason}); err != nil {
 		a.log.Error().Err(err).Str("binding", rec.ID).Msg("unbind")
 		return
 	}
@@ -163,10 +165,10 @@ func (a *Adapter) Sweep(ctx context.Context) {
 		if err != nil {
 			a.countError(err)
 			if errors.Is(classify(err), delivery.ErrDestinationGone) {
-				a.endBinding(rec.Conversation.ConversationID, binding.ReasonThreadDelete)
+				a.endBinding(ctx, rec.Conversation.ConversationID, binding.ReasonThreadDelete)
 			}
 			continue
 		}
-		a.onThreadState(ch)
+		a.onThreadState(ctx, ch)
 	}
 }

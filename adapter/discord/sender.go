@@ -177,7 +177,7 @@ func (a *Adapter) channelFor(ctx context.Context, s *discordgo.Session, conv str
 
 // channel returns a channel from the gateway state, else from REST.
 func (a *Adapter) channel(ctx context.Context, s *discordgo.Session, id string) (*discordgo.Channel, error) {
-	if ch, err := s.State.Channel(id); err == nil {
+	if ch, ok := stateChannel(s, id); ok {
 		return ch, nil
 	}
 	var ch *discordgo.Channel
@@ -187,6 +187,23 @@ func (a *Adapter) channel(ctx context.Context, s *discordgo.Session, id string) 
 		return err
 	})
 	return ch, err
+}
+
+// stateChannel copies a channel out of the gateway state under the state's
+// lock: discordgo updates cached channels in place.
+func stateChannel(s *discordgo.Session, id string) (*discordgo.Channel, bool) {
+	ch, err := s.State.Channel(id)
+	if err != nil {
+		return nil, false
+	}
+	s.State.RLock()
+	defer s.State.RUnlock()
+	c := *ch
+	if ch.ThreadMetadata != nil {
+		md := *ch.ThreadMetadata
+		c.ThreadMetadata = &md
+	}
+	return &c, true
 }
 
 // checkThread fails with ErrDestinationGone when a thread is archived or locked.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,6 +56,9 @@ type appOptions struct {
 	HTTPClient    *http.Client      // for model providers
 	RetryBackoff  time.Duration
 	SweepInterval time.Duration
+	// Provider, if set, replaces every agent's model provider (tests:
+	// a provider that blocks until released).
+	Provider model.Provider
 }
 
 // newApp opens the store and builds every component. It connects to
@@ -79,6 +83,11 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	if err != nil {
 		st.Close()
 		return nil, err
+	}
+	if o.Provider != nil {
+		for i := range agents {
+			agents[i].Provider = o.Provider
+		}
 	}
 	tb := cfg.Discord.ThreadBindings
 	a.adapter = discord.New(discord.Options{
@@ -161,10 +170,18 @@ func (a *app) Run(ctx context.Context) error {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return a.sessions.Run(gctx) })
+	// Shutdown order: the adapter and the scheduler stop taking work and
+	// finish what they accepted; only then do sessions drain their queues,
+	// and the store closes last (deferred above).
+	sessCtx, stopSessions := context.WithCancel(context.WithoutCancel(ctx))
+	var producers sync.WaitGroup
+	producers.Add(2)
+	go func() { producers.Wait(); stopSessions() }()
+	g.Go(func() error { return a.sessions.Run(sessCtx) })
 	g.Go(func() error { return a.bindings.Run(gctx, time.Minute) })
-	g.Go(func() error { return a.adapter.Run(gctx) })
+	g.Go(func() error { defer producers.Done(); return a.adapter.Run(gctx) })
 	g.Go(func() error {
+		defer producers.Done()
 		// Finish deliveries a previous process left pending, once connected.
 		for !a.adapter.Ready() {
 			select {

@@ -30,7 +30,8 @@ type located struct {
 //     entry, and every entry's message ids are displayed, in one channel,
 //     with exactly the entry's text (split parts concatenated);
 //   - no message id is in two entries, no entry is written twice;
-//   - each session's entries are in display order (message ids increase).
+//   - each session's bot entries, and its user entries, are in display
+//     order (message ids increase).
 func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, channels []string) ([]string, error) {
 	keys, err := st.Sessions(ctx)
 	if err != nil {
@@ -43,7 +44,11 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 		if err != nil {
 			return nil, err
 		}
-		var last uint64
+		// Display order is checked among the bot's own entries and among
+		// users' entries. Across the two, the transcript keeps the order in
+		// which the bot learnt of each message: a user message that crosses
+		// a bot send still in flight is appended after it.
+		last := map[bool]uint64{}
 		for _, e := range entries {
 			if len(e.MessageIDs) == 0 {
 				continue
@@ -52,10 +57,11 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 				byMsg[id] = append(byMsg[id], located{key, e})
 			}
 			first, _ := strconv.ParseUint(e.MessageIDs[0], 10, 64)
-			if first < last {
+			fromUser := e.Source == transcript.SourceUser
+			if first < last[fromUser] {
 				problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is out of display order", key, e.Seq, e.Source))
 			}
-			last = first
+			last[fromUser] = first
 			var shown strings.Builder
 			channel := ""
 			for _, id := range e.MessageIDs {

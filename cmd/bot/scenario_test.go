@@ -1,0 +1,364 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentbot/agentbot/adapter/discord/discordtest"
+	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/store/bolt"
+)
+
+// TestScenario interleaves user messages, mentions, spawns with and without
+// threads, subagent completions, in-chat and background jobs, message-tool
+// sends, /reset, thread archive/lock/delete, injected Discord faults and
+// bot restarts, then checks invariants 1, 2, 4, 6 and 7 against what the
+// emulator displays. A failing seed is printed; re-run it with
+// SCENARIO_SEED=<seed>. `make soak` (SOAK=1) runs many seeds.
+func TestScenario(t *testing.T) {
+	seeds := []uint64{1, 2, 3}
+	steps := 40
+	if os.Getenv("SOAK") != "" {
+		seeds, steps = nil, 80
+		for s := uint64(1); s <= 40; s++ {
+			seeds = append(seeds, s)
+		}
+	}
+	if s := os.Getenv("SCENARIO_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("SCENARIO_SEED=%q: %v", s, err)
+		}
+		seeds = []uint64{n}
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runScenario(t, seed, steps)
+			if t.Failed() {
+				t.Logf("reproduce with: SCENARIO_SEED=%d go test -race -run 'TestScenario' ./cmd/bot/", seed)
+			}
+		})
+	}
+}
+
+// scenario is one randomized run's world.
+type scenario struct {
+	t        *testing.T
+	ctx      context.Context
+	rng      *rand.Rand
+	h        *harness
+	channels []string // plain text channels
+	users    []string
+	log      []string
+}
+
+func (s *scenario) note(format string, args ...any) {
+	s.log = append(s.log, fmt.Sprintf(format, args...))
+}
+
+func runScenario(t *testing.T, seed uint64, steps int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	spawnThreads := rng.IntN(2) == 0
+	log := zerolog.Nop()
+	if os.Getenv("SCENARIO_LOG") != "" {
+		log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	}
+	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: log, Configure: func(c *config.Config) {
+		c.Discord.ThreadBindings.SpawnSubagentSessions = spawnThreads
+		c.Subagents.MaxConcurrent = 50
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.close()
+	random, err := h.emu.AddTextChannel(h.guild.ID, "random")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := h.emu.AddMember(h.guild.ID, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := &scenario{t: t, ctx: ctx, rng: rng, h: h, channels: []string{h.general.ID, random.ID}, users: []string{h.alice.ID, bob.ID}}
+	s.note("seed %d, spawnSubagentSessions=%v", seed, spawnThreads)
+	defer func() {
+		if t.Failed() {
+			t.Logf("scenario steps:\n  %s", strings.Join(s.log, "\n  "))
+		}
+	}()
+
+	type action struct {
+		weight int
+		run    func() error
+	}
+	actions := []action{
+		{6, s.mention},
+		{4, s.threadMessage},
+		{4, s.spawn},
+		{2, s.messageTool},
+		{2, s.inChatJob},
+		{2, s.backgroundJob},
+		{1, s.reset},
+		{2, s.threadState},
+		{2, s.fault},
+		{1, s.restart},
+	}
+	total := 0
+	for _, a := range actions {
+		total += a.weight
+	}
+	for i := 0; i < steps; i++ {
+		n := rng.IntN(total)
+		for _, a := range actions {
+			if n < a.weight {
+				if err := a.run(); err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				break
+			}
+			n -= a.weight
+		}
+	}
+	// Let queued work finish: a graceful stop drains every turn and run.
+	if err := h.stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	h.emu.ClearFaults()
+	s.check()
+}
+
+func (s *scenario) pick(xs []string) string { return xs[s.rng.IntN(len(xs))] }
+
+func (s *scenario) threads() []string {
+	var out []string
+	for _, ch := range s.channels {
+		for _, th := range s.h.emu.Threads(ch) {
+			out = append(out, th.ID)
+		}
+	}
+	return out
+}
+
+func (s *scenario) mention() error {
+	ch, user := s.pick(s.channels), s.pick(s.users)
+	text := fmt.Sprintf("<@%s> note %d", s.h.emu.BotUserID(), s.rng.IntN(1000))
+	s.note("mention in %s by %s", ch, user)
+	_, err := s.h.emu.UserSay(ch, user, text)
+	return err
+}
+
+func (s *scenario) threadMessage() error {
+	ths := s.threads()
+	if len(ths) == 0 {
+		return s.mention()
+	}
+	th := s.pick(ths)
+	if c, ok := s.h.emu.Channel(th); !ok || c.Locked || c.Archived {
+		return nil // users cannot post in locked threads; archived ones would unarchive, keep it simple
+	}
+	s.note("message in thread %s", th)
+	_, err := s.h.emu.UserSay(th, s.pick(s.users), fmt.Sprintf("follow-up %d", s.rng.IntN(1000)))
+	if err != nil && strings.Contains(err.Error(), "unknown") {
+		return nil
+	}
+	return err
+}
+
+func (s *scenario) spawn() error {
+	ch := s.pick(s.channels)
+	opts := []discordtest.CommandOption{{Name: "task", Value: fmt.Sprintf("task %d", s.rng.IntN(1000))}}
+	if s.rng.IntN(2) == 0 {
+		opts = append(opts, discordtest.CommandOption{Name: "thread", Value: s.rng.IntN(3) > 0})
+	}
+	s.note("/spawn in %s %v", ch, opts)
+	_, err := s.h.emu.InvokeCommand(ch, s.pick(s.users), "spawn", opts...)
+	return err
+}
+
+func (s *scenario) messageTool() error {
+	from, to := s.pick(s.channels), s.pick(s.channels)
+	text := fmt.Sprintf("<@%s> please relay\n!tool send_message {\"to\":\"channel:%s\",\"text\":\"relayed %d\"}", s.h.emu.BotUserID(), to, s.rng.IntN(1000))
+	s.note("send_message tool from %s to %s", from, to)
+	_, err := s.h.emu.UserSay(from, s.pick(s.users), text)
+	return err
+}
+
+// addJob runs /cron add and returns the new job's id once it answered.
+func (s *scenario) addJob(ch string, opts ...discordtest.CommandOption) (string, error) {
+	in, err := s.h.emu.InvokeCommand(ch, s.h.alice.ID, "cron", discordtest.CommandOption{Name: "add", Value: opts})
+	if err != nil {
+		return "", err
+	}
+	wctx, cancel := context.WithTimeout(s.ctx, 20*time.Second)
+	defer cancel()
+	got, err := s.h.emu.WaitResponses(wctx, in.ID, 1)
+	if err != nil {
+		return "", fmt.Errorf("/cron add got no answer: %w", err)
+	}
+	text := got.Responses[0].Content
+	i := strings.Index(text, "`")
+	j := strings.Index(text[i+1:], "`")
+	if i < 0 || j < 0 {
+		return "", fmt.Errorf("/cron add answered %q", text)
+	}
+	return text[i+1 : i+1+j], nil
+}
+
+func (s *scenario) runJob(ch, id string) error {
+	_, err := s.h.emu.InvokeCommand(ch, s.h.alice.ID, "cron", discordtest.CommandOption{Name: "run", Value: []discordtest.CommandOption{{Name: "id", Value: id}}})
+	return err
+}
+
+func (s *scenario) inChatJob() error {
+	ch := s.pick(s.channels)
+	id, err := s.addJob(ch, discordtest.CommandOption{Name: "schedule", Value: "every 1h"}, discordtest.CommandOption{Name: "prompt", Value: "status report"},
+		discordtest.CommandOption{Name: "target", Value: "main"})
+	if err != nil {
+		return err
+	}
+	s.note("in-chat job %s in %s, run now", id, ch)
+	return s.runJob(ch, id)
+}
+
+func (s *scenario) backgroundJob() error {
+	ch, to := s.pick(s.channels), s.pick(s.channels)
+	id, err := s.addJob(ch, discordtest.CommandOption{Name: "schedule", Value: "every 1h"}, discordtest.CommandOption{Name: "prompt", Value: "digest"},
+		discordtest.CommandOption{Name: "target", Value: "isolated"}, discordtest.CommandOption{Name: "to", Value: "channel:" + to})
+	if err != nil {
+		return err
+	}
+	s.note("background job %s from %s to %s, run now", id, ch, to)
+	return s.runJob(ch, id)
+}
+
+func (s *scenario) reset() error {
+	ch := s.pick(s.channels)
+	s.note("/reset in %s", ch)
+	_, err := s.h.emu.InvokeCommand(ch, s.pick(s.users), "reset")
+	return err
+}
+
+func (s *scenario) threadState() error {
+	ths := s.threads()
+	if len(ths) == 0 {
+		return nil
+	}
+	th := s.pick(ths)
+	if _, ok := s.h.emu.Channel(th); !ok {
+		return nil
+	}
+	switch s.rng.IntN(3) {
+	case 0:
+		s.note("archive thread %s", th)
+		return s.h.emu.ArchiveThread(th)
+	case 1:
+		s.note("lock thread %s", th)
+		return s.h.emu.LockThread(th, false)
+	default:
+		s.note("delete thread %s", th)
+		return s.h.emu.DeleteChannel(th)
+	}
+}
+
+func (s *scenario) fault() error {
+	f := discordtest.Fault{Method: "POST", Path: "/channels/*/messages", Times: 1}
+	switch s.rng.IntN(4) {
+	case 0:
+		f.Status, f.RetryAfter = 429, 20*time.Millisecond
+	case 1:
+		f.Status = 500
+	case 2:
+		f.Mode = discordtest.FaultDropAfterCommit
+	default:
+		f.Path, f.Mode = "/webhooks/*/*", discordtest.FaultDropAfterCommit
+	}
+	s.note("fault %+v", f)
+	s.h.emu.InjectFault(f)
+	return nil
+}
+
+func (s *scenario) restart() error {
+	s.note("restart")
+	if err := s.h.stop(); err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	return s.h.start(s.ctx)
+}
+
+// check asserts the invariants on the final state.
+func (s *scenario) check() {
+	t := s.t
+	st, err := bolt.Open(s.h.cfg.Store.Path, bolt.Options{LockTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	all := append(slices.Clone(s.channels), s.threads()...)
+	problems, err := rule1Check(s.ctx, s.h.emu, st, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	// Invariants 6 and 7: a completion of a subagent that was bound never
+	// appears in a parent channel; every finished subagent announced once
+	// (or, fail-closed, left a notice).
+	infos, err := st.SessionInfos(s.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := st.Sessions(s.ctx)
+	deliveries := map[string]int{}
+	for _, k := range keys {
+		es, _ := st.Range(s.ctx, k, 0, 0)
+		for _, e := range es {
+			if e.DeliveryID != "" {
+				deliveries[e.DeliveryID]++
+			}
+		}
+	}
+	for _, in := range infos {
+		if in.Kind != session.KindSubagent {
+			continue
+		}
+		announced := deliveries["announce:"+in.Key+":1"]
+		noticed := deliveries["notice:"+in.Key+":undelivered"]
+		switch {
+		case in.Status == session.StatusRunning:
+			t.Errorf("subagent %s still running after a graceful stop", in.Key)
+		case in.Status == session.StatusError && in.Error == "interrupted by restart":
+			// A restart cut the run short; /agents says so.
+		case announced+noticed != 1:
+			t.Errorf("subagent %s (%s, thread %q): %d announces and %d notices, want exactly one", in.Key, in.Status, in.Thread, announced, noticed)
+		}
+		if in.Thread == "" {
+			continue
+		}
+		for _, ch := range s.channels {
+			for _, m := range s.h.emu.Messages(ch) {
+				if strings.Contains(m.Content, in.Label+" finished:") {
+					t.Errorf("completion of bound subagent %s appeared in parent channel %s", in.Key, ch)
+				}
+			}
+		}
+	}
+	if v := s.h.emu.Violations(); len(v) > 0 {
+		t.Errorf("OpenAPI violations: %+v", v)
+	}
+}
