@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -201,9 +202,17 @@ func (w *webhookManager) send(ctx context.Context, s *discordgo.Session, parentI
 					return nil
 				}
 			}
-			var err error
-			msg, err = s.WebhookThreadExecute(c.id, c.token, true, threadID, params, discordgo.WithContext(ctx))
-			return err
+			// discordgo's WebhookThreadExecute files every webhook under one
+			// rate-limit bucket; Discord limits each webhook on its own, so
+			// the bucket here is the webhook's, letting webhooks of different
+			// channels send in parallel without tripping 429s.
+			uri := discordgo.EndpointWebhookToken(c.id, c.token) + "?wait=true&thread_id=" + threadID
+			raw, err := s.RequestWithBucketID("POST", uri, params, discordgo.EndpointWebhook(c.id), discordgo.WithContext(ctx))
+			if err != nil {
+				return err
+			}
+			msg = &discordgo.Message{}
+			return json.Unmarshal(raw, msg)
 		})
 		if err != nil {
 			if errors.Is(err, errWebhookUnusable) && !recreated {
