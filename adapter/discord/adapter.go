@@ -321,6 +321,11 @@ func (a *Adapter) register(s *discordgo.Session, readyCh chan struct{}) {
 		defer a.recoverHandler("channel_delete")
 		a.events.push("channel_delete", func(ctx context.Context) { a.onGone(ctx, c.Channel.ID) })
 	})
+	s.AddHandler(func(s *discordgo.Session, _ *discordgo.RateLimit) {
+		// discordgo waits out 429s itself and returns no error; count them here.
+		defer a.recoverHandler("rate_limit")
+		a.d.Metrics.RESTError(0, http.StatusTooManyRequests)
+	})
 	s.AddHandler(func(s *discordgo.Session, i *discordgo.InteractionCreate) {
 		defer a.recoverHandler("interaction_create")
 		a.goTracked("interaction_create", func(ctx context.Context) { a.onInteraction(ctx, i.Interaction) })
