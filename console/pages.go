@@ -204,20 +204,37 @@ func conversation(ref binding.ConversationRef, guild string) convView {
 
 func isActive(r binding.Record) bool { return r.Status != binding.StatusEnded }
 
-// sortBindings orders active before ended, then newest bound first.
+// sortBindings orders active before ended, then newest bound first, then
+// by id. It sorts small keys and permutes once: records are large, and
+// swapping them dominated sorting 100k of them.
 func sortBindings(recs []binding.Record) {
-	slices.SortFunc(recs, func(a, b binding.Record) int {
-		if x, y := isActive(a), isActive(b); x != y {
-			if x {
-				return -1
+	type key struct {
+		ended bool
+		at    int64
+		id    string
+		i     int
+	}
+	keys := make([]key, len(recs))
+	for i, r := range recs {
+		keys[i] = key{!isActive(r), r.BoundAt.UnixNano(), r.ID, i}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if a.ended != b.ended {
+			if a.ended {
+				return 1
 			}
-			return 1
+			return -1
 		}
-		if c := b.BoundAt.Compare(a.BoundAt); c != 0 {
+		if c := cmp.Compare(b.at, a.at); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.ID, b.ID)
+		return cmp.Compare(a.id, b.id)
 	})
+	sorted := make([]binding.Record, len(recs))
+	for i, k := range keys {
+		sorted[i] = recs[k.i]
+	}
+	copy(recs, sorted)
 }
 
 type bindingRow struct {
