@@ -66,7 +66,7 @@ func diagnose(ctx context.Context, st Store) ([]Finding, map[string]Job, error) 
 		}
 		req := RequiredMode(j)
 		switch {
-		case j.StoredMode == ModeInChat && req == ModeBackground:
+		case j.StoredMode == ModeInChat && (req == ModeBackground || deliversElsewhere(j)):
 			nj, f := toBackground(j)
 			fixed[j.ID] = nj
 			out = append(out, f)
@@ -89,6 +89,20 @@ func diagnose(ctx context.Context, st Store) ([]Finding, map[string]Job, error) 
 	return out, fixed, nil
 }
 
+// deliversElsewhere reports whether a job's `to` names a conversation other
+// than the chat its in-chat target runs in.
+func deliversElsewhere(j Job) bool {
+	if j.To == "" {
+		return false
+	}
+	c, ok := chatOf(j)
+	if !ok {
+		return true
+	}
+	to, err := ParseTo(j.To, j.CreatedIn)
+	return err != nil || !sameConversation(to, c)
+}
+
 // toBackground converts an in-chat job that delivers elsewhere into a
 // background job with its own (fresh per run) session.
 func toBackground(j Job) (Job, Finding) {
@@ -101,12 +115,13 @@ func toBackground(j Job) (Job, Finding) {
 		f.Fix = "convert it to a background job with its own session per run; only its result is posted to " + to
 		f.Warning = fmt.Sprintf("the job no longer sees %s's history", key)
 	} else {
+		f.Problem = fmt.Sprintf("target %s is marked in-chat but delivers to %s, outside its own chat (Rule 2)", j.Target, to)
+		f.Fix = "convert it to a background job with its own session per run; only its result is posted to " + to
 		if j.Target == TargetMain {
 			nj.Target = TargetIsolated
+			f.Fix = "convert it to a background job (target main becomes isolated, its own session per run); only its result is posted to " + to
 		}
-		f.Problem = fmt.Sprintf("target %s is in-chat but delivers to %s, outside its own chat (Rule 2)", j.Target, to)
-		f.Fix = "convert it to a background job with its own session per run (target main becomes isolated); only its result is posted to " + to
-		f.Warning = "the job no longer sees the history of the chat it was created in"
+		f.Warning = "the job no longer runs in the history of the chat it was created in"
 	}
 	return nj, f
 }

@@ -185,7 +185,11 @@ func parseCron(expr string, loc *time.Location, tz string) (Schedule, error) {
 	}
 	if !strings.HasPrefix(expr, "@") {
 		if n := len(strings.Fields(expr)); n != 5 {
-			return nil, userErrorf("%q has %d fields; a cron expression has 5: minute hour day-of-month month day-of-week, e.g. `30 9 * * 1-5` (09:30 on weekdays); or write `every 10m` or `at 2026-05-01T09:00:00Z`", expr, n)
+			fields := "fields"
+			if n == 1 {
+				fields = "field"
+			}
+			return nil, userErrorf("%q has %d %s; a cron expression has 5: minute hour day-of-month month day-of-week, e.g. `30 9 * * 1-5` (09:30 on weekdays); or write `every 10m` or `at 2026-05-01T09:00:00Z`", expr, n, fields)
 		}
 	}
 	s, err := cronParser.Parse("CRON_TZ=" + loc.String() + " " + expr)

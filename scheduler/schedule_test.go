@@ -131,7 +131,9 @@ func instants(t *testing.T, expr, tz string, from, to time.Time) []time.Time {
 	return out
 }
 
-func utc(y int, mo time.Month, d, h, mi int) time.Time { return time.Date(y, mo, d, h, mi, 0, 0, time.UTC) }
+func utc(y int, mo time.Month, d, h, mi int) time.Time {
+	return time.Date(y, mo, d, h, mi, 0, 0, time.UTC)
+}
 
 func TestCronAcrossDST(t *testing.T) {
 	tests := []struct {

@@ -171,10 +171,16 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return nil
 	}
 	if err := s.RunDue(ctx); err != nil {
-		return err
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.log.Error().Err(err).Msg("catch-up at start")
 	}
 	jobs, err := s.st.Jobs(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("scheduler: list jobs: %w", err)
 	}
 	l := cronLogger{s.log}
