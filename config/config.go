@@ -125,10 +125,25 @@ type StoreConfig struct {
 type HTTPConfig struct {
 	Listen string `yaml:"listen"` // host:port; "" disables
 	Token  string `yaml:"token"`  // optional bearer token, meant for non-loopback listeners
+	// Timezone is the IANA zone the operator console shows times in ("" = UTC).
+	Timezone string `yaml:"timezone"`
 }
 
 // Enabled reports whether the HTTP server should run.
 func (h HTTPConfig) Enabled() bool { return h.Listen != "" }
+
+// Location is the console's time zone (UTC when unset or, if not
+// validated, unknown).
+func (h HTTPConfig) Location() *time.Location {
+	if h.Timezone == "" {
+		return time.UTC
+	}
+	loc, err := time.LoadLocation(h.Timezone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
 
 // LogConfig is logging.
 type LogConfig struct {
@@ -160,7 +175,7 @@ func Default() *Config {
 			RunRetention:  50,
 		},
 		Store: StoreConfig{Driver: "bolt", Path: "data/bot.db"},
-		HTTP:  HTTPConfig{Listen: "127.0.0.1:9464"},
+		HTTP:  HTTPConfig{Listen: "127.0.0.1:9464", Timezone: "UTC"},
 		Log:   LogConfig{Level: "info", Format: "console"},
 	}
 }

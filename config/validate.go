@@ -197,6 +197,11 @@ func (c *Config) validateStore() *Error {
 }
 
 func (c *Config) validateHTTP() *Error {
+	if tz := c.HTTP.Timezone; tz != "" {
+		if _, err := time.LoadLocation(tz); err != nil || tz == "Local" {
+			return c.src.errAt("http.timezone", "unknown timezone %s: use an IANA name such as \"UTC\" or \"Europe/Berlin\"", show(tz))
+		}
+	}
 	listen := c.HTTP.Listen
 	if listen == "" {
 		return nil

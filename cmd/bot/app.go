@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/console"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/delivery"
@@ -66,6 +67,12 @@ type appOptions struct {
 func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
+	}
+	if cfg.HTTP.Enabled() {
+		// The console refuses a non-loopback listener without a token (exit 2).
+		if err := console.CheckAccess(cfg.HTTP.Listen, cfg.HTTP.Token); err != nil {
+			return nil, fmt.Errorf("%w (%w)", err, config.ErrInvalid)
+		}
 	}
 	st, err := bolt.Open(cfg.Store.Path, bolt.Options{LockTimeout: time.Second})
 	if err != nil {
@@ -223,6 +230,9 @@ func (a *app) serveHTTP(ctx context.Context) error {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
 	mux.Handle("GET /inspect/{what}", inspectHandler(inspector{a.store}, a.cfg.HTTP.Token))
+	console.New(console.Options{Store: a.store, Location: a.cfg.HTTP.Location(), Token: a.cfg.HTTP.Token,
+		Status: func() console.State { return console.State{Ready: a.adapter.Ready(), Started: a.started} },
+		Log:    a.log.With().Str("component", "console").Logger()}).Mount(mux) // read-only pages at /
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("http.listen %s: %w", a.cfg.HTTP.Listen, err)
@@ -235,7 +245,7 @@ func (a *app) serveHTTP(ctx context.Context) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	a.log.Info().Str("addr", ln.Addr().String()).Msg("serving /healthz /readyz /metrics")
+	a.log.Info().Str("addr", ln.Addr().String()).Msg("serving /healthz /readyz /metrics and the console at /")
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("http: %w", err)
 	}
