@@ -32,7 +32,8 @@ func TestInChatRunAtItsTime(t *testing.T) {
 		t.Fatalf("%d turns", len(calls))
 	}
 	in := calls[0]
-	if in.Trigger != "⏰ standup: ask for updates" || in.Prompt != "ask for updates" || in.Late {
+	if in.Trigger != "⏰ standup: ask for updates" || in.Prompt != "ask for updates" || in.Late ||
+		in.DeliveryID != "job:"+j.ID+":run:"+in.RunID {
 		t.Fatalf("run %+v", in)
 	}
 	if in.Conversation.ConversationID != "100" || in.SessionKey != sessionkey.ForConversation("main", chat) {

@@ -29,6 +29,9 @@ type InChatRun struct {
 	JobName string
 	RunID   string
 	AgentID string
+	// DeliveryID is unique per run: job:<jobID>:run:<runID> (the trigger
+	// and reply deliveries derive their ids from it).
+	DeliveryID string
 	// Conversation is the chat the job belongs to; the turn runs in the
 	// session it routes to (sessionkey.Route) and posts only there.
 	Conversation binding.ConversationRef
@@ -56,6 +59,14 @@ type ChatRunner interface {
 	RunJobTurn(ctx context.Context, in InChatRun) (messageIDs []string, err error)
 }
 
+// ChatRunnerFunc adapts a function to ChatRunner (wiring helper).
+type ChatRunnerFunc func(ctx context.Context, in InChatRun) ([]string, error)
+
+// RunJobTurn calls f.
+func (f ChatRunnerFunc) RunJobTurn(ctx context.Context, in InChatRun) ([]string, error) {
+	return f(ctx, in)
+}
+
 // BackgroundRun is one run of a background job.
 type BackgroundRun struct {
 	JobID   string
@@ -75,6 +86,14 @@ type BackgroundRun struct {
 // anything into a chat nor write any chat's transcript.
 type BackgroundRunner interface {
 	RunBackground(ctx context.Context, in BackgroundRun) (result string, err error)
+}
+
+// BackgroundRunnerFunc adapts a function to BackgroundRunner (wiring helper).
+type BackgroundRunnerFunc func(ctx context.Context, in BackgroundRun) (string, error)
+
+// RunBackground calls f.
+func (f BackgroundRunnerFunc) RunBackground(ctx context.Context, in BackgroundRun) (string, error) {
+	return f(ctx, in)
 }
 
 // Deliverer is the method set of *delivery.Outbound the scheduler uses.
@@ -604,7 +623,7 @@ func (s *Scheduler) performInChat(ctx context.Context, j Job, r *Run) {
 	r.SessionKey = key
 	r.Delivery.Target = FormatTo(chat)
 	ids, err := s.cfg.Runner.RunJobTurn(ctx, InChatRun{
-		JobID: j.ID, JobName: j.Name, RunID: r.RunID, AgentID: j.AgentID,
+		JobID: j.ID, JobName: j.Name, RunID: r.RunID, AgentID: j.AgentID, DeliveryID: "job:" + j.ID + ":run:" + r.RunID,
 		Conversation: chat, SessionKey: key, Prompt: j.Prompt,
 		Trigger: "⏰ " + j.Name + lateNote(*r) + ": " + j.Prompt,
 		Meta:    jobMeta(j, *r), ScheduledAt: r.ScheduledAt, Late: r.Late, LateBy: r.LateBy,
