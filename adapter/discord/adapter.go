@@ -50,6 +50,7 @@ type Sessions interface {
 	Sessions(keep func(session.Info) bool) []session.Info
 	Info(key string) (session.Info, bool)
 	DefaultAgent() session.Agent
+	Watermarks() map[string]string
 }
 
 // Bindings is what the adapter needs of core/binding.Service.
@@ -291,6 +292,8 @@ func (a *Adapter) register(s *discordgo.Session, readyCh chan struct{}) {
 			a.appID = r.Application.ID
 		}
 		a.mu.Unlock()
+		// Inline, before any later event: queue what was missed while down.
+		a.catchUp(s)
 		a.ready.Store(true)
 		select {
 		case readyCh <- struct{}{}:

@@ -3,7 +3,9 @@ package discord
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -171,4 +173,59 @@ func (a *Adapter) Sweep(ctx context.Context) {
 		}
 		a.onThreadState(ctx, ch)
 	}
+}
+
+// catchUpLimit bounds how many missed messages per conversation a fresh
+// gateway session fetches.
+const catchUpLimit = 100
+
+// catchUp queues the messages each conversation received after the newest
+// one the bot took (its watermark) while the bot was not connected, in
+// display order, ahead of any live event. They go through the ordinary
+// routing, and sessions skip messages they already took, so a message is
+// answered once however often it is seen.
+func (a *Adapter) catchUp(s *discordgo.Session) {
+	marks := a.d.Sessions.Watermarks()
+	if len(marks) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(a.workCtx(), 30*time.Second)
+	defer cancel()
+	queued := 0
+	for conv, last := range marks {
+		guildID := ""
+		channelID, err := a.channelFor(ctx, s, conv)
+		if err == nil && !strings.HasPrefix(conv, sessionkey.DMPrefix) {
+			var ch *discordgo.Channel
+			if ch, err = a.channel(ctx, s, channelID); err == nil {
+				guildID = ch.GuildID
+			}
+		}
+		var msgs []*discordgo.Message
+		if err == nil {
+			msgs, err = s.ChannelMessages(channelID, catchUpLimit, "", last, "", discordgo.WithContext(ctx))
+		}
+		if err != nil {
+			a.countError(err)
+			a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on missed messages")
+			continue
+		}
+		slices.SortFunc(msgs, func(x, y *discordgo.Message) int { return compareIDs(x.ID, y.ID) })
+		for _, m := range msgs {
+			m.GuildID = guildID
+			a.events.push("catch_up", func(ctx context.Context) { a.onMessage(ctx, m) })
+			queued++
+		}
+	}
+	if queued > 0 {
+		a.log.Info().Int("messages", queued).Msg("caught up on messages missed while down")
+	}
+}
+
+// compareIDs orders snowflakes.
+func compareIDs(x, y string) int {
+	if len(x) != len(y) {
+		return len(x) - len(y)
+	}
+	return strings.Compare(x, y)
 }

@@ -203,6 +203,9 @@ func (a *app) Run(ctx context.Context) error {
 		} else if n > 0 {
 			a.log.Info().Int("deliveries", n).Msg("finished deliveries left by the previous run")
 		}
+		if turns, runs := a.sessions.Resume(context.WithoutCancel(gctx)); turns+runs > 0 {
+			a.log.Info().Int("turns", turns).Int("subagentRuns", runs).Msg("resumed work left by the previous run")
+		}
 		if a.sched != nil {
 			return a.sched.Run(gctx)
 		}

@@ -120,6 +120,15 @@ func (o *Outbound) SessionFor(ref binding.ConversationRef) (string, binding.Reco
 	return sessionkey.Route(o.bindings, o.defaultAgent, ref)
 }
 
+// Delivered reports whether the delivery id was confirmed by Discord.
+func (o *Outbound) Delivered(ctx context.Context, id string) (bool, error) {
+	r, ok, err := o.outbox.GetDelivery(ctx, id)
+	if err != nil {
+		return false, fmt.Errorf("look up delivery %s: %w", id, err)
+	}
+	return ok && (r.State == StateDelivered || r.State == StateSent), nil
+}
+
 // WithConversation runs fn under the conversation's send lock, so an entry
 // fn writes (a turn's user message) keeps its place in display order.
 func (o *Outbound) WithConversation(ref binding.ConversationRef, fn func() error) error {
@@ -150,7 +159,7 @@ func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (
 		rec.CreatedAt = prev.CreatedAt
 		if prev.State == StateDelivered || prev.State == StateSent {
 			// Already displayed: finish the write if a crash interrupted it, never resend.
-			return o.commit(ctx, prev, Receipt{MessageIDs: prev.MessageIDs, Duplicate: true}, commit)
+			return o.commit(ctx, prev, Receipt{MessageIDs: prev.MessageIDs, Duplicate: true}, commit, true)
 		}
 	}
 	if err := o.outbox.PutDelivery(ctx, rec); err != nil {
@@ -177,12 +186,16 @@ func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (
 	if err := o.outbox.PutDelivery(context.WithoutCancel(ctx), rec); err != nil {
 		o.log.Error().Err(err).Str("delivery", d.ID).Msg("record delivered receipt")
 	}
-	return o.commit(context.WithoutCancel(ctx), rec, receipt, commit)
+	return o.commit(context.WithoutCancel(ctx), rec, receipt, commit, found)
 }
 
 // commit writes the transcript entry of a confirmed send (or hands it to
 // the turn) and finishes the outbox record.
-func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, commit CommitFunc) (Result, error) {
+//
+// A recovered delivery (one a previous attempt may have displayed) is marked
+// with meta recovered=true: its entry is appended when it is recovered, so
+// it can sit after entries of messages displayed later.
+func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, commit CommitFunc, recovered bool) (Result, error) {
 	d := rec.Delivery
 	key, b, bound := o.SessionFor(d.Target)
 	res := Result{MessageIDs: slices.Clone(rec.MessageIDs)}
@@ -211,7 +224,7 @@ func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, comm
 			MessageIDs: slices.Clone(rec.MessageIDs),
 			Source:     d.Producer.Source,
 			DeliveryID: d.ID,
-			Meta:       d.Producer.Meta,
+			Meta:       metaFor(d.Producer.Meta, recovered),
 		})
 		if err != nil {
 			return res, fmt.Errorf("deliver %s: %w", d.ID, err)
@@ -229,6 +242,18 @@ func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, comm
 	}
 	o.observe(rec)
 	return res, nil
+}
+
+func metaFor(m map[string]string, recovered bool) map[string]string {
+	if !recovered {
+		return m
+	}
+	out := make(map[string]string, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	out["recovered"] = "true"
+	return out
 }
 
 func authorOf(d Delivery) string {

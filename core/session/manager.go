@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -67,6 +70,7 @@ type Manager struct {
 
 	imu      sync.RWMutex
 	sessions map[string]Info
+	queued   map[string]bool // user message ids whose turn this process queued
 }
 
 type queue struct {
@@ -91,7 +95,7 @@ func New(opt Options, d Deps) *Manager {
 	if opt.Channel == "" {
 		opt.Channel = "discord"
 	}
-	m := &Manager{opt: opt, d: d, agents: map[string]Agent{}, queues: map[string]*queue{}, sessions: map[string]Info{}, base: context.Background()}
+	m := &Manager{opt: opt, d: d, agents: map[string]Agent{}, queues: map[string]*queue{}, sessions: map[string]Info{}, queued: map[string]bool{}, base: context.Background()}
 	for _, a := range opt.Agents {
 		m.agents[a.ID] = a
 	}
@@ -110,8 +114,7 @@ func (m *Manager) Agent(id string) (Agent, bool) {
 	return a, ok
 }
 
-// Load reads the session registry. Runs a previous process left running
-// are marked as errors ("interrupted by restart") so /agents tells the truth.
+// Load reads the session registry (Resume restarts unfinished work).
 func (m *Manager) Load(ctx context.Context) error {
 	infos, err := m.d.Store.SessionInfos(ctx)
 	if err != nil {
@@ -120,15 +123,146 @@ func (m *Manager) Load(ctx context.Context) error {
 	m.imu.Lock()
 	defer m.imu.Unlock()
 	for _, in := range infos {
-		if in.Status == StatusRunning {
-			in.Status, in.Error, in.EndedAt = StatusError, "interrupted by restart", m.d.Clock.Now()
-			if err := m.d.Store.PutSessionInfo(ctx, in); err != nil {
-				return fmt.Errorf("load sessions: %w", err)
-			}
-		}
 		m.sessions[in.Key] = in
 	}
 	return nil
+}
+
+// Resume restarts what a previous process left unfinished: the turns of
+// user messages that got no answer (in arrival order per session) and the
+// subagent runs that were still running. Call it once the platform is
+// connected and Outbound.Recover has finished earlier sends; a turn whose
+// reply was already confirmed is not run again.
+func (m *Manager) Resume(ctx context.Context) (turns, runs int) {
+	for _, in := range m.Sessions(nil) {
+		for _, p := range in.Pending {
+			if m.seen(ctx, p.Message.MessageID) {
+				m.imu.RLock()
+				queued := m.queued[p.Message.MessageID]
+				m.imu.RUnlock()
+				if !queued { // answered before the crash
+					m.removePending(ctx, in.Key, p.Message.MessageID)
+				}
+				continue
+			}
+			// Route afresh: the conversation may route elsewhere now.
+			m.removePending(ctx, in.Key, p.Message.MessageID)
+			if err := m.HandleMessage(ctx, p.Message); err != nil {
+				m.d.Log.Error().Err(err).Str("session", in.Key).Msg("resume turn")
+				continue
+			}
+			turns++
+		}
+		if in.Kind == KindSubagent && in.Status == StatusRunning {
+			key := in.Key
+			m.enqueue(key, func(ctx context.Context) { m.runSubagent(ctx, key) })
+			runs++
+		}
+	}
+	return turns, runs
+}
+
+// newerID compares snowflake-like decimal ids (longer is newer).
+func newerID(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) > len(b)
+	}
+	return a > b
+}
+
+// Watermarks returns, per conversation id, the message after which a
+// restarted bot should read what it missed: the newest user message any
+// session took, or just before the oldest one whose turn is still owed, so
+// owed and missed messages are taken again in display order.
+func (m *Manager) Watermarks() map[string]string {
+	m.imu.RLock()
+	defer m.imu.RUnlock()
+	out := map[string]string{}
+	for _, in := range m.sessions {
+		for conv, id := range in.LastInbound {
+			if newerID(id, out[conv]) {
+				out[conv] = id
+			}
+		}
+	}
+	for _, in := range m.sessions {
+		for _, p := range in.Pending {
+			conv, id := p.Message.Conversation.ConversationID, p.Message.MessageID
+			if before := prevID(id); before != "" && newerID(out[conv], before) {
+				out[conv] = before
+			}
+		}
+	}
+	return out
+}
+
+// prevID is the decimal id just before id ("" if it is not a number).
+func prevID(id string) string {
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil || n == 0 {
+		return ""
+	}
+	return strconv.FormatUint(n-1, 10)
+}
+
+// seen reports whether this process already took a user message (its turn
+// is queued) or its reply was confirmed. A turn owed by a previous process
+// is not seen: taking it again resumes it.
+func (m *Manager) seen(ctx context.Context, messageID string) bool {
+	m.imu.RLock()
+	queued := m.queued[messageID]
+	m.imu.RUnlock()
+	if queued {
+		return true
+	}
+	done, err := m.d.Outbound.Delivered(ctx, "turn:"+messageID)
+	return err == nil && done
+}
+
+// addPending records a user message's turn as owed (persisted first, so a
+// crash at any later point resumes it).
+func (m *Manager) addPending(ctx context.Context, key string, msg Message) {
+	m.imu.Lock()
+	in, ok := m.sessions[key]
+	if !ok {
+		m.imu.Unlock()
+		return
+	}
+	for _, p := range in.Pending {
+		if p.Message.MessageID == msg.MessageID {
+			m.imu.Unlock()
+			return
+		}
+	}
+	in.Pending = append(slices.Clone(in.Pending), PendingTurn{Message: msg})
+	if newerID(msg.MessageID, in.LastInbound[msg.Conversation.ConversationID]) {
+		in.LastInbound = maps.Clone(in.LastInbound)
+		if in.LastInbound == nil {
+			in.LastInbound = map[string]string{}
+		}
+		in.LastInbound[msg.Conversation.ConversationID] = msg.MessageID
+	}
+	m.sessions[key] = in
+	m.imu.Unlock()
+	if err := m.d.Store.PutSessionInfo(ctx, in); err != nil {
+		m.d.Log.Error().Err(err).Str("session", key).Msg("persist pending turn")
+	}
+}
+
+// removePending forgets a finished turn.
+func (m *Manager) removePending(ctx context.Context, key, messageID string) {
+	m.imu.Lock()
+	in, ok := m.sessions[key]
+	if !ok {
+		m.imu.Unlock()
+		return
+	}
+	in.Pending = slices.DeleteFunc(slices.Clone(in.Pending), func(p PendingTurn) bool { return p.Message.MessageID == messageID })
+	m.sessions[key] = in
+	m.imu.Unlock()
+	if err := m.d.Store.PutSessionInfo(ctx, in); err != nil {
+		m.d.Log.Error().Err(err).Str("session", key).Msg("persist finished turn")
+	}
 }
 
 // Run keeps the manager's background work alive until ctx ends, then waits
@@ -255,6 +389,14 @@ func (m *Manager) ConversationRef(conversationID, parentID string) binding.Conve
 func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 	msg.Conversation = msg.Conversation.Normalize()
 	key, rec, bound := m.d.Outbound.SessionFor(msg.Conversation)
+	m.ensureMain(ctx, key, msg.Conversation)
+	if m.seen(ctx, msg.MessageID) {
+		return nil // a catch-up or a replayed event: already taken
+	}
+	m.imu.Lock()
+	m.queued[msg.MessageID] = true
+	m.imu.Unlock()
+	m.addPending(ctx, key, msg)
 	var entry transcript.Entry
 	err := m.d.Outbound.WithConversation(msg.Conversation, func() error {
 		meta := map[string]string{"authorId": msg.AuthorID}
@@ -272,12 +414,17 @@ func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 	if err != nil {
 		return fmt.Errorf("handle message %s: %w", msg.MessageID, err)
 	}
-	m.ensureMain(ctx, key, msg.Conversation)
 	t := turnInput{key: key, conv: msg.Conversation, replyTo: msg.MessageID, userReplyTo: msg.ReplyTo, deliveryID: "turn:" + msg.MessageID, triggerSeq: entry.Seq, requester: msg.AuthorID}
 	if bound {
 		t.bindingID = rec.ID
 	}
-	m.enqueue(key, func(ctx context.Context) { m.runTurn(ctx, t) })
+	m.enqueue(key, func(ctx context.Context) {
+		m.runTurn(ctx, t)
+		m.removePending(ctx, key, msg.MessageID)
+		m.imu.Lock()
+		delete(m.queued, msg.MessageID)
+		m.imu.Unlock()
+	})
 	return nil
 }
 

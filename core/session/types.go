@@ -60,6 +60,18 @@ type Info struct {
 	Generation int                     `json:"generation"`
 	CreatedAt  time.Time               `json:"createdAt"`
 	EndedAt    time.Time               `json:"endedAt,omitzero"`
+	// Pending are user messages whose turn has not finished yet; a restart
+	// resumes them (Resume), so a crash never swallows a question.
+	Pending []PendingTurn `json:"pending,omitempty"`
+	// LastInbound is, per conversation id, the newest user message this
+	// session took: the watermark from which a restarted bot catches up on
+	// messages it missed while it was down.
+	LastInbound map[string]string `json:"lastInbound,omitempty"`
+}
+
+// PendingTurn is a user message waiting for (or in) its turn.
+type PendingTurn struct {
+	Message Message `json:"message"`
 }
 
 // Store persists the session registry.
@@ -81,12 +93,12 @@ type Agent struct {
 
 // Message is an inbound user message, already routed to a conversation.
 type Message struct {
-	Conversation binding.ConversationRef
-	MessageID    string
-	AuthorID     string
-	AuthorName   string
-	Text         string
-	ReplyTo      string // id of the message this one replies to, if any
+	Conversation binding.ConversationRef `json:"conversation"`
+	MessageID    string                  `json:"messageId"`
+	AuthorID     string                  `json:"authorId"`
+	AuthorName   string                  `json:"authorName"`
+	Text         string                  `json:"text"`
+	ReplyTo      string                  `json:"replyTo,omitempty"` // id of the message this one replies to, if any
 }
 
 // Deliverer is the outbound send owner (core/delivery.Outbound).
@@ -94,6 +106,8 @@ type Deliverer interface {
 	Deliver(ctx context.Context, d delivery.Delivery, commit delivery.CommitFunc) (delivery.Result, error)
 	SessionFor(ref binding.ConversationRef) (string, binding.Record, bool)
 	WithConversation(ref binding.ConversationRef, fn func() error) error
+	// Delivered reports whether a delivery id was already confirmed.
+	Delivered(ctx context.Context, id string) (bool, error)
 }
 
 // Transcripts is what sessions need of core/transcript.Service.
