@@ -197,7 +197,7 @@ func (a *app) Run(ctx context.Context) error {
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
-		n, err := a.outbound.Recover(gctx)
+		n, err := a.outbound.Recover(context.WithoutCancel(gctx), a.started)
 		if err != nil {
 			a.log.Error().Err(err).Msg("recover deliveries")
 		} else if n > 0 {

@@ -270,14 +270,21 @@ func authorOf(d Delivery) string {
 // transcript gets the entry once. An interrupted turn reply is written by
 // Outbound itself (its turn is gone), so the chat still shows nothing the
 // transcript lacks.
-func (o *Outbound) Recover(ctx context.Context) (recovered int, err error) {
+//
+// Only deliveries created before `before` (this process's start) are
+// taken: later ones belong to live work of this process.
+func (o *Outbound) Recover(ctx context.Context, before time.Time) (recovered int, err error) {
 	var todo []Record
 	for _, st := range []PendingState{StatePending, StateSent} {
 		recs, err := o.outbox.Deliveries(ctx, st, 0)
 		if err != nil {
 			return 0, fmt.Errorf("recover deliveries: %w", err)
 		}
-		todo = append(todo, recs...)
+		for _, r := range recs {
+			if r.CreatedAt.Before(before) {
+				todo = append(todo, r)
+			}
+		}
 	}
 	slices.SortFunc(todo, func(a, b Record) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	for _, rec := range todo {

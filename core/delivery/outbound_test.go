@@ -272,11 +272,11 @@ func TestRecoverFinishesWithoutDuplicates(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := delivery.NewOutbound(delivery.OutboundConfig{Sender: sender, Outbox: st, Transcripts: tr, Bindings: b, DefaultAgent: "main", Clock: clk, Log: zerolog.Nop()})
-	n, err := second.Recover(ctx)
+	n, err := second.Recover(ctx, clk.Now().Add(time.Hour))
 	if err != nil || n != 2 {
 		t.Fatalf("Recover = %d, %v; want 2", n, err)
 	}
-	if again, _ := second.Recover(ctx); again != 0 {
+	if again, _ := second.Recover(ctx, clk.Now().Add(time.Hour)); again != 0 {
 		t.Fatalf("second Recover redid %d deliveries", again)
 	}
 	es, _ := tr.Entries(ctx, sessionkey.ForConversation("main", conv("c1")), 0, 10)
@@ -285,5 +285,20 @@ func TestRecoverFinishesWithoutDuplicates(t *testing.T) {
 	}
 	if got := sender.displayed["c1"]; len(got) != 2 {
 		t.Fatalf("displayed %v, want 2 messages (no duplicate)", got)
+	}
+}
+
+func TestRecoverLeavesLiveDeliveriesAlone(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	started := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	live := delivery.Record{Delivery: delivery.Delivery{ID: "live", Target: conv("c1"), Text: "in flight", Producer: delivery.Producer{Source: transcript.SourceJob}},
+		State: delivery.StatePending, CreatedAt: started.Add(time.Second)}
+	if err := f.store.PutDelivery(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	n, err := f.out.Recover(ctx, started)
+	if err != nil || n != 0 || f.sender.sends != 0 {
+		t.Fatalf("Recover took a live delivery: n=%d err=%v sends=%d", n, err, f.sender.sends)
 	}
 }
