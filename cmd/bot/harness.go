@@ -12,6 +12,7 @@ import (
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/model"
 )
 
 // harness runs the real wiring against the built-in Discord emulator: the
@@ -26,6 +27,7 @@ type harness struct {
 	guild   discordtest.Guild
 	general discordtest.Channel
 	alice   discordtest.User
+	prov    model.Provider
 
 	cancel context.CancelFunc
 	done   chan error
@@ -38,6 +40,7 @@ type harnessOptions struct {
 	Clock     clock.Clock
 	Configure func(*config.Config)
 	Emulator  discordtest.Options
+	Provider  model.Provider // replaces every agent's provider when set
 }
 
 // newHarness starts the emulator and seeds a guild with #general and alice.
@@ -68,13 +71,13 @@ func newHarness(o harnessOptions) (*harness, error) {
 		emu.Close()
 		return nil, err
 	}
-	h := &harness{emu: emu, cfg: cfg, log: o.Log, clock: o.Clock, guild: g, general: general, alice: alice}
+	h := &harness{emu: emu, cfg: cfg, log: o.Log, clock: o.Clock, guild: g, general: general, alice: alice, prov: o.Provider}
 	return h, nil
 }
 
 // start builds and runs the bot; it returns once the gateway is ready.
 func (h *harness) start(ctx context.Context) error {
-	a, err := newApp(h.cfg, h.log, appOptions{Clock: h.clock, RetryBackoff: 10 * time.Millisecond})
+	a, err := newApp(h.cfg, h.log, appOptions{Clock: h.clock, RetryBackoff: 10 * time.Millisecond, Provider: h.prov})
 	if err != nil {
 		return err
 	}
