@@ -114,6 +114,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		IdleTimeout: tb.IdleTimeout(), MaxAge: tb.MaxAge(),
 		MaxConcurrentSubagents: cfg.Subagents.MaxConcurrent, SubagentTimeout: cfg.Subagents.RunTimeout,
 		ModelText: a.adapter.ModelText,
+		OnTurn:    func(d time.Duration) { a.metrics.Turn(d.Seconds()) },
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
 		Store: st, Threads: a.adapter, Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),

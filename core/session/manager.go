@@ -38,6 +38,8 @@ type Options struct {
 	// model (the platform's mention markup into names). Stored entries keep
 	// the text exactly as displayed.
 	ModelText func(string) string
+	// OnTurn, if set, observes each turn's latency from start to confirmed reply.
+	OnTurn func(time.Duration)
 }
 
 // Deps are the manager's collaborators.

@@ -44,6 +44,10 @@ func (m *Manager) persona(key string, bound bool) (delivery.Persona, bool) {
 }
 
 func (m *Manager) runTurn(ctx context.Context, t turnInput) {
+	if m.opt.OnTurn != nil {
+		start := m.d.Clock.Now()
+		defer func() { m.opt.OnTurn(m.d.Clock.Now().Sub(start)) }()
+	}
 	agent := m.agentFor(t.key)
 	history, err := m.d.Transcripts.History(ctx, t.key, max(agent.MaxHistory, 1))
 	var text string
