@@ -33,6 +33,9 @@ type harness struct {
 	done   chan error
 }
 
+// commandsRoute is where the bot registers its slash commands at start.
+const commandsRoute = "/applications/{application_id}/commands"
+
 // harnessOptions adjust the world and the config.
 type harnessOptions struct {
 	Dir       string // store directory
@@ -82,12 +85,13 @@ func (h *harness) start(ctx context.Context) error {
 		return err
 	}
 	h.app = a
+	puts := len(h.emu.RequestsTo("PUT", commandsRoute))
 	rctx, cancel := context.WithCancel(ctx)
 	h.cancel, h.done = cancel, make(chan error, 1)
 	go func() { h.done <- a.Run(rctx) }()
 	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer wcancel()
-	if err := h.emu.Wait(wctx, func() bool { return len(h.emu.Commands("")) > 0 }); err != nil {
+	if _, err := h.emu.WaitRequests(wctx, "PUT", commandsRoute, puts+1); err != nil {
 		return fmt.Errorf("bot did not register its commands: %w", err)
 	}
 	for !a.adapter.Ready() {

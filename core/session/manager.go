@@ -73,6 +73,9 @@ type Manager struct {
 	imu      sync.RWMutex
 	sessions map[string]Info
 	queued   map[string]bool // user message ids whose turn this process queued
+	// unfinished are the sessions Load found with owed turns or running
+	// subagents: what Resume restarts (work of this process is not in it).
+	unfinished []string
 }
 
 type queue struct {
@@ -126,17 +129,29 @@ func (m *Manager) Load(ctx context.Context) error {
 	defer m.imu.Unlock()
 	for _, in := range infos {
 		m.sessions[in.Key] = in
+		if len(in.Pending) > 0 || (in.Kind == KindSubagent && in.Status == StatusRunning) {
+			m.unfinished = append(m.unfinished, in.Key)
+		}
 	}
 	return nil
 }
 
-// Resume restarts what a previous process left unfinished: the turns of
+// Resume restarts what the previous process left unfinished (as found by
+// Load): the turns of
 // user messages that got no answer (in arrival order per session) and the
 // subagent runs that were still running. Call it once the platform is
 // connected and Outbound.Recover has finished earlier sends; a turn whose
 // reply was already confirmed is not run again.
 func (m *Manager) Resume(ctx context.Context) (turns, runs int) {
-	for _, in := range m.Sessions(nil) {
+	m.imu.Lock()
+	keys := m.unfinished
+	m.unfinished = nil
+	m.imu.Unlock()
+	for _, key := range keys {
+		in, ok := m.Info(key)
+		if !ok {
+			continue
+		}
 		for _, p := range in.Pending {
 			if m.seen(ctx, p.Message.MessageID) {
 				m.imu.RLock()
