@@ -237,3 +237,11 @@ func TestAppendBatchDedupesWithinOneBatch(t *testing.T) {
 		t.Fatalf("%d entries, want 1", len(es))
 	}
 }
+
+// TestSchemaVersionMatchesMigrations: SchemaVersion is the number of
+// migrations (a new migration must bump it).
+func TestSchemaVersionMatchesMigrations(t *testing.T) {
+	if len(migrations) != SchemaVersion {
+		t.Fatalf("SchemaVersion = %d but there are %d migrations", SchemaVersion, len(migrations))
+	}
+}

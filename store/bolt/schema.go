@@ -54,12 +54,6 @@ var migrations = []migration{
 	}},
 }
 
-func init() {
-	if len(migrations) != SchemaVersion {
-		panic("bolt: SchemaVersion must equal len(migrations)")
-	}
-}
-
 // schemaVersion reads the recorded version (0 for a new file).
 func schemaVersion(tx *bbolt.Tx) uint64 {
 	meta := tx.Bucket(bucketMeta)
