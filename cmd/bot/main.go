@@ -126,10 +126,41 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitProblems
 	}
 	log.Info().Str("version", version).Str("store", cfg.Store.Path).Msg("starting")
+	go reloadOnHUP(ctx, configPath(fs), a, log)
 	if err := a.Run(ctx); err != nil {
 		log.Error().Err(err).Msg("stopped with an error")
 		return exitProblems
 	}
 	log.Info().Msg("stopped")
 	return exitOK
+}
+
+// configPath is the -config value a FlagSet parsed.
+func configPath(fs *flag.FlagSet) string { return fs.Lookup("config").Value.String() }
+
+// reloadOnHUP re-reads the config on SIGHUP and applies what can change
+// while running: the bot token (every later REST call uses it, through the
+// same thread and webhook managers). Other changes need a restart, and the
+// log says so. A bad file is reported and changes nothing.
+func reloadOnHUP(ctx context.Context, path string, a *app, log zerolog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			cfg, err := config.Load(path)
+			if err == nil {
+				err = cfg.ValidateForRun()
+			}
+			if err != nil {
+				log.Error().Err(err).Msg("config reload refused; keeping the running config")
+				continue
+			}
+			a.adapter.SetToken(cfg.Discord.Token)
+			log.Info().Msg("config reloaded: token applied; other changes take effect after a restart")
+		}
+	}
 }
