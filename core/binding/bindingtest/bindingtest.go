@@ -1,8 +1,8 @@
 package bindingtest
 
 import (
-	"context"
 	"fmt"
+	"github.com/agentbot/agentbot/internal/storetest"
 	"reflect"
 	"sort"
 	"sync"
@@ -13,48 +13,30 @@ import (
 )
 
 // Option configures Run.
-type Option func(*config)
+type Option = storetest.Option[binding.Store]
 
-type config struct {
-	reopen func(t *testing.T, s binding.Store) binding.Store
-}
+type harness = storetest.Harness[binding.Store]
 
 // WithReopen supplies a hook that closes s and returns a store over the same
 // persisted data. Without it, durability tests are skipped.
 func WithReopen(fn func(t *testing.T, s binding.Store) binding.Store) Option {
-	return func(c *config) { c.reopen = fn }
-}
-
-type harness struct {
-	cfg  config
-	ctx  context.Context
-	open func(t *testing.T) binding.Store
+	return storetest.WithReopen(fn)
 }
 
 // Run runs the binding.Store conformance suite. open must return a new,
 // empty store for each call and arrange its cleanup with t.Cleanup.
 func Run(t *testing.T, open func(t *testing.T) binding.Store, opts ...Option) {
 	t.Helper()
-	h := &harness{ctx: context.Background(), open: open}
-	for _, o := range opts {
-		o(&h.cfg)
-	}
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, h *harness)
-	}{
-		{"Empty", testEmpty},
-		{"PutAndList", testPutAndList},
-		{"ReplaceByID", testReplace},
-		{"Atomic", testAtomic},
-		{"RoundTrip", testRoundTrip},
-		{"CopySemantics", testCopies},
-		{"Concurrent", testConcurrent},
-		{"Durable", testDurable},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
-	}
+	storetest.Run(t, open, opts, []storetest.Case[binding.Store]{
+		{Name: "Empty", Fn: testEmpty},
+		{Name: "PutAndList", Fn: testPutAndList},
+		{Name: "ReplaceByID", Fn: testReplace},
+		{Name: "Atomic", Fn: testAtomic},
+		{Name: "RoundTrip", Fn: testRoundTrip},
+		{Name: "CopySemantics", Fn: testCopies},
+		{Name: "Concurrent", Fn: testConcurrent},
+		{Name: "Durable", Fn: testDurable},
+	})
 }
 
 var t0 = time.Date(2025, 6, 7, 8, 9, 10, 111222333, time.UTC)
@@ -88,7 +70,7 @@ func norm(r binding.Record) binding.Record {
 
 func list(t *testing.T, h *harness, s binding.Store) map[string]binding.Record {
 	t.Helper()
-	rs, err := s.Bindings(h.ctx)
+	rs, err := s.Bindings(h.Ctx)
 	if err != nil {
 		t.Fatalf("Bindings: %v", err)
 	}
@@ -125,20 +107,20 @@ func mustMatch(t *testing.T, got map[string]binding.Record, want ...binding.Reco
 
 func put(t *testing.T, h *harness, s binding.Store, recs ...binding.Record) {
 	t.Helper()
-	if err := s.PutBindings(h.ctx, recs...); err != nil {
+	if err := s.PutBindings(h.Ctx, recs...); err != nil {
 		t.Fatalf("PutBindings: %v", err)
 	}
 }
 
 func testEmpty(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	mustMatch(t, list(t, h, s))
 	put(t, h, s) // no records: no-op
 	mustMatch(t, list(t, h, s))
 }
 
 func testPutAndList(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	a, b, c := rec("a"), rec("b"), rec("c")
 	c.Status = binding.StatusEnded
 	c.EndedAt = t0.Add(time.Hour)
@@ -170,7 +152,7 @@ func testReplace(t *testing.T, h *harness) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := h.open(t)
+			s := h.Open(t)
 			orig, other := rec("x"), rec("y")
 			put(t, h, s, orig, other)
 			upd := orig
@@ -187,19 +169,19 @@ func testReplace(t *testing.T, h *harness) {
 }
 
 func testAtomic(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	a := rec("a")
 	put(t, h, s, a)
 	a2 := a
 	a2.Status = binding.StatusEnded
-	if err := s.PutBindings(h.ctx, a2, rec("new"), binding.Record{ID: ""}); err == nil {
+	if err := s.PutBindings(h.Ctx, a2, rec("new"), binding.Record{ID: ""}); err == nil {
 		t.Fatal("PutBindings with an empty id: no error")
 	}
 	mustMatch(t, list(t, h, s), a)
 }
 
 func testRoundTrip(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	zone := time.FixedZone("Y", -(3*3600 + 1800))
 	full := rec("full")
 	full.BoundAt = time.Date(2024, 2, 29, 12, 0, 0, 1, zone)
@@ -230,12 +212,12 @@ func testRoundTrip(t *testing.T, h *harness) {
 }
 
 func testCopies(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	in := rec("a")
 	in.Metadata = map[string]string{"k": "v"}
 	put(t, h, s, in)
 	in.Metadata["k"] = "mutated-in"
-	got, err := s.Bindings(h.ctx)
+	got, err := s.Bindings(h.Ctx)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Bindings: %v %v", got, err)
 	}
@@ -246,7 +228,7 @@ func testCopies(t *testing.T, h *harness) {
 }
 
 func testConcurrent(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	const goroutines, per = 8, 25
 	var wg sync.WaitGroup
 	var want []binding.Record
@@ -258,7 +240,7 @@ func testConcurrent(t *testing.T, h *harness) {
 	for g := range goroutines {
 		wg.Go(func() {
 			for i := range per {
-				if err := s.PutBindings(h.ctx, want[g*per+i]); err != nil {
+				if err := s.PutBindings(h.Ctx, want[g*per+i]); err != nil {
 					t.Errorf("PutBindings: %v", err)
 				}
 			}
@@ -269,20 +251,17 @@ func testConcurrent(t *testing.T, h *harness) {
 }
 
 func testDurable(t *testing.T, h *harness) {
-	if h.cfg.reopen == nil {
-		t.Skip("store is not durable (no reopen hook)")
-	}
-	s := h.open(t)
+	s := h.Open(t)
 	a, b := rec("a"), rec("b")
 	b.Status = binding.StatusEnded
 	b.EndedAt = t0
 	b.EndedReason = binding.ReasonManual
 	b.Metadata = map[string]string{"x": "y"}
 	put(t, h, s, a, b)
-	s = h.cfg.reopen(t, s)
+	s = h.Reopen(t, s)
 	mustMatch(t, list(t, h, s), a, b)
 	a.Status = binding.StatusEnding
 	put(t, h, s, a)
-	s = h.cfg.reopen(t, s)
+	s = h.Reopen(t, s)
 	mustMatch(t, list(t, h, s), a, b)
 }

@@ -1,8 +1,8 @@
 package deliverytest
 
 import (
-	"context"
 	"fmt"
+	"github.com/agentbot/agentbot/internal/storetest"
 	"reflect"
 	"slices"
 	"sync"
@@ -15,49 +15,31 @@ import (
 )
 
 // Option configures Run.
-type Option func(*config)
+type Option = storetest.Option[delivery.Store]
 
-type config struct {
-	reopen func(t *testing.T, s delivery.Store) delivery.Store
-}
+type harness = storetest.Harness[delivery.Store]
 
 // WithReopen supplies a hook that closes s and returns a store over the same
 // persisted data. Without it, durability tests are skipped.
 func WithReopen(fn func(t *testing.T, s delivery.Store) delivery.Store) Option {
-	return func(c *config) { c.reopen = fn }
-}
-
-type harness struct {
-	cfg  config
-	ctx  context.Context
-	open func(t *testing.T) delivery.Store
+	return storetest.WithReopen(fn)
 }
 
 // Run runs the delivery.Store conformance suite. open must return a new,
 // empty store for each call and arrange its cleanup with t.Cleanup.
 func Run(t *testing.T, open func(t *testing.T) delivery.Store, opts ...Option) {
 	t.Helper()
-	h := &harness{ctx: context.Background(), open: open}
-	for _, o := range opts {
-		o(&h.cfg)
-	}
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, h *harness)
-	}{
-		{"PutGet", testPutGet},
-		{"GetUnknown", testGetUnknown},
-		{"EmptyIDRejected", testEmptyID},
-		{"Replace", testReplace},
-		{"ListNewestFirst", testList},
-		{"ReplaceMovesInList", testReplaceMoves},
-		{"CopySemantics", testCopies},
-		{"Concurrent", testConcurrent},
-		{"Durable", testDurable},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
-	}
+	storetest.Run(t, open, opts, []storetest.Case[delivery.Store]{
+		{Name: "PutGet", Fn: testPutGet},
+		{Name: "GetUnknown", Fn: testGetUnknown},
+		{Name: "EmptyIDRejected", Fn: testEmptyID},
+		{Name: "Replace", Fn: testReplace},
+		{Name: "ListNewestFirst", Fn: testList},
+		{Name: "ReplaceMovesInList", Fn: testReplaceMoves},
+		{Name: "CopySemantics", Fn: testCopies},
+		{Name: "Concurrent", Fn: testConcurrent},
+		{Name: "Durable", Fn: testDurable},
+	})
 }
 
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
@@ -93,7 +75,7 @@ func mustEqual(t *testing.T, what string, got, want delivery.Record) {
 func put(t *testing.T, h *harness, s delivery.Store, recs ...delivery.Record) {
 	t.Helper()
 	for _, r := range recs {
-		if err := s.PutDelivery(h.ctx, r); err != nil {
+		if err := s.PutDelivery(h.Ctx, r); err != nil {
 			t.Fatalf("PutDelivery(%s): %v", r.Delivery.ID, err)
 		}
 	}
@@ -101,7 +83,7 @@ func put(t *testing.T, h *harness, s delivery.Store, recs ...delivery.Record) {
 
 func get(t *testing.T, h *harness, s delivery.Store, id string) delivery.Record {
 	t.Helper()
-	r, ok, err := s.GetDelivery(h.ctx, id)
+	r, ok, err := s.GetDelivery(h.Ctx, id)
 	if err != nil || !ok {
 		t.Fatalf("GetDelivery(%s): ok=%v err=%v", id, ok, err)
 	}
@@ -118,7 +100,7 @@ func ids(rs []delivery.Record) []string {
 
 func listIDs(t *testing.T, h *harness, s delivery.Store, state delivery.PendingState, limit int) []string {
 	t.Helper()
-	rs, err := s.Deliveries(h.ctx, state, limit)
+	rs, err := s.Deliveries(h.Ctx, state, limit)
 	if err != nil {
 		t.Fatalf("Deliveries(%q, %d): %v", state, limit, err)
 	}
@@ -126,7 +108,7 @@ func listIDs(t *testing.T, h *harness, s delivery.Store, state delivery.PendingS
 }
 
 func testPutGet(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	zone := time.FixedZone("Z", 9*3600)
 	full := delivery.Record{
 		Delivery: delivery.Delivery{
@@ -168,9 +150,9 @@ func testPutGet(t *testing.T, h *harness) {
 }
 
 func testGetUnknown(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	for _, id := range []string{"nope", ""} {
-		if _, ok, err := s.GetDelivery(h.ctx, id); ok || err != nil {
+		if _, ok, err := s.GetDelivery(h.Ctx, id); ok || err != nil {
 			t.Fatalf("GetDelivery(%q): ok=%v err=%v", id, ok, err)
 		}
 	}
@@ -180,8 +162,8 @@ func testGetUnknown(t *testing.T, h *harness) {
 }
 
 func testEmptyID(t *testing.T, h *harness) {
-	s := h.open(t)
-	if err := s.PutDelivery(h.ctx, rec("", delivery.StatePending, t0)); err == nil {
+	s := h.Open(t)
+	if err := s.PutDelivery(h.Ctx, rec("", delivery.StatePending, t0)); err == nil {
 		t.Fatal("PutDelivery with empty id: no error")
 	}
 	if got := listIDs(t, h, s, "", 0); len(got) != 0 {
@@ -190,7 +172,7 @@ func testEmptyID(t *testing.T, h *harness) {
 }
 
 func testReplace(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	p := rec("d1", delivery.StatePending, t0)
 	put(t, h, s, p)
 	done := p
@@ -212,7 +194,7 @@ func testReplace(t *testing.T, h *harness) {
 }
 
 func listFixture(t *testing.T, h *harness) delivery.Store {
-	s := h.open(t)
+	s := h.Open(t)
 	// d0..d9 created one minute apart, put in a scrambled order.
 	states := []delivery.PendingState{
 		delivery.StatePending, delivery.StateDelivered, delivery.StateFailed, delivery.StatePending,
@@ -251,7 +233,7 @@ func testList(t *testing.T, h *harness) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("state=%q/limit=%d", tc.state, tc.limit), func(t *testing.T) {
-			rs, err := s.Deliveries(h.ctx, tc.state, tc.limit)
+			rs, err := s.Deliveries(h.Ctx, tc.state, tc.limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -286,7 +268,7 @@ func testReplaceMoves(t *testing.T, h *harness) {
 }
 
 func testCopies(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	in := rec("d1", delivery.StateDelivered, t0)
 	in.MessageIDs = []string{"m1"}
 	in.Delivery.Producer.Meta = map[string]string{"a": "1"}
@@ -300,13 +282,13 @@ func testCopies(t *testing.T, h *harness) {
 	got.MessageIDs[0] = "mutated-out"
 	got.Delivery.Producer.Meta["a"] = "mutated-out"
 	mustEqual(t, "after mutation", get(t, h, s, "d1"), want)
-	rs, _ := s.Deliveries(h.ctx, "", 0)
+	rs, _ := s.Deliveries(h.Ctx, "", 0)
 	rs[0].MessageIDs[0] = "mutated-list"
 	mustEqual(t, "after mutating list", get(t, h, s, "d1"), want)
 }
 
 func testConcurrent(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	const goroutines, per = 8, 25
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -314,12 +296,12 @@ func testConcurrent(t *testing.T, h *harness) {
 			for i := range per {
 				n := g*per + i
 				r := rec(fmt.Sprintf("d%03d", n), delivery.StatePending, t0.Add(time.Duration(n)*time.Second))
-				if err := s.PutDelivery(h.ctx, r); err != nil {
+				if err := s.PutDelivery(h.Ctx, r); err != nil {
 					t.Errorf("PutDelivery: %v", err)
 					return
 				}
 				r.State = delivery.StateDelivered
-				if err := s.PutDelivery(h.ctx, r); err != nil {
+				if err := s.PutDelivery(h.Ctx, r); err != nil {
 					t.Errorf("PutDelivery: %v", err)
 				}
 			}
@@ -341,16 +323,13 @@ func testConcurrent(t *testing.T, h *harness) {
 }
 
 func testDurable(t *testing.T, h *harness) {
-	if h.cfg.reopen == nil {
-		t.Skip("store is not durable (no reopen hook)")
-	}
 	s := listFixture(t, h)
-	before, err := s.Deliveries(h.ctx, "", 0)
+	before, err := s.Deliveries(h.Ctx, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s = h.cfg.reopen(t, s)
-	after, err := s.Deliveries(h.ctx, "", 0)
+	s = h.Reopen(t, s)
+	after, err := s.Deliveries(h.Ctx, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

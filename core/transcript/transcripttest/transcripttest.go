@@ -3,6 +3,7 @@ package transcripttest
 import (
 	"context"
 	"fmt"
+	"github.com/agentbot/agentbot/internal/storetest"
 	"reflect"
 	"slices"
 	"sync"
@@ -13,58 +14,40 @@ import (
 )
 
 // Option configures Run.
-type Option func(*config)
+type Option = storetest.Option[transcript.Store]
 
-type config struct {
-	reopen func(t *testing.T, s transcript.Store) transcript.Store
-}
+type harness = storetest.Harness[transcript.Store]
 
 // WithReopen supplies a hook that closes s and returns a store over the same
-// persisted data. Without it, durability tests are skipped (memory stores).
+// persisted data. Without it, durability tests are skipped.
 func WithReopen(fn func(t *testing.T, s transcript.Store) transcript.Store) Option {
-	return func(c *config) { c.reopen = fn }
-}
-
-type harness struct {
-	cfg  config
-	ctx  context.Context
-	open func(t *testing.T) transcript.Store
+	return storetest.WithReopen(fn)
 }
 
 // Run runs the transcript.Store conformance suite. open must return a new,
 // empty store for each call and arrange its cleanup with t.Cleanup.
 func Run(t *testing.T, open func(t *testing.T) transcript.Store, opts ...Option) {
 	t.Helper()
-	h := &harness{ctx: context.Background(), open: open}
-	for _, o := range opts {
-		o(&h.cfg)
-	}
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, h *harness)
-	}{
-		{"AppendAssignsSeqFromOne", testAppendSeq},
-		{"SessionsIndependent", testSessionsIndependent},
-		{"IdempotentByDeliveryID", testIdempotent},
-		{"EmptyDeliveryIDNeverDedupes", testEmptyDeliveryID},
-		{"EmptyKeyRejected", testEmptyKey},
-		{"CanceledContext", testCanceled},
-		{"Tail", testTail},
-		{"Range", testRange},
-		{"RangePagination", testRangePagination},
-		{"ByMessageID", testByMessageID},
-		{"Generation", testGeneration},
-		{"Sessions", testSessions},
-		{"MessageIDsNeverNil", testMessageIDsNeverNil},
-		{"RoundTripFields", testRoundTrip},
-		{"TimeRoundTrip", testTime},
-		{"CopySemantics", testCopies},
-		{"ConcurrentAppends", testConcurrent},
-		{"Durable", testDurable},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
-	}
+	storetest.Run(t, open, opts, []storetest.Case[transcript.Store]{
+		{Name: "AppendAssignsSeqFromOne", Fn: testAppendSeq},
+		{Name: "SessionsIndependent", Fn: testSessionsIndependent},
+		{Name: "IdempotentByDeliveryID", Fn: testIdempotent},
+		{Name: "EmptyDeliveryIDNeverDedupes", Fn: testEmptyDeliveryID},
+		{Name: "EmptyKeyRejected", Fn: testEmptyKey},
+		{Name: "CanceledContext", Fn: testCanceled},
+		{Name: "Tail", Fn: testTail},
+		{Name: "Range", Fn: testRange},
+		{Name: "RangePagination", Fn: testRangePagination},
+		{Name: "ByMessageID", Fn: testByMessageID},
+		{Name: "Generation", Fn: testGeneration},
+		{Name: "Sessions", Fn: testSessions},
+		{Name: "MessageIDsNeverNil", Fn: testMessageIDsNeverNil},
+		{Name: "RoundTripFields", Fn: testRoundTrip},
+		{Name: "TimeRoundTrip", Fn: testTime},
+		{Name: "CopySemantics", Fn: testCopies},
+		{Name: "ConcurrentAppends", Fn: testConcurrent},
+		{Name: "Durable", Fn: testDurable},
+	})
 }
 
 var t0 = time.Date(2025, 3, 4, 5, 6, 7, 123456789, time.UTC)
@@ -132,7 +115,7 @@ func mustTail(t *testing.T, s transcript.Store, key string, n int) []transcript.
 }
 
 func testAppendSeq(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	for i := 1; i <= 5; i++ {
 		in := entry(i)
 		in.Seq = 99             // ignored
@@ -155,7 +138,7 @@ func testAppendSeq(t *testing.T, h *harness) {
 }
 
 func testSessionsIndependent(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	keys := []string{"agent:a:discord:channel:1", "agent:a:discord:channel:2", "x"}
 	for i := 1; i <= 4; i++ {
 		for j, k := range keys {
@@ -192,7 +175,7 @@ func testIdempotent(t *testing.T, h *harness) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := h.open(t)
+			s := h.Open(t)
 			mustAppend(t, s, "k", entry(0)) // seq 1, no delivery id
 			first := transcript.Entry{Role: transcript.RoleAssistant, Text: "hello", MessageIDs: []string{"m1"},
 				Source: transcript.SourceJob, DeliveryID: "del-1", At: t0}
@@ -204,7 +187,7 @@ func testIdempotent(t *testing.T, h *harness) {
 			dup.Text = tc.dupText
 			dup.MessageIDs = tc.dupMsgID
 			dup.At = t0.Add(time.Hour)
-			got, existed, err := s.Append(h.ctx, "k", dup)
+			got, existed, err := s.Append(h.Ctx, "k", dup)
 			if err != nil {
 				t.Fatalf("dup Append: %v", err)
 			}
@@ -217,7 +200,7 @@ func testIdempotent(t *testing.T, h *harness) {
 				t.Fatalf("dup was written: %d entries", len(all))
 			}
 			if tc.dupMsgID != nil && tc.dupMsgID[0] != "m1" {
-				if _, ok, _ := s.ByMessageID(h.ctx, "k", tc.dupMsgID[0]); ok {
+				if _, ok, _ := s.ByMessageID(h.Ctx, "k", tc.dupMsgID[0]); ok {
 					t.Fatal("dup indexed its message id")
 				}
 			}
@@ -226,7 +209,7 @@ func testIdempotent(t *testing.T, h *harness) {
 				t.Fatalf("next seq after dup = %d, want 3 (dup must not consume a seq)", next.Seq)
 			}
 			// A third attempt still dedupes.
-			if _, existed, _ := s.Append(h.ctx, "k", dup); !existed {
+			if _, existed, _ := s.Append(h.Ctx, "k", dup); !existed {
 				t.Fatal("third Append: existed=false")
 			}
 		})
@@ -234,7 +217,7 @@ func testIdempotent(t *testing.T, h *harness) {
 }
 
 func testEmptyDeliveryID(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	e := entry(1)
 	e.DeliveryID = ""
 	for i := 1; i <= 3; i++ {
@@ -249,14 +232,14 @@ func testEmptyDeliveryID(t *testing.T, h *harness) {
 }
 
 func testEmptyKey(t *testing.T, h *harness) {
-	s := h.open(t)
-	if _, _, err := s.Append(h.ctx, "", entry(1)); err == nil {
+	s := h.Open(t)
+	if _, _, err := s.Append(h.Ctx, "", entry(1)); err == nil {
 		t.Fatal("Append with empty key: no error")
 	}
 }
 
 func testCanceled(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, _, err := s.Append(ctx, "k", entry(1)); err == nil {
@@ -277,7 +260,7 @@ func fill(t *testing.T, s transcript.Store, key string, n int) []transcript.Entr
 }
 
 func testTail(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	stored := fill(t, s, "k", 5)
 	cases := []struct {
 		key  string
@@ -308,7 +291,7 @@ func testTail(t *testing.T, h *harness) {
 }
 
 func testRange(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	stored := fill(t, s, "k", 10)
 	cases := []struct {
 		key   string
@@ -331,7 +314,7 @@ func testRange(t *testing.T, h *harness) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s/from=%d/limit=%d", tc.key, tc.from, tc.limit), func(t *testing.T) {
-			es, err := s.Range(h.ctx, tc.key, tc.from, tc.limit)
+			es, err := s.Range(h.Ctx, tc.key, tc.from, tc.limit)
 			if err != nil {
 				t.Fatalf("Range: %v", err)
 			}
@@ -346,7 +329,7 @@ func testRange(t *testing.T, h *harness) {
 }
 
 func testRangePagination(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	const total = 23
 	fill(t, s, "k", total)
 	fill(t, s, "other", 7)
@@ -357,7 +340,7 @@ func testRangePagination(t *testing.T, h *harness) {
 			if calls > total+1 {
 				t.Fatalf("page %d: pagination does not terminate", page)
 			}
-			es, err := s.Range(h.ctx, "k", from, page)
+			es, err := s.Range(h.Ctx, "k", from, page)
 			if err != nil {
 				t.Fatalf("Range: %v", err)
 			}
@@ -377,7 +360,7 @@ func testRangePagination(t *testing.T, h *harness) {
 }
 
 func testByMessageID(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	e1 := entry(1)
 	e1.MessageIDs = []string{"100", "101", "102"} // one text split into three messages
 	e2 := entry(2)
@@ -409,7 +392,7 @@ func testByMessageID(t *testing.T, h *harness) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.key+"/"+tc.id, func(t *testing.T) {
-			got, ok, err := s.ByMessageID(h.ctx, tc.key, tc.id)
+			got, ok, err := s.ByMessageID(h.Ctx, tc.key, tc.id)
 			if err != nil {
 				t.Fatalf("ByMessageID: %v", err)
 			}
@@ -430,10 +413,10 @@ func testByMessageID(t *testing.T, h *harness) {
 }
 
 func testGeneration(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	gen := func(key string) int {
 		t.Helper()
-		g, err := s.Generation(h.ctx, key)
+		g, err := s.Generation(h.Ctx, key)
 		if err != nil {
 			t.Fatalf("Generation(%q): %v", key, err)
 		}
@@ -448,7 +431,7 @@ func testGeneration(t *testing.T, h *harness) {
 	}
 	steps := []int{1, 2, 7, 3}
 	for _, want := range steps {
-		if err := s.SetGeneration(h.ctx, "k", want); err != nil {
+		if err := s.SetGeneration(h.Ctx, "k", want); err != nil {
 			t.Fatalf("SetGeneration: %v", err)
 		}
 		if g := gen("k"); g != want {
@@ -465,7 +448,7 @@ func testGeneration(t *testing.T, h *harness) {
 		t.Fatalf("entry generation = %d, want 3", got.Generation)
 	}
 	// SetGeneration before any entry.
-	if err := s.SetGeneration(h.ctx, "fresh", 5); err != nil {
+	if err := s.SetGeneration(h.Ctx, "fresh", 5); err != nil {
 		t.Fatalf("SetGeneration(fresh): %v", err)
 	}
 	if g := gen("fresh"); g != 5 {
@@ -477,8 +460,8 @@ func testGeneration(t *testing.T, h *harness) {
 }
 
 func testSessions(t *testing.T, h *harness) {
-	s := h.open(t)
-	got, err := s.Sessions(h.ctx)
+	s := h.Open(t)
+	got, err := s.Sessions(h.Ctx)
 	if err != nil {
 		t.Fatalf("Sessions: %v", err)
 	}
@@ -491,7 +474,7 @@ func testSessions(t *testing.T, h *harness) {
 			mustAppend(t, s, k, entry(j))
 		}
 	}
-	got, err = s.Sessions(h.ctx)
+	got, err = s.Sessions(h.Ctx)
 	if err != nil {
 		t.Fatalf("Sessions: %v", err)
 	}
@@ -505,7 +488,7 @@ func testSessions(t *testing.T, h *harness) {
 }
 
 func testMessageIDsNeverNil(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	for i, ids := range [][]string{nil, {}} {
 		e := entry(i)
 		e.MessageIDs = ids
@@ -526,19 +509,19 @@ func testMessageIDsNeverNil(t *testing.T, h *harness) {
 		}
 	}
 	check("Tail", mustTail(t, s, "k", 10))
-	es, err := s.Range(h.ctx, "k", 1, 0)
+	es, err := s.Range(h.Ctx, "k", 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check("Range", es)
-	if h.cfg.reopen != nil {
-		s = h.cfg.reopen(t, s)
+	if h.CanReopen() {
+		s = h.Reopen(t, s)
 		check("Tail after reopen", mustTail(t, s, "k", 10))
 	}
 }
 
 func testRoundTrip(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	full := transcript.Entry{
 		Role:       transcript.RoleAssistant,
 		Author:     "bot",
@@ -559,13 +542,13 @@ func testRoundTrip(t *testing.T, h *harness) {
 		mustEqual(t, "append result", got, want)
 		tail := mustTail(t, s, "k", 1)
 		mustEqual(t, "tail", tail[0], want)
-		rng, err := s.Range(h.ctx, "k", got.Seq, 1)
+		rng, err := s.Range(h.Ctx, "k", got.Seq, 1)
 		if err != nil || len(rng) != 1 {
 			t.Fatalf("Range: %v %v", rng, err)
 		}
 		mustEqual(t, "range", rng[0], want)
 		for _, id := range in.MessageIDs {
-			bm, ok, err := s.ByMessageID(h.ctx, "k", id)
+			bm, ok, err := s.ByMessageID(h.Ctx, "k", id)
 			if err != nil || !ok {
 				t.Fatalf("ByMessageID(%s): ok=%v err=%v", id, ok, err)
 			}
@@ -581,7 +564,7 @@ func testRoundTrip(t *testing.T, h *harness) {
 }
 
 func testTime(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	zone := time.FixedZone("X", 5*3600+1800)
 	times := []time.Time{
 		time.Date(2024, 12, 31, 23, 59, 59, 999999999, zone),
@@ -608,7 +591,7 @@ func testTime(t *testing.T, h *harness) {
 }
 
 func testCopies(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	in := entry(1)
 	in.Meta = map[string]string{"a": "1"}
 	got := mustAppend(t, s, "k", in)
@@ -625,13 +608,13 @@ func testCopies(t *testing.T, h *harness) {
 	tail[0].Meta["b"] = "x"
 	again := mustTail(t, s, "k", 1)
 	mustEqual(t, "after mutating Tail result", again[0], want)
-	if _, ok, _ := s.ByMessageID(h.ctx, "k", "mutated-in"); ok {
+	if _, ok, _ := s.ByMessageID(h.Ctx, "k", "mutated-in"); ok {
 		t.Fatal("mutated input message id became indexed")
 	}
 }
 
 func testConcurrent(t *testing.T, h *harness) {
-	s := h.open(t)
+	s := h.Open(t)
 	const goroutines, perG = 16, 50
 	keys := []string{"c0", "c1"}
 	type result struct {
@@ -652,7 +635,7 @@ func testConcurrent(t *testing.T, h *harness) {
 				e := entry(i)
 				e.DeliveryID = fmt.Sprintf("d-%d-%d", g/4, i)
 				e.Text = e.DeliveryID
-				got, existed, err := s.Append(h.ctx, key, e)
+				got, existed, err := s.Append(h.Ctx, key, e)
 				if err != nil {
 					t.Errorf("Append: %v", err)
 					return
@@ -663,7 +646,7 @@ func testConcurrent(t *testing.T, h *harness) {
 				}
 			}
 			// One entry without delivery id per goroutine: never deduped.
-			if _, existed, err := s.Append(h.ctx, key, entry(-1)); err != nil || existed {
+			if _, existed, err := s.Append(h.Ctx, key, entry(-1)); err != nil || existed {
 				t.Errorf("Append without delivery id: existed=%v err=%v", existed, err)
 			}
 		})
@@ -714,10 +697,7 @@ func testConcurrent(t *testing.T, h *harness) {
 }
 
 func testDurable(t *testing.T, h *harness) {
-	if h.cfg.reopen == nil {
-		t.Skip("store is not durable (no reopen hook)")
-	}
-	s := h.open(t)
+	s := h.Open(t)
 	var stored []transcript.Entry
 	for i := 1; i <= 5; i++ {
 		e := entry(i)
@@ -727,10 +707,10 @@ func testDurable(t *testing.T, h *harness) {
 		stored = append(stored, mustAppend(t, s, "k", e))
 	}
 	mustAppend(t, s, "k2", entry(1))
-	if err := s.SetGeneration(h.ctx, "k", 2); err != nil {
+	if err := s.SetGeneration(h.Ctx, "k", 2); err != nil {
 		t.Fatal(err)
 	}
-	s = h.cfg.reopen(t, s)
+	s = h.Reopen(t, s)
 
 	tail := mustTail(t, s, "k", 10)
 	if len(tail) != len(stored) {
@@ -739,10 +719,10 @@ func testDurable(t *testing.T, h *harness) {
 	for i := range tail {
 		mustEqual(t, "after reopen", tail[i], stored[i])
 	}
-	if g, err := s.Generation(h.ctx, "k"); err != nil || g != 2 {
+	if g, err := s.Generation(h.Ctx, "k"); err != nil || g != 2 {
 		t.Fatalf("generation after reopen = %d, %v; want 2", g, err)
 	}
-	keys, err := s.Sessions(h.ctx)
+	keys, err := s.Sessions(h.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -750,14 +730,14 @@ func testDurable(t *testing.T, h *harness) {
 	if !slices.Equal(keys, []string{"k", "k2"}) {
 		t.Fatalf("sessions after reopen = %q", keys)
 	}
-	got, ok, err := s.ByMessageID(h.ctx, "k", "m3-b")
+	got, ok, err := s.ByMessageID(h.Ctx, "k", "m3-b")
 	if err != nil || !ok {
 		t.Fatalf("ByMessageID after reopen: ok=%v err=%v", ok, err)
 	}
 	mustEqual(t, "ByMessageID after reopen", got, stored[2])
 	dup := entry(100)
 	dup.DeliveryID = "d4"
-	got, existed, err := s.Append(h.ctx, "k", dup)
+	got, existed, err := s.Append(h.Ctx, "k", dup)
 	if err != nil || !existed {
 		t.Fatalf("dedupe after reopen: existed=%v err=%v", existed, err)
 	}
