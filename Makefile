@@ -31,8 +31,9 @@ fmtcheck: ## fail if any file is not gofmt-formatted
 
 lint: vet fmtcheck ## static checks
 
-bench: ## the performance targets (benchmarks)
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime=2s ./core/... ./store/...
+bench: ## the performance targets (benchmarks); figures are in the issue notes
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime=2s ./core/... ./store/bolt/
+	$(GO) test -run '^$$' -bench . -benchtime=1x ./cmd/bot/ ./console/
 
 soak: ## long randomized scenario run
 	SOAK=1 $(GO) test -race -count=1 -timeout 60m -run Scenario ./cmd/bot/...
