@@ -1,0 +1,69 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentbot/agentbot/core/binding"
+)
+
+// PutBindings inserts or replaces the records in one transaction; a record
+// with an empty ID fails the whole call.
+func (s *Store) PutBindings(ctx context.Context, recs ...binding.Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var b pgx.Batch
+	for _, r := range recs {
+		if strings.TrimSpace(r.ID) == "" {
+			return errors.New("postgres: binding with empty id")
+		}
+		if len(r.Metadata) == 0 {
+			r.Metadata = nil
+		}
+		raw, err := encode("binding", r.ID, r)
+		if err != nil {
+			return err
+		}
+		b.Queue(`INSERT INTO bindings (id, data) VALUES ($1, $2)
+ON CONFLICT (id) DO UPDATE SET data = excluded.data`, r.ID, raw)
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error { return tx.SendBatch(ctx, &b).Close() })
+}
+
+// Bindings returns every stored record, ordered by ID.
+func (s *Store) Bindings(ctx context.Context) ([]binding.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return queryRecords[binding.Record](ctx, s, "binding", `SELECT id, data FROM bindings ORDER BY id`)
+}
+
+// queryRecords runs a query returning (id, data) rows and decodes each data.
+func queryRecords[T any](ctx context.Context, s *Store, what, sql string, args ...any) ([]T, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var (
+		out = []T{}
+		id  string
+		raw []byte
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &raw}, func() error {
+		v, err := decode[T](what, id, raw)
+		if err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,80 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentbot/agentbot/core/delivery"
+)
+
+// Deliveries live in one table keyed by id, with state and CreatedAt in
+// columns so listing by state, newest first, is an index scan. A later
+// multi-process outbox claims pending rows with SELECT ... FOR UPDATE SKIP
+// LOCKED on the same table.
+
+// PutDelivery inserts or replaces r by r.Delivery.ID.
+func (s *Store) PutDelivery(ctx context.Context, r delivery.Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	id := r.Delivery.ID
+	if strings.TrimSpace(id) == "" {
+		return errors.New("postgres: delivery with empty id")
+	}
+	if len(r.MessageIDs) == 0 {
+		r.MessageIDs = nil
+	}
+	if len(r.Delivery.Producer.Meta) == 0 {
+		r.Delivery.Producer.Meta = nil
+	}
+	raw, err := encode("delivery", id, r)
+	if err != nil {
+		return err
+	}
+	sec, nsec := timeKey(r.CreatedAt)
+	_, err = s.pool.Exec(ctx, `INSERT INTO deliveries (id, state, created_sec, created_nsec, data) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (id) DO UPDATE SET state = excluded.state, created_sec = excluded.created_sec,
+	created_nsec = excluded.created_nsec, data = excluded.data`, id, string(r.State), sec, nsec, raw)
+	return err
+}
+
+// GetDelivery returns the record for id.
+func (s *Store) GetDelivery(ctx context.Context, id string) (delivery.Record, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return delivery.Record{}, false, err
+	}
+	if id == "" {
+		return delivery.Record{}, false, nil
+	}
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `SELECT data FROM deliveries WHERE id = $1`, id).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return delivery.Record{}, false, nil
+	}
+	if err != nil {
+		return delivery.Record{}, false, err
+	}
+	r, err := decode[delivery.Record]("delivery", id, raw)
+	return r, err == nil, err
+}
+
+// Deliveries returns records in state ("" for all), newest CreatedAt first
+// (ties: higher ID first), at most limit (0 = no limit).
+func (s *Store) Deliveries(ctx context.Context, state delivery.PendingState, limit int) ([]delivery.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	if state == "" {
+		return queryRecords[delivery.Record](ctx, s, "delivery", `SELECT id, data FROM deliveries
+ORDER BY created_sec DESC, created_nsec DESC, id DESC LIMIT $1`, lim)
+	}
+	return queryRecords[delivery.Record](ctx, s, "delivery", `SELECT id, data FROM deliveries WHERE state = $1
+ORDER BY created_sec DESC, created_nsec DESC, id DESC LIMIT $2`, string(state), lim)
+}
