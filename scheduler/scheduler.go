@@ -59,6 +59,11 @@ type ChatRunner interface {
 	RunJobTurn(ctx context.Context, in InChatRun) (messageIDs []string, err error)
 }
 
+// ErrTurnFailed wraps a RunJobTurn error when the turn failed (e.g. the
+// model call) but its trigger and a failure notice were displayed; the ids
+// returned with it are what was displayed.
+var ErrTurnFailed = errors.New("the job's turn failed")
+
 // ChatRunnerFunc adapts a function to ChatRunner (wiring helper).
 type ChatRunnerFunc func(ctx context.Context, in InChatRun) ([]string, error)
 
@@ -630,6 +635,11 @@ func (s *Scheduler) performInChat(ctx context.Context, j Job, r *Run) {
 	})
 	r.Delivery.MessageIDs = slices.Clone(ids)
 	switch {
+	case errors.Is(err, ErrTurnFailed) && len(ids) > 0:
+		// The turn failed, and the chat displayed the trigger and a
+		// failure notice: the run failed, what it posted was delivered.
+		r.Status, r.Error = StatusError, err.Error()
+		r.Delivery.Status = DeliveryDelivered
 	case err != nil:
 		r.Status, r.Error = StatusError, err.Error()
 		r.Delivery.Status, r.Delivery.Error = DeliveryFailed, err.Error()

@@ -8,7 +8,9 @@ import (
 
 	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/scheduler"
 )
 
@@ -17,7 +19,9 @@ import (
 // the model's job tools from the scheduler's API.
 type schedulerBridge struct {
 	*scheduler.Scheduler
-	sessions *session.Manager
+	sessions    *session.Manager
+	outbound    *delivery.Outbound
+	transcripts *transcript.Service
 }
 
 var (
@@ -28,7 +32,7 @@ var (
 )
 
 func newSchedulerBridge(a *app) (*schedulerBridge, error) {
-	b := &schedulerBridge{sessions: a.sessions}
+	b := &schedulerBridge{sessions: a.sessions, outbound: a.outbound, transcripts: a.transcripts}
 	b.Scheduler = scheduler.New(scheduler.Config{
 		Store: a.store, Clock: a.clock, Runner: b, Background: b, Deliverer: a.outbound,
 		History: a.transcripts, Routes: a.bindings, Log: a.log.With().Str("component", "scheduler").Logger(),
@@ -38,9 +42,27 @@ func newSchedulerBridge(a *app) (*schedulerBridge, error) {
 }
 
 // RunJobTurn implements scheduler.ChatRunner (Rule 2, in-chat).
+//
+// Once queued, the turn runs to its end even when the bot is stopping
+// (sessions drain after the scheduler stopped), so the run waits for it:
+// giving up on ctx would record a run whose trigger and reply were
+// displayed as failed, and count it towards failure alerts.
+//
+// A turn whose model call failed displays a notice instead of a reply and
+// reports no error; the run failed all the same (failure alerts, backoff),
+// so it is returned as an error along with what was displayed.
 func (b *schedulerBridge) RunJobTurn(ctx context.Context, in scheduler.InChatRun) ([]string, error) {
-	return b.sessions.RunJobTurn(ctx, session.JobTurn{Conversation: in.Conversation, DeliveryID: "job:" + in.JobID + ":run:" + in.RunID,
+	wctx := context.WithoutCancel(ctx)
+	ids, err := b.sessions.RunJobTurn(wctx, session.JobTurn{Conversation: in.Conversation, DeliveryID: "job:" + in.JobID + ":run:" + in.RunID,
 		Trigger: in.Trigger, Meta: in.Meta})
+	if err != nil || len(ids) < 2 {
+		return ids, err
+	}
+	key, _, _ := b.outbound.SessionFor(in.Conversation)
+	if e, ok, lerr := b.transcripts.ByMessageID(wctx, key, ids[len(ids)-1]); lerr == nil && ok && e.Source == transcript.SourceNotice {
+		return ids, fmt.Errorf("%w: %s", scheduler.ErrTurnFailed, strings.TrimSpace(strings.TrimPrefix(e.Text, "⚠️")))
+	}
+	return ids, nil
 }
 
 // RunBackground implements scheduler.BackgroundRunner (Rule 2, background).
