@@ -179,14 +179,15 @@ func (a *app) Run(ctx context.Context) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	// Shutdown order: the adapter and the scheduler stop taking work and
-	// finish what they accepted; only then do sessions drain their queues,
-	// and the store closes last (deferred above).
+	// finish what they accepted; then sessions drain their queues; then
+	// bindings flush their last activity; the store closes last (deferred).
 	sessCtx, stopSessions := context.WithCancel(context.WithoutCancel(ctx))
+	bindCtx, stopBindings := context.WithCancel(context.WithoutCancel(ctx))
 	var producers sync.WaitGroup
 	producers.Add(2)
 	go func() { producers.Wait(); stopSessions() }()
-	g.Go(func() error { return a.sessions.Run(sessCtx) })
-	g.Go(func() error { return a.bindings.Run(gctx, time.Minute) })
+	g.Go(func() error { defer stopBindings(); return a.sessions.Run(sessCtx) })
+	g.Go(func() error { return a.bindings.Run(bindCtx, time.Minute) })
 	g.Go(func() error { defer producers.Done(); return a.adapter.Run(gctx) })
 	g.Go(func() error {
 		defer producers.Done()
