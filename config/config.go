@@ -117,8 +117,9 @@ type FailureAlertConfig struct {
 
 // StoreConfig is the persistent store.
 type StoreConfig struct {
-	Driver string `yaml:"driver"` // "bolt"
-	Path   string `yaml:"path"`   // relative paths are resolved against the working directory
+	Driver string `yaml:"driver"` // "bolt" (default) or "postgres"
+	Path   string `yaml:"path"`   // bolt: the file; relative paths are resolved against the working directory
+	DSN    string `yaml:"dsn"`    // postgres: connection string, e.g. ${DATABASE_URL}; a secret (never echoed)
 }
 
 // HTTPConfig is the health/metrics server.

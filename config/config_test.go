@@ -111,10 +111,12 @@ func TestBadConfigs(t *testing.T) {
 			nil, "test.yaml:2: scheduler.maxCatchUp: must be between 1 and 1000"},
 		{"runRetention zero", "scheduler:\n  runRetention: 0\n",
 			nil, "test.yaml:2: scheduler.runRetention: must be at least 1"},
-		{"postgres", "store:\n  driver: postgres\n",
-			nil, `test.yaml:2: store.driver: "postgres" is not supported yet; use "bolt"`},
+		{"postgres without dsn", "store:\n  driver: postgres\n",
+			nil, `test.yaml:1: store.dsn: is required with driver postgres, e.g. ${DATABASE_URL} (postgres://user:password@host:5432/agentbot)`},
+		{"postgres empty dsn from env", "store:\n  driver: postgres\n  dsn: ${DATABASE_URL}\n",
+			map[string]string{"DATABASE_URL": ""}, `test.yaml:3: store.dsn: is required with driver postgres, e.g. ${DATABASE_URL} (postgres://user:password@host:5432/agentbot)`},
 		{"unknown driver", "store:\n  driver: sqlite\n",
-			nil, `test.yaml:2: store.driver: unknown driver "sqlite"; use "bolt"`},
+			nil, `test.yaml:2: store.driver: unknown driver "sqlite"; use "bolt" or "postgres"`},
 		{"listen without host:port", "http:\n  listen: 9464\n",
 			nil, `test.yaml:2: http.listen: "9464" is not host:port`},
 		{"log level", "log:\n  level: verbose\n",
@@ -494,5 +496,27 @@ func TestValidateBuiltInCode(t *testing.T) {
 	cfg.HTTP.Listen = "127.0.0.1:0" // an ephemeral port is fine for tests
 	if err := cfg.Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestStorePostgres(t *testing.T) {
+	const secret = "postgres://bot:s3cr3t-password@db:5432/agentbot"
+	env := func(k string) (string, bool) { return secret, k == "DATABASE_URL" }
+	cfg, err := LoadBytes("test.yaml", []byte("store:\n  driver: postgres\n  dsn: ${DATABASE_URL}\n"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Store.Driver != "postgres" || cfg.Store.DSN != secret {
+		t.Fatalf("store = %+v", cfg.Store)
+	}
+	// bolt stays the default.
+	cfg, err = LoadBytes("test.yaml", []byte("log: {level: info}\n"), env)
+	if err != nil || cfg.Store.Driver != "bolt" || cfg.Store.Path == "" {
+		t.Fatalf("default store = %+v, %v", cfg.Store, err)
+	}
+	// The dsn is a secret: an error elsewhere in the file never echoes it.
+	_, err = LoadBytes("test.yaml", []byte("store:\n  driver: postgres\n  dsn: ${DATABASE_URL}\n  bogus: "+secret+"\n"), env)
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("error = %v", err)
 	}
 }

@@ -69,7 +69,8 @@ func syntaxError(name string, data []byte, err error) *Error {
 	return &Error{File: name, Line: line, Msg: "YAML syntax error: " + msg + " (" + hint + ")"}
 }
 
-// collectSecrets returns the expanded values of every key named token or apiKey, anywhere in the tree,
+// collectSecrets returns the expanded values of every key named token, apiKey or dsn (a connection
+// string carries a password), anywhere in the tree,
 // so that no message can echo them even when the file is otherwise wrong.
 func collectSecrets(n *yaml.Node, env func(string) (string, bool)) []string {
 	var out []string
@@ -79,7 +80,7 @@ func collectSecrets(n *yaml.Node, env func(string) (string, bool)) []string {
 		case yaml.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
-				if (k.Value == "token" || k.Value == "apiKey") && v.Kind == yaml.ScalarNode {
+				if (k.Value == "token" || k.Value == "apiKey" || k.Value == "dsn") && v.Kind == yaml.ScalarNode {
 					if s, err := expand(v.Value, env, nil); err == nil {
 						out = append(out, s) // the value itself when it references no variable
 					} else {

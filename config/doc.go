@@ -20,7 +20,7 @@
 //     fs.ErrNotExist and says to copy config.example.yaml.
 //   - An error names one problem: the key path (discord.threadBindings.idleHours, agents[1].id,
 //     models.gpt.apiKey), the file and line where the parser knows them, and what to do.
-//   - Secrets (any value under a key named token or apiKey) never appear in an error message: values
+//   - Secrets (any value under a key named token, apiKey or dsn) never appear in an error message: values
 //     are quoted back only when short (at most 40 characters), and every message is scrubbed of the
 //     configured secret values of 8 characters or more.
 //   - A Config returned without error satisfies Validate; the first agent is the default agent and every
@@ -32,6 +32,8 @@
 //     baseURL usually means a local or proxy server (Ollama, vLLM, LM Studio) that needs no key.
 //   - scheduler.maxCatchUp is how many of a job's missed instants are run after downtime when
 //     catchUpMissed is on; the default 1 runs the job once for all the instants it missed.
-//   - store.driver accepts only "bolt" today; "postgres" is reserved and reported as not supported yet.
+//   - store.driver is "bolt" (default; store.path required) or "postgres" (store.dsn required, usually
+//     ${DATABASE_URL}); `bot run` still opens only bolt until the app is wired to store/postgres, and
+//     `bot migrate-store` copies a bolt store into PostgreSQL.
 //   - The package imports time/tzdata, so timezones validate and load on a machine without zoneinfo.
 package config

@@ -186,9 +186,13 @@ func (c *Config) validateStore() *Error {
 	switch c.Store.Driver {
 	case "bolt":
 	case "postgres":
-		return c.src.errAt("store.driver", "\"postgres\" is not supported yet; use \"bolt\"")
+		if strings.TrimSpace(c.Store.DSN) == "" {
+			return c.src.errAt("store.dsn", "is required with driver postgres, e.g. ${DATABASE_URL} "+
+				"(postgres://user:password@host:5432/agentbot)")
+		}
+		return nil
 	default:
-		return c.src.errAt("store.driver", "unknown driver %s; use \"bolt\"", show(c.Store.Driver))
+		return c.src.errAt("store.driver", "unknown driver %s; use \"bolt\" or \"postgres\"", show(c.Store.Driver))
 	}
 	if c.Store.Path == "" {
 		return c.src.errAt("store.path", "is required, e.g. data/bot.db")
