@@ -130,9 +130,10 @@ type Adapter struct {
 	threads *threadManager
 	dms     sync.Map // user id -> DM channel id
 
-	events   *eventQueue
-	stopping atomic.Bool
-	wg       sync.WaitGroup // interaction goroutines
+	events    *eventQueue
+	stopping  atomic.Bool
+	connected chan struct{}  // closed at the first READY
+	wg        sync.WaitGroup // interaction goroutines
 }
 
 // Compile-time interface guards.
@@ -160,6 +161,7 @@ func New(opt Options, d Deps) *Adapter {
 	}
 	a := &Adapter{opt: opt, d: d, log: d.Log, guilds: set(opt.Guilds), ops: set(opt.OperatorUsers), opRoles: set(opt.OperatorRoles), ctx: context.Background()}
 	a.token.Set(opt.Token)
+	a.connected = make(chan struct{})
 	a.hooks = &webhookManager{a: a, cache: map[string]webhookCreds{}}
 	a.threads = &threadManager{a: a}
 	return a
@@ -186,6 +188,9 @@ func (a *Adapter) SetDeps(d Deps) {
 // SetToken rotates the bot token (config reload). Every later REST call,
 // including those of the reused thread and webhook managers, uses it.
 func (a *Adapter) SetToken(tok string) { a.token.Set(tok) }
+
+// Connected is closed once the first gateway session is ready.
+func (a *Adapter) Connected() <-chan struct{} { return a.connected }
 
 // Ready reports whether the gateway session is ready.
 func (a *Adapter) Ready() bool { return a.ready.Load() }
@@ -225,6 +230,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	}()
 	select {
 	case <-readyCh:
+		close(a.connected)
 	case <-ctx.Done():
 		return nil
 	case <-time.After(30 * time.Second):

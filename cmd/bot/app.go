@@ -192,12 +192,10 @@ func (a *app) Run(ctx context.Context) error {
 	g.Go(func() error {
 		defer producers.Done()
 		// Finish deliveries a previous process left pending, once connected.
-		for !a.adapter.Ready() {
-			select {
-			case <-gctx.Done():
-				return nil
-			case <-time.After(50 * time.Millisecond):
-			}
+		select {
+		case <-gctx.Done():
+			return nil
+		case <-a.adapter.Connected():
 		}
 		n, err := a.outbound.Recover(context.WithoutCancel(gctx), a.started)
 		if err != nil {

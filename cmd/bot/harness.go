@@ -94,14 +94,12 @@ func (h *harness) start(ctx context.Context) error {
 	if _, err := h.emu.WaitRequests(wctx, "PUT", commandsRoute, puts+1); err != nil {
 		return fmt.Errorf("bot did not register its commands: %w", err)
 	}
-	for !a.adapter.Ready() {
-		select {
-		case err := <-h.done:
-			return fmt.Errorf("bot stopped: %w", err)
-		case <-wctx.Done():
-			return errors.New("bot did not become ready")
-		case <-time.After(10 * time.Millisecond):
-		}
+	select {
+	case err := <-h.done:
+		return fmt.Errorf("bot stopped: %w", err)
+	case <-wctx.Done():
+		return errors.New("bot did not become ready")
+	case <-a.adapter.Connected():
 	}
 	return h.emu.WaitHeartbeats(wctx, 1)
 }
