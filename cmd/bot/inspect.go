@@ -23,17 +23,27 @@ var errNotFound = errors.New("not found")
 
 // bindingJSON is the scripting contract of `bot inspect bindings -json`.
 type bindingJSON struct {
-	BindingID        string                  `json:"bindingId"`
-	TargetSessionKey string                  `json:"targetSessionKey"`
-	TargetKind       binding.TargetKind      `json:"targetKind"`
-	Conversation     binding.ConversationRef `json:"conversation"`
-	Status           binding.Status          `json:"status"`
-	BoundBy          string                  `json:"boundBy,omitempty"`
-	BoundAt          time.Time               `json:"boundAt"`
-	ExpiresAt        *time.Time              `json:"expiresAt"`
-	LastActivityAt   time.Time               `json:"lastActivityAt"`
-	EndedAt          *time.Time              `json:"endedAt"`
-	EndedReason      string                  `json:"endedReason"`
+	BindingID        string             `json:"bindingId"`
+	TargetSessionKey string             `json:"targetSessionKey"`
+	TargetKind       binding.TargetKind `json:"targetKind"`
+	Conversation     conversationJSON   `json:"conversation"`
+	Status           binding.Status     `json:"status"`
+	BoundBy          string             `json:"boundBy,omitempty"`
+	BoundAt          time.Time          `json:"boundAt"`
+	ExpiresAt        *time.Time         `json:"expiresAt"`
+	LastActivityAt   time.Time          `json:"lastActivityAt"`
+	EndedAt          *time.Time         `json:"endedAt"`
+	EndedReason      string             `json:"endedReason"`
+}
+
+// conversationJSON is a binding's conversation in the scripting contract:
+// every field is always present (binding.ConversationRef omits an empty
+// parentConversationId).
+type conversationJSON struct {
+	Channel              string `json:"channel"`
+	AccountID            string `json:"accountId"`
+	ConversationID       string `json:"conversationId"`
+	ParentConversationID string `json:"parentConversationId"`
 }
 
 // entryJSON is the scripting contract of `bot inspect transcript KEY -json`.
@@ -96,7 +106,7 @@ func (in inspector) bindings(ctx context.Context, w io.Writer, asJSON bool) erro
 	}
 	for _, r := range recs {
 		if asJSON {
-			if err := enc.Encode(bindingJSON{BindingID: r.ID, TargetSessionKey: r.TargetSessionKey, TargetKind: r.TargetKind, Conversation: r.Conversation,
+			if err := enc.Encode(bindingJSON{BindingID: r.ID, TargetSessionKey: r.TargetSessionKey, TargetKind: r.TargetKind, Conversation: conversationJSON(r.Conversation),
 				Status: r.Status, BoundBy: r.BoundBy, BoundAt: r.BoundAt, ExpiresAt: timePtr(r.ExpiresAt()), LastActivityAt: r.LastActivityAt,
 				EndedAt: timePtr(r.EndedAt), EndedReason: r.EndedReason}); err != nil {
 				return err
