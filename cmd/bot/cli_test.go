@@ -160,10 +160,10 @@ func TestCLIInspectBindingsJSON(t *testing.T) {
 	cfg, storePath := cliConfig(t, "")
 	active := binding.Record{ID: "b1", TargetSessionKey: "agent:main:subagent:s1", TargetKind: binding.TargetKind("subagent"),
 		Conversation: binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: "401", ParentConversationID: "300"},
-		Status: binding.StatusActive, BoundBy: "u1", BoundAt: cliT0, LastActivityAt: cliT0.Add(time.Minute), IdleTimeout: 24 * time.Hour}
+		Status:       binding.StatusActive, BoundBy: "u1", BoundAt: cliT0, LastActivityAt: cliT0.Add(time.Minute), IdleTimeout: 24 * time.Hour}
 	ended := binding.Record{ID: "b2", TargetSessionKey: "agent:main:discord:channel:300", TargetKind: binding.TargetKind("session"),
 		Conversation: binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: "402"},
-		Status: binding.Status("ended"), BoundAt: cliT0, LastActivityAt: cliT0, EndedAt: cliT0.Add(time.Hour), EndedReason: "unfocus"}
+		Status:       binding.Status("ended"), BoundAt: cliT0, LastActivityAt: cliT0, EndedAt: cliT0.Add(time.Hour), EndedReason: "unfocus"}
 	cliSeed(t, storePath, func(st *bolt.Store) {
 		if err := st.PutBindings(t.Context(), active, ended); err != nil {
 			t.Fatal(err)
