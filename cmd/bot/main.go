@@ -56,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDoctor(ctx, args[1:], stdout, stderr)
 	case "inspect":
 		return cmdInspect(ctx, args[1:], stdout, stderr)
+	case "migrate-store":
+		return cmdMigrateStore(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "bot", version)
 		return exitOK
@@ -74,6 +76,7 @@ func usage(w io.Writer) {
   bot demo                            scripted story against the built-in Discord emulator (no token)
   bot doctor  [-config FILE] [-fix]   validate config and store; migrate jobs to the two modes
   bot inspect bindings|jobs|runs [JOB]|transcript KEY [-config FILE] [-json]
+  bot migrate-store [-config FILE] -to DSN   copy the bolt store (store.path) into an empty PostgreSQL database
   bot version
 `)
 }

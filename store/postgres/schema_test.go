@@ -190,3 +190,32 @@ func TestWebhooks(t *testing.T) {
 		t.Fatal("other channel's webhook lost")
 	}
 }
+
+func TestImportEntries(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	es := []transcript.Entry{
+		{Seq: 1, Role: transcript.RoleUser, Text: "a", MessageIDs: []string{"m1"}, Generation: 0},
+		{Seq: 2, Role: transcript.RoleAssistant, Text: "b", DeliveryID: "d1", Generation: 1},
+	}
+	if err := s.ImportEntries(ctx, "k", es); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ImportEntries(ctx, "k", []transcript.Entry{{Seq: 5}}); err == nil {
+		t.Fatal("gap accepted")
+	}
+	got, err := s.Tail(ctx, "k", 10)
+	if err != nil || len(got) != 2 || got[1].Generation != 1 || got[0].MessageIDs[0] != "m1" {
+		t.Fatalf("Tail = %+v %v", got, err)
+	}
+	if _, existed, _ := s.Append(ctx, "k", transcript.Entry{DeliveryID: "d1"}); !existed {
+		t.Fatal("imported delivery id not deduped")
+	}
+	if e, _, _ := s.Append(ctx, "k", transcript.Entry{Text: "c"}); e.Seq != 3 {
+		t.Fatalf("seq after import = %d, want 3", e.Seq)
+	}
+	counts, err := s.Counts(ctx)
+	if err != nil || counts["transcript_entries"] != 3 || counts["transcript_messages"] != 1 || counts["bindings"] != 0 {
+		t.Fatalf("Counts = %v %v", counts, err)
+	}
+}

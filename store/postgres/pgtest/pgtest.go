@@ -12,6 +12,8 @@
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 //
+// (or t.Cleanup(pgtest.Stop) where the package has no TestMain of its own)
+//
 // When no server can be had, tests skip with the reason, except under
 // CI=true, where they fail: CI must run the PostgreSQL suites.
 package pgtest
@@ -43,9 +45,10 @@ import (
 const EnvDSN = "AGENTBOT_TEST_DSN"
 
 var (
-	once   sync.Once
-	srv    *server
-	srvErr error
+	mu      sync.Mutex
+	started bool
+	srv     *server
+	srvErr  error
 )
 
 type server struct {
@@ -63,17 +66,37 @@ type server struct {
 // was started. Use it from TestMain.
 func Main(m *testing.M) int {
 	code := m.Run()
+	Stop()
+	return code
+}
+
+// Stop stops the private server now (a later DSN starts a new one). Test
+// binaries without a pgtest TestMain call it from t.Cleanup; the server
+// would otherwise live until the test binary exits.
+func Stop() {
+	mu.Lock()
+	defer mu.Unlock()
 	if srv != nil {
 		srv.stop()
 	}
-	return code
+	started, srv, srvErr = false, nil, nil
+}
+
+func current() (*server, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if !started {
+		srv, srvErr = start()
+		started = true
+	}
+	return srv, srvErr
 }
 
 // DSN creates an empty database for t and returns its DSN. It skips t (or
 // fails it under CI=true) when PostgreSQL is not available.
 func DSN(t testing.TB) string {
 	t.Helper()
-	once.Do(func() { srv, srvErr = start() })
+	srv, srvErr := current()
 	if srvErr != nil {
 		if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
 			t.Fatalf("pgtest: PostgreSQL is required under CI: %v", srvErr)
