@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/agentbot/agentbot/core/binding"
@@ -18,7 +19,6 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-
 func openDSN(t testing.TB, dsn string) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), dsn, Options{})
@@ -29,26 +29,35 @@ func openDSN(t testing.TB, dsn string) *Store {
 	return s
 }
 
-var dsnOf = map[*Store]string{}
+var (
+	dsnMu sync.Mutex
+	dsnOf = map[*Store]string{} // each store's database, for reopen
+)
 
 // openTemp opens a store on a fresh database.
 func openTemp(t testing.TB) *Store {
 	t.Helper()
 	dsn := pgtest.DSN(t)
 	s := openDSN(t, dsn)
+	dsnMu.Lock()
 	dsnOf[s] = dsn
+	dsnMu.Unlock()
 	return s
 }
 
 // reopen closes s and opens a new store on the same database (a restart).
 func reopen(t *testing.T, s *Store) *Store {
 	t.Helper()
+	dsnMu.Lock()
 	dsn := dsnOf[s]
+	dsnMu.Unlock()
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	n := openDSN(t, dsn)
+	dsnMu.Lock()
 	dsnOf[n] = dsn
+	dsnMu.Unlock()
 	return n
 }
 
