@@ -509,6 +509,9 @@ func TestStorePostgres(t *testing.T) {
 	if cfg.Store.Driver != "postgres" || cfg.Store.DSN != secret {
 		t.Fatalf("store = %+v", cfg.Store)
 	}
+	if err := cfg.ValidateForRun(); err == nil || !strings.Contains(err.Error(), "store.driver: `bot run` does not run on postgres yet") {
+		t.Fatalf("ValidateForRun with postgres: %v", err)
+	}
 	// bolt stays the default.
 	cfg, err = LoadBytes("test.yaml", []byte("log: {level: info}\n"), env)
 	if err != nil || cfg.Store.Driver != "bolt" || cfg.Store.Path == "" {
