@@ -33,7 +33,7 @@
 //   - scheduler.maxCatchUp is how many of a job's missed instants are run after downtime when
 //     catchUpMissed is on; the default 1 runs the job once for all the instants it missed.
 //   - store.driver is "bolt" (default; store.path required) or "postgres" (store.dsn required, usually
-//     ${DATABASE_URL}); ValidateForRun (`bot run`) refuses postgres until the app is wired to store/postgres;
+//     ${DATABASE_URL}); ValidateForRun accepts both;
 //     `bot migrate-store` copies a bolt store into PostgreSQL.
 //   - The package imports time/tzdata, so timezones validate and load on a machine without zoneinfo.
 package config

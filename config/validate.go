@@ -32,12 +32,6 @@ func (c *Config) ValidateForRun() error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	if c.Store.Driver == "postgres" {
-		// Until the app is wired to store/postgres (issue 9), refuse rather
-		// than silently run on the bolt file at store.path.
-		return c.src.errAt("store.driver", "`bot run` does not run on postgres yet; use \"bolt\" "+
-			"(`bot migrate-store` copies a bolt store into PostgreSQL ahead of the switch)")
-	}
 	const path = "discord.token"
 	token := c.Discord.Token
 	file := "the config file"

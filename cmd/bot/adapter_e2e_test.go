@@ -610,7 +610,11 @@ func TestRateLimitedSendArrivesOnce(t *testing.T) {
 	if _, err := h.emu.WaitMessages(t.Context(), h.general.ID, 2); err != nil {
 		t.Fatal(err)
 	}
-	posts := h.emu.RequestsTo("POST", "/channels/{channel_id}/messages")
+	// The request log entry lands after the message is displayed: wait for it too.
+	posts, err := h.emu.WaitRequests(t.Context(), "POST", "/channels/{channel_id}/messages", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(posts) != 2 || posts[0].Status != 429 || posts[1].Status != 200 {
 		t.Fatalf("message creates: %+v", posts)
 	}

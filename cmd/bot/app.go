@@ -26,7 +26,6 @@ import (
 	"github.com/agentbot/agentbot/metrics"
 	"github.com/agentbot/agentbot/model"
 	"github.com/agentbot/agentbot/model/providers"
-	"github.com/agentbot/agentbot/store/bolt"
 )
 
 // app is the whole bot, wired explicitly: store, core services, sessions,
@@ -35,7 +34,7 @@ type app struct {
 	cfg   *config.Config
 	log   zerolog.Logger
 	clock clock.Clock
-	store *bolt.Store
+	store botStore
 	reg   *prometheus.Registry
 
 	bindings    *binding.Service
@@ -74,7 +73,9 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 			return nil, fmt.Errorf("%w (%w)", err, config.ErrInvalid)
 		}
 	}
-	st, err := bolt.Open(cfg.Store.Path, bolt.Options{LockTimeout: time.Second})
+	octx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	st, err := openStore(octx, cfg.Store, time.Second)
 	if err != nil {
 		return nil, err
 	}

@@ -161,7 +161,7 @@ func playDemo(ctx context.Context, dir string, log zerolog.Logger, w io.Writer) 
 	return printChecks(ctx, w, emu, st, general, thread)
 }
 
-func printChecks(ctx context.Context, w io.Writer, emu *discordtest.Emulator, st *bolt.Store, general, thread string) (int, error) {
+func printChecks(ctx context.Context, w io.Writer, emu *discordtest.Emulator, st botStore, general, thread string) (int, error) {
 	problems, err := rule1Check(ctx, emu, st, []string{general, thread})
 	if err != nil {
 		return 0, err

@@ -10,7 +10,6 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/scheduler"
-	"github.com/agentbot/agentbot/store/bolt"
 )
 
 // cmdDoctor validates the config and the store: jobs whose stored mode
@@ -25,13 +24,13 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return code
 	}
 	fmt.Fprintln(stdout, "✔ config is valid")
-	st, err := bolt.Open(cfg.Store.Path, bolt.Options{LockTimeout: time.Second})
+	st, err := openStore(ctx, cfg.Store, time.Second)
 	if err != nil {
 		fmt.Fprintln(stderr, "bot:", err)
 		return exitUsage
 	}
 	defer st.Close()
-	fmt.Fprintf(stdout, "✔ store %s opened (schema %d)\n", st.Path(), bolt.SchemaVersion)
+	fmt.Fprintf(stdout, "✔ store %s opened\n", storeLabel(cfg.Store, st))
 
 	problems := 0
 	findings, err := scheduler.Diagnose(ctx, st)
@@ -81,7 +80,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // staleBindings reports active bindings whose target subagent has ended
 // (they route messages to a session that will not answer as expected).
-func staleBindings(ctx context.Context, st *bolt.Store, w io.Writer) (int, error) {
+func staleBindings(ctx context.Context, st botStore, w io.Writer) (int, error) {
 	infos, err := st.SessionInfos(ctx)
 	if err != nil {
 		return 0, err

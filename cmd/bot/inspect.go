@@ -70,7 +70,7 @@ func timePtr(t time.Time) *time.Time {
 // inspector renders read-only views of a store, for the CLI and for the
 // running bot's /inspect endpoint (the same code answers both).
 type inspector struct {
-	store *bolt.Store
+	store botStore
 }
 
 func (in inspector) write(ctx context.Context, w io.Writer, what string, args []string, asJSON bool) error {
@@ -170,7 +170,7 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 	pos = append(pos, fs.Args()...)
-	st, err := bolt.Open(cfg.Store.Path, bolt.Options{LockTimeout: 200 * time.Millisecond})
+	st, err := openStore(ctx, cfg.Store, 200*time.Millisecond)
 	if errors.Is(err, bolt.ErrLocked) && cfg.HTTP.Enabled() {
 		// The bot is running: ask it.
 		err = inspectRemote(ctx, cfg.HTTP.Listen, cfg.HTTP.Token, what, pos, *asJSON, stdout)

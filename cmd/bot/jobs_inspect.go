@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/scheduler"
-	"github.com/agentbot/agentbot/store/bolt"
 )
 
 // jobJSON is the scripting contract of `bot inspect jobs -json`.
@@ -43,7 +42,7 @@ type runJSON struct {
 	} `json:"delivery"`
 }
 
-func inspectJobs(ctx context.Context, st *bolt.Store, w io.Writer, asJSON bool) error {
+func inspectJobs(ctx context.Context, st botStore, w io.Writer, asJSON bool) error {
 	jobs, err := st.Jobs(ctx)
 	if err != nil {
 		return err
@@ -70,7 +69,7 @@ func inspectJobs(ctx context.Context, st *bolt.Store, w io.Writer, asJSON bool) 
 	return tw.Flush()
 }
 
-func inspectRuns(ctx context.Context, st *bolt.Store, w io.Writer, jobID string, asJSON bool) error {
+func inspectRuns(ctx context.Context, st botStore, w io.Writer, jobID string, asJSON bool) error {
 	var ids []string
 	if jobID != "" {
 		if _, ok, err := st.Job(ctx, jobID); err != nil {

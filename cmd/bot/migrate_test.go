@@ -58,7 +58,6 @@ func migSeed(t *testing.T, storePath string, fill func(st *bolt.Store)) {
 
 func TestMigrateStore(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	t.Cleanup(pgtest.Stop) // this package has no pgtest TestMain
 	ctx := context.Background()
 	cfgPath, storePath := migConfig(t)
 	thread := binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: "900", ParentConversationID: "100"}
