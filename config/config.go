@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strconv"
 	"time"
 	_ "time/tzdata" // timezones must validate on a machine without zoneinfo files
 )
@@ -36,6 +37,32 @@ type DiscordConfig struct {
 	Guilds         []string             `yaml:"guilds"` // allowlist of guild ids; empty = all
 	Operators      OperatorsConfig      `yaml:"operators"`
 	ThreadBindings ThreadBindingsConfig `yaml:"threadBindings"`
+	Shard          ShardConfig          `yaml:"shard"`
+}
+
+// ShardConfig is this process's gateway shard. The default (id 0, count 1) is unsharded.
+type ShardConfig struct {
+	ID    int    `yaml:"id"`    // 0 <= id < count
+	Count string `yaml:"count"` // a whole number >= 1, or "auto" (GET /gateway/bot's recommended shards)
+}
+
+// ShardAuto is the shard count that asks Discord for its recommendation.
+const ShardAuto = "auto"
+
+// Total returns the configured shard count; auto is true for "auto" (the count is then known only
+// after asking Discord, and n is 0). An empty Count is 1. Call on a validated Config.
+func (s ShardConfig) Total() (n int, auto bool) {
+	switch s.Count {
+	case "":
+		return 1, false
+	case ShardAuto:
+		return 0, true
+	}
+	n, err := strconv.Atoi(s.Count)
+	if err != nil {
+		return 1, false
+	}
+	return n, false
 }
 
 // OperatorsConfig lists who may run privileged commands; both empty = members with Manage Server.
@@ -163,6 +190,7 @@ func Default() *Config {
 	return &Config{
 		Discord: DiscordConfig{
 			ThreadBindings: ThreadBindingsConfig{Enabled: true, IdleHours: 24},
+			Shard:          ShardConfig{ID: 0, Count: "1"},
 		},
 		Agents:    []AgentConfig{{ID: "main", Name: "Assistant", SystemPrompt: DefaultSystemPrompt, Model: DefaultModelName}},
 		Models:    map[string]ModelConfig{DefaultModelName: defaultModel()},
@@ -205,6 +233,7 @@ func (c *Config) fillEmpty() {
 		setIfEmpty(&a.SystemPrompt, DefaultSystemPrompt)
 		setIfEmpty(&a.Model, DefaultModelName)
 	}
+	setIfEmpty(&c.Discord.Shard.Count, d.Discord.Shard.Count)
 	setIfEmpty(&c.Scheduler.Timezone, d.Scheduler.Timezone)
 	setIfEmpty(&c.Store.Driver, d.Store.Driver)
 	setIfEmpty(&c.Store.Path, d.Store.Path)

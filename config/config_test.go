@@ -44,7 +44,7 @@ func TestBadConfigs(t *testing.T) {
 		{"unknown top-level key", "discrod:\n  token: x\n",
 			nil, `test.yaml:1: discrod: unknown key (did you mean "discord"?)`},
 		{"unknown nested key", "discord:\n  threadBinding:\n    enabled: true\n",
-			nil, `test.yaml:2: discord.threadBinding: unknown key (did you mean "threadBindings"?); the keys allowed under discord are: token, apiURL, guilds, operators, threadBindings`},
+			nil, `test.yaml:2: discord.threadBinding: unknown key (did you mean "threadBindings"?); the keys allowed under discord are: token, apiURL, guilds, operators, threadBindings, shard`},
 		{"unknown key in list item", "agents:\n  - id: a\n    prompt: hi\n",
 			nil, `test.yaml:3: agents[0].prompt: unknown key`},
 		{"negative idleHours", "discord:\n  threadBindings:\n    enabled: true\n    idleHours: -1\n",

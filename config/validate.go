@@ -65,12 +65,38 @@ func (c *Config) validateDiscord() *Error {
 	if err := c.checkIDs("discord.operators.roles", d.Operators.Roles, "Copy Role ID"); err != nil {
 		return err
 	}
+	if err := c.validateShard(); err != nil {
+		return err
+	}
 	tb := d.ThreadBindings
 	if tb.IdleHours < 0 {
 		return c.src.errAt("discord.threadBindings.idleHours", "must be 0 or more (hours of inactivity before a thread is unbound; 0 disables), got %v", tb.IdleHours)
 	}
 	if tb.MaxAgeHours < 0 {
 		return c.src.errAt("discord.threadBindings.maxAgeHours", "must be 0 or more (hours from binding until a thread is unbound; 0 disables), got %v", tb.MaxAgeHours)
+	}
+	return nil
+}
+
+// validateShard checks discord.shard: count is "auto" or a whole number >= 1 and 0 <= id < count
+// (with auto, id < count is checked at connect time, against Discord's recommendation).
+func (c *Config) validateShard() *Error {
+	s := c.Discord.Shard
+	n := 1
+	switch s.Count {
+	case "", ShardAuto:
+	default:
+		v, err := strconv.Atoi(s.Count)
+		if err != nil || v < 1 {
+			return c.src.errAt("discord.shard.count", "must be a whole number of at least 1, or \"auto\" (Discord's recommendation), got %s", show(s.Count))
+		}
+		n = v
+	}
+	if s.ID < 0 {
+		return c.src.errAt("discord.shard.id", "must be 0 or more, got %d", s.ID)
+	}
+	if s.Count != ShardAuto && s.ID >= n {
+		return c.src.errAt("discord.shard.id", "must be less than discord.shard.count (%d): shards are numbered 0 to %d, got %d", n, n-1, s.ID)
 	}
 	return nil
 }
