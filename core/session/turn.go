@@ -50,6 +50,7 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) {
 	}
 	agent := m.agentFor(t.key)
 	history, err := m.d.Transcripts.History(ctx, t.key, max(agent.MaxHistory, 1))
+	history = upTo(history, t.triggerSeq)
 	var text string
 	source := transcript.SourceTurn
 	if err == nil {
@@ -72,6 +73,21 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) {
 	if t.done != nil {
 		t.done(ids, err)
 	}
+}
+
+// upTo drops entries written after the turn's own message (a message
+// queued behind this turn gets its own turn), so each turn answers the
+// conversation as it stood when its message arrived.
+func upTo(history []transcript.Entry, seq uint64) []transcript.Entry {
+	if seq == 0 {
+		return history
+	}
+	for i, e := range history {
+		if e.Seq > seq {
+			return history[:i]
+		}
+	}
+	return history
 }
 
 // reply posts text as this turn's reply; the turn writes the entry itself

@@ -293,3 +293,25 @@ func TestSessionKeyParity(t *testing.T) {
 		}
 	}
 }
+
+// TestTurnAnswersItsOwnMessage: a message queued behind a running turn is
+// not in that turn's request; it gets its own turn.
+func TestTurnAnswersItsOwnMessage(t *testing.T) {
+	g := newGate(echo.New())
+	f := newFixture(t, fixtureOptions{provider: g})
+	f.say(ref("c1"), "first")
+	first := g.waitEntered(t)
+	f.say(ref("c1"), "second")
+	g.release <- struct{}{}
+	second := g.waitEntered(t)
+	g.release <- struct{}{}
+	f.settle()
+	for _, m := range first.Messages {
+		if strings.Contains(m.Text, "second") {
+			t.Fatalf("first turn saw the message queued behind it: %+v", first.Messages)
+		}
+	}
+	if last := second.Messages[len(second.Messages)-1]; !strings.Contains(last.Text, "second") {
+		t.Fatalf("second turn's last message = %q", last.Text)
+	}
+}
