@@ -40,6 +40,20 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// DisableReferee turns off the OpenAPI check of every request.
 	DisableReferee bool
+	// Shards is the recommended shard count GET /gateway/bot returns. Default 1.
+	Shards int
+	// SessionStartLimit is GET /gateway/bot's session_start_limit; every IDENTIFY takes one from
+	// Remaining. Zero fields take defaults: Total 1000, Remaining Total, ResetAfter 24h,
+	// MaxConcurrency 1.
+	SessionStartLimit SessionStartLimit
+}
+
+// SessionStartLimit is Discord's identify budget (GET /gateway/bot).
+type SessionStartLimit struct {
+	Total          int
+	Remaining      int
+	ResetAfter     time.Duration
+	MaxConcurrency int
 }
 
 // Emulator is an in-process Discord: REST under /api/v9 and a websocket gateway,
@@ -64,6 +78,7 @@ type Emulator struct {
 	conns    map[*gwConn]struct{}
 	noAck    bool
 	gw       gwCounters
+	startLim SessionStartLimit
 	requests []Request
 	faults   []*faultState
 	limits   rateLimiter
@@ -88,6 +103,22 @@ func New(opts Options) *Emulator {
 	if opts.GlobalWindow <= 0 {
 		opts.GlobalWindow = time.Second
 	}
+	if opts.Shards <= 0 {
+		opts.Shards = 1
+	}
+	l := &opts.SessionStartLimit
+	if l.Total <= 0 {
+		l.Total = 1000
+	}
+	if l.Remaining <= 0 {
+		l.Remaining = l.Total
+	}
+	if l.ResetAfter <= 0 {
+		l.ResetAfter = 24 * time.Hour
+	}
+	if l.MaxConcurrency <= 0 {
+		l.MaxConcurrency = 1
+	}
 	e := &Emulator{
 		opts:     opts,
 		changed:  make(chan struct{}),
@@ -96,6 +127,7 @@ func New(opts Options) *Emulator {
 		upgrader: websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }},
 	}
 	e.world = newWorld()
+	e.startLim = opts.SessionStartLimit
 	e.limits = newRateLimiter(opts.RateLimits, opts.GlobalLimit, opts.GlobalWindow)
 	e.appID = e.nextIDLocked()
 	e.botUser = User{ID: e.appID, Username: opts.BotName, Bot: true}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -88,6 +89,44 @@ type gwSession struct {
 	conn       *gwConn
 	intents    int64
 	heartbeats int
+	shardID    int // from IDENTIFY's shard [id, count]; 0 of 1 when absent
+	shardCount int
+}
+
+// wants reports whether the session's shard receives the events of guildID ("" = not a guild
+// event, e.g. a DM: shard 0, as Discord does).
+func (s *gwSession) wants(guildID string) bool {
+	if s.shardCount <= 1 {
+		return true
+	}
+	if guildID == "" {
+		return s.shardID == 0
+	}
+	return GuildShard(guildID, s.shardCount) == s.shardID
+}
+
+// GuildShard is the shard that receives a guild's events: (guild_id >> 22) % count.
+func GuildShard(guildID string, count int) int {
+	id, err := strconv.ParseUint(guildID, 10, 64)
+	if err != nil || count <= 1 {
+		return 0
+	}
+	return int((id >> 22) % uint64(count))
+}
+
+// eventGuild returns the guild an event belongs to: "id" for GUILD_* events about the guild
+// itself, "guild_id" otherwise; "" when it has none.
+func eventGuild(t string, data []byte) string {
+	var g struct {
+		ID      string `json:"id"`
+		GuildID string `json:"guild_id"`
+	}
+	_ = json.Unmarshal(data, &g)
+	switch t {
+	case "GUILD_CREATE", "GUILD_UPDATE", "GUILD_DELETE":
+		return g.ID
+	}
+	return g.GuildID
 }
 
 // maxReplayFrames bounds each session's replay buffer; a RESUME older than the buffer is refused
@@ -118,14 +157,18 @@ type GatewayStats struct {
 
 type gwCounters struct{ identifies, resumes, heartbeats, events, sessionSeq int }
 
-// dispatchLocked emits a dispatch event to every session. Caller holds e.mu.
+// dispatchLocked emits a dispatch event to every session whose shard owns the event's guild.
+// Caller holds e.mu.
 func (e *Emulator) dispatchLocked(t string, d any) {
 	data, err := json.Marshal(d)
 	if err != nil {
 		panic(fmt.Sprintf("discordtest: marshal %s: %v", t, err))
 	}
+	guild := eventGuild(t, data)
 	for _, s := range e.sessions {
-		s.sendLocked(t, data)
+		if s.wants(guild) {
+			s.sendLocked(t, data)
+		}
 	}
 	e.gw.events++
 	e.broadcastLocked()
@@ -147,6 +190,9 @@ func (e *Emulator) dispatchMessageLocked(t string, m *Message) {
 		redacted = mustJSON(w)
 	}
 	for _, s := range e.sessions {
+		if !s.wants(m.GuildID) {
+			continue
+		}
 		if s.intents&intentMessageContent != 0 {
 			s.sendLocked(t, full)
 		} else {
@@ -157,7 +203,8 @@ func (e *Emulator) dispatchMessageLocked(t string, m *Message) {
 	e.broadcastLocked()
 }
 
-// Dispatch sends an arbitrary dispatch event (op 0, type t, payload d) to every session.
+// Dispatch sends an arbitrary dispatch event (op 0, type t, payload d) to every session (of the
+// shard owning the payload's guild_id, or id for GUILD_* events).
 func (e *Emulator) Dispatch(t string, d any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -236,33 +283,52 @@ func (e *Emulator) identify(c *gwConn, raw json.RawMessage) bool {
 	var d struct {
 		Token   string `json:"token"`
 		Intents int64  `json:"intents"`
+		Shard   []int  `json:"shard"`
 	}
 	_ = json.Unmarshal(raw, &d)
 	if !e.tokenOK(d.Token) {
 		c.closeWith(4004, "Authentication failed.")
 		return false
 	}
+	shardID, shardCount := 0, 1
+	if len(d.Shard) == 2 {
+		shardID, shardCount = d.Shard[0], d.Shard[1]
+	}
+	if len(d.Shard) != 0 && len(d.Shard) != 2 || shardCount < 1 || shardID < 0 || shardID >= shardCount {
+		c.closeWith(4010, "Invalid shard.")
+		return false
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.startLim.Remaining > 0 {
+		e.startLim.Remaining--
+	}
 	if c.session != nil && c.session.conn == c {
 		c.session.conn = nil
 	}
 	e.gw.sessionSeq++
 	e.gw.identifies++
-	s := &gwSession{id: fmt.Sprintf("session-%d", e.gw.sessionSeq), conn: c, intents: d.Intents}
+	s := &gwSession{id: fmt.Sprintf("session-%d", e.gw.sessionSeq), conn: c, intents: d.Intents, shardID: shardID, shardCount: shardCount}
 	c.session = s
 	e.sessions[s.id] = s
 	guilds := []any{}
+	var mine []string
 	for _, id := range e.world.guildOrder {
-		guilds = append(guilds, map[string]any{"id": id, "unavailable": true})
+		if s.wants(id) {
+			mine = append(mine, id)
+			guilds = append(guilds, map[string]any{"id": id, "unavailable": true})
+		}
 	}
 	ready := map[string]any{
 		"v": 9, "user": e.botUser.wire(), "session_id": s.id, "resume_gateway_url": e.GatewayURL(),
 		"guilds": guilds, "private_channels": []any{}, "relationships": []any{},
 		"application": map[string]any{"id": e.appID, "flags": 0},
 	}
+	if len(d.Shard) == 2 {
+		ready["shard"] = []int{shardID, shardCount}
+	}
 	s.sendLocked("READY", mustJSON(ready))
-	for _, id := range e.world.guildOrder {
+	for _, id := range mine {
 		s.sendLocked("GUILD_CREATE", mustJSON(e.guildCreateLocked(id)))
 	}
 	e.broadcastLocked()
@@ -425,6 +491,33 @@ func (e *Emulator) GatewayStats() GatewayStats {
 		Connections: len(e.conns), Sessions: len(e.sessions), Identifies: e.gw.identifies,
 		Resumes: e.gw.resumes, Heartbeats: e.gw.heartbeats, Events: e.gw.events,
 	}
+}
+
+// SessionShards returns the [id, count] shard each live session identified with.
+func (e *Emulator) SessionShards() map[string][2]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string][2]int{}
+	for id, s := range e.sessions {
+		out[id] = [2]int{s.shardID, s.shardCount}
+	}
+	return out
+}
+
+// SessionStartLimit returns the identify budget as GET /gateway/bot reports it now.
+func (e *Emulator) SessionStartLimit() SessionStartLimit {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.startLim
+}
+
+// SetSessionStartLimit replaces the identify budget (e.g. Remaining 0 to test a bot that must not
+// identify). Zero fields are kept as given.
+func (e *Emulator) SetSessionStartLimit(l SessionStartLimit) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.startLim = l
+	e.broadcastLocked()
 }
 
 // SessionHeartbeats returns heartbeats received per live session id.

@@ -22,6 +22,7 @@ type Request struct {
 	Query  url.Values
 	Body   []byte
 	Auth   string
+	Header http.Header // as received (a clone)
 	Status int
 	Code   int // Discord error code of the response, 0 on success
 	Time   time.Time
@@ -159,7 +160,7 @@ func (e *Emulator) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	req := Request{Method: r.Method, Path: path, Query: r.URL.Query(), Body: body, Auth: r.Header.Get("Authorization")}
+	req := Request{Method: r.Method, Path: path, Query: r.URL.Query(), Body: body, Auth: r.Header.Get("Authorization"), Header: r.Header.Clone()}
 	if !e.opts.DisableReferee {
 		e.checkSpec(req)
 	}

@@ -73,8 +73,9 @@ func (e *Emulator) buildRoutes() []route {
 func (e *Emulator) getGateway(*call) reply { return ok(map[string]any{"url": e.GatewayURL()}) }
 
 func (e *Emulator) getGatewayBot(*call) reply {
-	return ok(map[string]any{"url": e.GatewayURL(), "shards": 1, "session_start_limit": map[string]any{
-		"total": 1000, "remaining": 999, "reset_after": 86400000, "max_concurrency": 1,
+	l := e.startLim
+	return ok(map[string]any{"url": e.GatewayURL(), "shards": e.opts.Shards, "session_start_limit": map[string]any{
+		"total": l.Total, "remaining": l.Remaining, "reset_after": l.ResetAfter.Milliseconds(), "max_concurrency": l.MaxConcurrency,
 	}})
 }
 

@@ -15,7 +15,11 @@ import (
 func (e *Emulator) AddGuild(name string) Guild {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	g := &Guild{ID: e.nextIDLocked(), Name: name}
+	return e.addGuildLocked(name, e.nextIDLocked())
+}
+
+func (e *Emulator) addGuildLocked(name, id string) Guild {
+	g := &Guild{ID: id, Name: name}
 	owner := User{ID: e.nextIDLocked(), Username: name + "-owner"}
 	g.OwnerID = owner.ID
 	e.world.users[owner.ID] = owner
@@ -24,6 +28,23 @@ func (e *Emulator) AddGuild(name string) Guild {
 	e.world.members[g.ID] = []string{e.botUser.ID, owner.ID}
 	e.dispatchLocked("GUILD_CREATE", e.guildCreateLocked(g.ID))
 	return *g
+}
+
+// AddGuildOnShard creates a guild whose id falls on shard of count ((id >> 22) % count == shard),
+// so tests can seed guilds for each shard of a sharded bot. It panics on shard outside [0, count).
+func (e *Emulator) AddGuildOnShard(name string, shard, count int) Guild {
+	if count < 1 || shard < 0 || shard >= count {
+		panic(fmt.Sprintf("discordtest: shard %d of %d", shard, count))
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// The first millisecond after both the clock and the last id that is on that shard.
+	ms := max(e.lastID>>22, e.opts.Now().UnixMilli()-discordEpoch) + 1
+	for ms%int64(count) != int64(shard) {
+		ms++
+	}
+	e.lastID = ms << 22
+	return e.addGuildLocked(name, fmt.Sprint(e.lastID))
 }
 
 // AddTextChannel creates a text channel in a guild.
