@@ -40,6 +40,11 @@ type Options struct {
 	RetryBackoff time.Duration
 	// DrainTimeout bounds how long a stop waits for accepted events.
 	DrainTimeout time.Duration
+	// Shard is the gateway shard to serve (zero value: unsharded).
+	Shard Shard
+	// Sleep waits before an IDENTIFY (pacing, backoff, a spent budget);
+	// nil = a real timer. Tests inject one that records and returns.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Sessions is what the adapter needs of core/session.Manager.
@@ -130,6 +135,9 @@ type Adapter struct {
 	threads *threadManager
 	dms     sync.Map // user id -> DM channel id
 
+	shard      Shard        // Count 0 until known (auto); guarded by mu
+	identifies atomic.Int64 // connect attempts (see connect)
+
 	events    *eventQueue
 	stopping  atomic.Bool
 	connected chan struct{}  // closed at the first READY
@@ -161,6 +169,10 @@ func New(opt Options, d Deps) *Adapter {
 	}
 	a := &Adapter{opt: opt, d: d, log: d.Log, guilds: set(opt.Guilds), ops: set(opt.OperatorUsers), opRoles: set(opt.OperatorRoles), ctx: context.Background()}
 	a.token.Set(opt.Token)
+	a.shard = Shard{ID: opt.Shard.ID}
+	if !opt.Shard.Auto {
+		a.shard.Count = max(opt.Shard.Count, 1)
+	}
 	a.connected = make(chan struct{})
 	a.hooks = &webhookManager{a: a, cache: map[string]webhookCreds{}}
 	a.threads = &threadManager{a: a}
@@ -219,8 +231,11 @@ func (a *Adapter) Run(ctx context.Context) error {
 	a.mu.Unlock()
 	a.events = newEventQueue(a)
 	a.register(s, readyCh)
-	if err := s.Open(); err != nil {
-		return fmt.Errorf("discord: connect gateway: %w", err)
+	if err := a.connect(ctx, s); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
 	}
 	defer func() {
 		a.ready.Store(false)
@@ -277,6 +292,9 @@ func (a *Adapter) newSession() (*discordgo.Session, error) {
 	s.Client = &http.Client{Transport: tr, Timeout: 20 * time.Second}
 	s.Identify.Intents = Intents
 	s.ShouldReconnectOnError = a.opt.Reconnect
+	if sh := a.shard; sh.Count > 1 { // auto: set by fixShard before the first Open
+		s.ShardID, s.ShardCount = sh.ID, sh.Count
+	}
 	s.StateEnabled = true
 	s.LogLevel = discordgo.LogError
 	return s, nil
