@@ -102,7 +102,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		Token: cfg.Discord.Token, APIURL: cfg.Discord.APIURL, Guilds: cfg.Discord.Guilds,
 		OperatorUsers: cfg.Discord.Operators.Users, OperatorRoles: cfg.Discord.Operators.Roles,
 		ThreadBindings: tb.Enabled, Reconnect: true, BaseTransport: o.BaseTransport,
-		RetryBackoff: o.RetryBackoff, SweepInterval: o.SweepInterval,
+		RetryBackoff: o.RetryBackoff, SweepInterval: o.SweepInterval, Shard: shardOf(cfg.Discord.Shard),
 	}, discord.Deps{}) // deps are set below, once everything exists
 	a.outbound = delivery.NewOutbound(delivery.OutboundConfig{
 		Sender: a.adapter, Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
@@ -138,6 +138,12 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	})
 	a.bindings.OnEnded(a.sessions.OnBindingEnded)
 	return a, nil
+}
+
+// shardOf maps discord.shard onto the adapter's shard.
+func shardOf(c config.ShardConfig) discord.Shard {
+	n, auto := c.Total()
+	return discord.Shard{ID: c.ID, Count: n, Auto: auto}
 }
 
 // observedRouter counts router decisions.

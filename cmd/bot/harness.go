@@ -28,6 +28,7 @@ type harness struct {
 	general discordtest.Channel
 	alice   discordtest.User
 	prov    model.Provider
+	shared  bool // the emulator belongs to the caller: not seeded, started or closed here
 
 	cancel context.CancelFunc
 	done   chan error
@@ -44,10 +45,16 @@ type harnessOptions struct {
 	Configure func(*config.Config)
 	Emulator  discordtest.Options
 	Provider  model.Provider // replaces every agent's provider when set
+	// Shared, when set, is a started emulator several harnesses use (one
+	// per shard process); it is not seeded and close leaves it running.
+	Shared *discordtest.Emulator
 }
 
 // newHarness starts the emulator and seeds a guild with #general and alice.
 func newHarness(o harnessOptions) (*harness, error) {
+	if o.Shared != nil {
+		return configureHarness(o, o.Shared, discordtest.Guild{}, discordtest.Channel{}, discordtest.User{})
+	}
 	emu := discordtest.New(o.Emulator)
 	g := emu.AddGuild("demo")
 	general, err := emu.AddTextChannel(g.ID, "general")
@@ -61,6 +68,10 @@ func newHarness(o harnessOptions) (*harness, error) {
 	if err := emu.Start(); err != nil {
 		return nil, err
 	}
+	return configureHarness(o, emu, g, general, alice)
+}
+
+func configureHarness(o harnessOptions, emu *discordtest.Emulator, g discordtest.Guild, general discordtest.Channel, alice discordtest.User) (*harness, error) {
 	cfg := config.Default()
 	cfg.Discord.Token = emu.Token()
 	cfg.Discord.APIURL = emu.URL()
@@ -71,10 +82,12 @@ func newHarness(o harnessOptions) (*harness, error) {
 		o.Configure(cfg)
 	}
 	if err := cfg.ValidateForRun(); err != nil {
-		emu.Close()
+		if o.Shared == nil {
+			emu.Close()
+		}
 		return nil, err
 	}
-	h := &harness{emu: emu, cfg: cfg, log: o.Log, clock: o.Clock, guild: g, general: general, alice: alice, prov: o.Provider}
+	h := &harness{emu: emu, cfg: cfg, log: o.Log, clock: o.Clock, guild: g, general: general, alice: alice, prov: o.Provider, shared: o.Shared != nil}
 	return h, nil
 }
 
@@ -101,6 +114,16 @@ func (h *harness) start(ctx context.Context) error {
 		return errors.New("bot did not become ready")
 	case <-a.adapter.Connected():
 	}
+	if h.shared { // other bots heartbeat too: wait for every session's first
+		return h.emu.Wait(wctx, func() bool {
+			for _, n := range h.emu.SessionHeartbeats() {
+				if n == 0 {
+					return false
+				}
+			}
+			return true
+		})
+	}
 	return h.emu.WaitHeartbeats(wctx, 1)
 }
 
@@ -118,6 +141,9 @@ func (h *harness) stop() error {
 // close stops the bot and the emulator.
 func (h *harness) close() error {
 	err := h.stop()
+	if h.shared {
+		return err
+	}
 	return errors.Join(err, h.emu.Close())
 }
 
