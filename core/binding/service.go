@@ -67,6 +67,12 @@ type Service struct {
 	bySession map[string]map[string]*Record
 	dirty     map[string]struct{} // touched since the last flush
 	onEnded   []EndedFunc
+	// writes counts the store writes made under mu (bind, unbind, sweep,
+	// timeouts), so Refresh can tell whether what it read is older than
+	// the index (see refresh.go).
+	writes uint64
+
+	refreshMu sync.Mutex // one Refresh at a time
 }
 
 // New returns a service; call Load before use. It does no I/O.
@@ -198,6 +204,7 @@ func (s *Service) Bind(ctx context.Context, in BindInput) (Record, error) {
 		s.mu.Unlock()
 		return Record{}, fmt.Errorf("bind %s: %w", conv.ConversationID, err)
 	}
+	s.writes++
 	if old != nil {
 		s.unindex(old)
 	}
@@ -371,6 +378,7 @@ func (s *Service) SetTimeouts(ctx context.Context, id string, idle, maxAge *time
 	if err := s.store.PutBindings(ctx, upd); err != nil {
 		return Record{}, fmt.Errorf("set timeouts %s: %w", id, err)
 	}
+	s.writes++
 	*r = upd
 	delete(s.dirty, id)
 	return upd, nil
@@ -416,6 +424,7 @@ func (s *Service) endLocked(ctx context.Context, targets []*Record, reason func(
 	if err := s.store.PutBindings(ctx, ended...); err != nil {
 		return nil, err
 	}
+	s.writes++
 	for _, r := range targets {
 		s.unindex(r)
 	}
@@ -425,8 +434,17 @@ func (s *Service) endLocked(ctx context.Context, targets []*Record, reason func(
 
 // Sweep ends every expired binding with reason idle-expired or
 // max-age-expired and returns them.
+//
+// Expired candidates are first re-read from the store (Refresh), so
+// activity another process recorded there keeps a binding alive; a failed
+// re-read is logged and the local view is used.
 func (s *Service) Sweep(ctx context.Context) ([]Record, error) {
 	now := s.clock.Now()
+	if ids := s.expiredIDs(now); len(ids) > 0 {
+		if err := s.Refresh(ctx, ids...); err != nil {
+			s.log.Warn().Err(err).Msg("binding sweep: re-read expired candidates")
+		}
+	}
 	s.mu.Lock()
 	var targets []*Record
 	for _, r := range s.byID {

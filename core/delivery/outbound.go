@@ -84,9 +84,27 @@ type Outbound struct {
 	clock        clock.Clock
 	log          zerolog.Logger
 	observe      func(Record)
+	claimer      Claimer
+	owner        string
+	lease        time.Duration
 
 	locks keyedMutex
 }
+
+// Claimer gives one process at a time the right to finish a delivery
+// (several processes sharing one outbox): Claim succeeds when the record
+// is unclaimed, already owner's, or its lease ran out, and (re)starts the
+// lease. A record that does not exist is not claimed.
+type Claimer interface {
+	ClaimDelivery(ctx context.Context, id, owner string, lease time.Duration) (bool, error)
+}
+
+// ErrClaimed: another process holds the claim on the delivery; it was
+// neither sent nor recorded here.
+var ErrClaimed = errors.New("delivery claimed by another process")
+
+// DefaultClaimLease is how long a claim keeps other processes off a delivery.
+const DefaultClaimLease = 5 * time.Minute
 
 // OutboundConfig wires an Outbound.
 type OutboundConfig struct {
@@ -99,6 +117,13 @@ type OutboundConfig struct {
 	Log          zerolog.Logger
 	// Observe, if set, sees every finished delivery record (metrics).
 	Observe func(Record)
+	// Claimer, if set, makes this process claim each delivery (as Owner,
+	// for Lease, default DefaultClaimLease) before sending it, so a
+	// process recovering the outbox never sends what another live process
+	// is sending. nil: one process owns the outbox (bbolt).
+	Claimer Claimer
+	Owner   string
+	Lease   time.Duration
 }
 
 // NewOutbound returns the send owner. It does no I/O.
@@ -109,9 +134,13 @@ func NewOutbound(c OutboundConfig) *Outbound {
 	if c.Observe == nil {
 		c.Observe = func(Record) {}
 	}
+	if c.Lease <= 0 {
+		c.Lease = DefaultClaimLease
+	}
 	return &Outbound{
 		sender: c.Sender, outbox: c.Outbox, transcripts: c.Transcripts, bindings: c.Bindings,
 		defaultAgent: c.DefaultAgent, clock: c.Clock, log: c.Log, observe: c.Observe,
+		claimer: c.Claimer, owner: c.Owner, lease: c.Lease,
 	}
 }
 
@@ -153,6 +182,13 @@ func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (
 	if err != nil {
 		return Result{}, fmt.Errorf("deliver %s: read outbox: %w", d.ID, err)
 	}
+	if found && o.claimer != nil && prev.State != StateDelivered {
+		// Claim before touching the record: another process may be
+		// sending it now.
+		if err := o.claim(ctx, d.ID); err != nil {
+			return Result{}, err
+		}
+	}
 	now := o.clock.Now()
 	rec := Record{Delivery: d, State: StatePending, CreatedAt: now, UpdatedAt: now}
 	if found {
@@ -164,6 +200,12 @@ func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (
 	}
 	if err := o.outbox.PutDelivery(ctx, rec); err != nil {
 		return Result{}, fmt.Errorf("deliver %s: record pending: %w", d.ID, err)
+	}
+	if !found && o.claimer != nil {
+		// A new record: claim it before a recovering process can.
+		if err := o.claim(ctx, d.ID); err != nil {
+			return Result{}, err
+		}
 	}
 
 	send := d
@@ -187,6 +229,18 @@ func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (
 		o.log.Error().Err(err).Str("delivery", d.ID).Msg("record delivered receipt")
 	}
 	return o.commit(context.WithoutCancel(ctx), rec, receipt, commit, found)
+}
+
+// claim takes the delivery for this process or reports ErrClaimed.
+func (o *Outbound) claim(ctx context.Context, id string) error {
+	ok, err := o.claimer.ClaimDelivery(ctx, id, o.owner, o.lease)
+	if err != nil {
+		return fmt.Errorf("deliver %s: claim: %w", id, err)
+	}
+	if !ok {
+		return fmt.Errorf("deliver %s: %w", id, ErrClaimed)
+	}
+	return nil
 }
 
 // commit writes the transcript entry of a confirmed send (or hands it to
@@ -272,7 +326,10 @@ func authorOf(d Delivery) string {
 // transcript lacks.
 //
 // Only deliveries created before `before` (this process's start) are
-// taken: later ones belong to live work of this process.
+// taken: later ones belong to live work of this process. With a Claimer
+// (several processes), a delivery another live process holds the claim of
+// is skipped, so Recover may run periodically in any process: what a dead
+// process left is finished once its lease has run out.
 func (o *Outbound) Recover(ctx context.Context, before time.Time) (recovered int, err error) {
 	var todo []Record
 	for _, st := range []PendingState{StatePending, StateSent} {
@@ -289,6 +346,10 @@ func (o *Outbound) Recover(ctx context.Context, before time.Time) (recovered int
 	slices.SortFunc(todo, func(a, b Record) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	for _, rec := range todo {
 		if _, err := o.Deliver(ctx, rec.Delivery, nil); err != nil {
+			if errors.Is(err, ErrClaimed) {
+				o.log.Debug().Str("delivery", rec.Delivery.ID).Msg("recover: another process is finishing it")
+				continue
+			}
 			o.log.Warn().Err(err).Str("delivery", rec.Delivery.ID).Msg("recovered delivery failed")
 			continue
 		}

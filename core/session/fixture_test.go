@@ -159,6 +159,7 @@ type fixtureOptions struct {
 	registry      *memory.Sessions
 	threadsOff    bool
 	spawnSessions bool
+	turns         session.TurnLocker
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -188,7 +189,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if o.spawnSessions {
 		opt.SpawnSubagentSessions = true
 	}
-	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(bs), Bindings: bs, Transcripts: tr, Store: o.registry, Clock: clk, Log: zerolog.Nop()}
+	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(bs), Bindings: bs, Transcripts: tr, Store: o.registry, Turns: o.turns, Clock: clk, Log: zerolog.Nop()}
 	if !o.noThreads {
 		deps.Threads = o.threads
 		if o.threadsImpl != nil {

@@ -51,8 +51,19 @@ type Deps struct {
 	Store       Store
 	Threads     Threads // nil: no thread creation
 	Jobs        Jobs    // nil: job tools are not offered
-	Clock       clock.Clock
-	Log         zerolog.Logger
+	// Turns, if set, serialises a session's work across processes sharing
+	// the store (nil: this process's queue is the only serialisation).
+	Turns TurnLocker
+	Clock clock.Clock
+	Log   zerolog.Logger
+}
+
+// TurnLocker holds a lock per session key across processes (PostgreSQL
+// advisory locks): Lock blocks until the caller holds key's lock or ctx
+// ends; unlock releases it. Every queued task of a session (a turn, a job
+// turn, a subagent run) runs under it.
+type TurnLocker interface {
+	Lock(ctx context.Context, key string) (unlock func(), err error)
 }
 
 // Manager runs sessions: one turn at a time per session, subagent spawns
@@ -346,7 +357,18 @@ func (m *Manager) runSafely(key string, task func(context.Context)) {
 			m.d.Log.Error().Str("session", key).Interface("panic", r).Msg("session task panicked")
 		}
 	}()
-	task(context.WithoutCancel(m.baseCtx()))
+	ctx := context.WithoutCancel(m.baseCtx())
+	if m.d.Turns != nil {
+		unlock, err := m.d.Turns.Lock(ctx, key)
+		if err != nil {
+			// Availability over strictness: the store itself still keeps
+			// the transcript consistent (append is atomic per session).
+			m.d.Log.Error().Err(err).Str("session", key).Msg("session lock unavailable; running the task without it")
+		} else {
+			defer unlock()
+		}
+	}
+	task(ctx)
 }
 
 // Info returns a session's registry record.

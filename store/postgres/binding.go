@@ -10,8 +10,15 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 )
 
-// PutBindings inserts or replaces the records in one transaction; a record
-// with an empty ID fails the whole call.
+// BindingsChannel is the NOTIFY channel PutBindings signals on, one notice
+// per written record with its id as payload, sent in the writing
+// transaction (so a listener sees the notice only once the write is
+// visible). See Listener.
+const BindingsChannel = "agentbot_bindings"
+
+// PutBindings inserts or replaces the records in one transaction and
+// notifies BindingsChannel with each id; a record with an empty ID fails
+// the whole call.
 func (s *Store) PutBindings(ctx context.Context, recs ...binding.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -30,6 +37,7 @@ func (s *Store) PutBindings(ctx context.Context, recs ...binding.Record) error {
 		}
 		b.Queue(`INSERT INTO bindings (id, data) VALUES ($1, $2)
 ON CONFLICT (id) DO UPDATE SET data = excluded.data`, r.ID, raw)
+		b.Queue(`SELECT pg_notify($1, $2)`, BindingsChannel, r.ID)
 	}
 	if len(recs) == 0 {
 		return nil
@@ -43,6 +51,18 @@ func (s *Store) Bindings(ctx context.Context) ([]binding.Record, error) {
 		return nil, err
 	}
 	return queryRecords[binding.Record](ctx, s, "binding", `SELECT id, data FROM bindings ORDER BY id`)
+}
+
+// BindingsByID returns the stored records among ids, ordered by ID
+// (binding.ByIDStore: what Service.Refresh reads on a change notice).
+func (s *Store) BindingsByID(ctx context.Context, ids ...string) ([]binding.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return []binding.Record{}, nil
+	}
+	return queryRecords[binding.Record](ctx, s, "binding", `SELECT id, data FROM bindings WHERE id = ANY($1) ORDER BY id`, ids)
 }
 
 // queryRecords runs a query returning (id, data) rows and decodes each data.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -11,9 +12,9 @@ import (
 )
 
 // Deliveries live in one table keyed by id, with state and CreatedAt in
-// columns so listing by state, newest first, is an index scan. A later
-// multi-process outbox claims pending rows with SELECT ... FOR UPDATE SKIP
-// LOCKED on the same table.
+// columns so listing by state, newest first, is an index scan. owner and
+// lease_until (migration 2) hold ClaimDelivery's claims: which process may
+// finish a delivery, until when.
 
 // PutDelivery inserts or replaces r by r.Delivery.ID.
 func (s *Store) PutDelivery(ctx context.Context, r delivery.Record) error {
@@ -59,6 +60,22 @@ func (s *Store) GetDelivery(ctx context.Context, id string) (delivery.Record, bo
 	}
 	r, err := decode[delivery.Record]("delivery", id, raw)
 	return r, err == nil, err
+}
+
+// ClaimDelivery gives owner the right to finish delivery id for lease
+// (delivery.Claimer): it succeeds when the row is unowned, already owner's,
+// or its lease (server time) has run out, and then renews the lease. A
+// missing row is not claimed. Writes by PutDelivery keep the claim.
+func (s *Store) ClaimDelivery(ctx context.Context, id, owner string, lease time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET owner = $2, lease_until = now() + $3::bigint * interval '1 microsecond'
+WHERE id = $1 AND (owner IS NULL OR owner = $2 OR lease_until < now())`, id, owner, lease.Microseconds())
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // Deliveries returns records in state ("" for all), newest CreatedAt first

@@ -28,6 +28,8 @@ var (
 	_ sess.Store       = (*Store)(nil)
 	_ scheduler.Store  = (*Store)(nil)
 	_ webhookStore     = (*Store)(nil)
+
+	_ binding.ByIDStore = (*Store)(nil)
 )
 
 type webhookStore interface {

@@ -9,7 +9,7 @@ import (
 )
 
 // SchemaVersion is the schema this binary writes: len(migrations).
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrationLockKey is the pg_advisory_xact_lock key migrations run under, so
 // two processes starting together migrate one after the other. It is the
@@ -104,6 +104,9 @@ CREATE TABLE job_ledger (
 	instant_sec  bigint NOT NULL,
 	instant_nsec integer NOT NULL
 );
+`},
+	{name: "delivery claims", sql: `
+ALTER TABLE deliveries ADD COLUMN owner text, ADD COLUMN lease_until timestamptz;
 `},
 }
 

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -97,7 +98,7 @@ func TestFailedMigrationRollsBack(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	ctx := context.Background()
 	bad := append(migrations[:len(migrations):len(migrations)], migration{name: "broken", sql: `SELECT nope FROM nowhere`})
-	if _, err := open(ctx, dsn, Options{}, bad); err == nil || !strings.Contains(err.Error(), "migration 2 (broken)") {
+	if _, err := open(ctx, dsn, Options{}, bad); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("migration %d (broken)", len(bad))) {
 		t.Fatalf("broken migration: %v", err)
 	}
 	// Nothing applied, not even migration 1: the next Open starts from 0.
