@@ -220,7 +220,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	<-ctx.Done()
 	<-c.Stop().Done()
 	s.mu.Lock()
-	s.cron = nil
+	// Run may be called again (a process that leads the scheduler again
+	// after losing leadership): its entries belonged to the stopped cron.
+	s.cron, s.entries = nil, map[string]cron.EntryID{}
 	s.mu.Unlock()
 	return nil
 }

@@ -44,6 +44,7 @@ type app struct {
 	sessions    *session.Manager
 	adapter     *discord.Adapter
 	sched       *schedulerBridge
+	cluster     *cluster // several processes on PostgreSQL; nil on bbolt
 	metrics     *metrics.Metrics
 	started     time.Time
 	httpAddr    chan string // receives the bound HTTP address (tests)
@@ -83,12 +84,17 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	a.bindings = binding.New(st, o.Clock, log.With().Str("component", "bindings").Logger())
+	if a.cluster, err = newCluster(octx, st, a.bindings, log.With().Str("component", "cluster").Logger()); err != nil {
+		st.Close()
+		return nil, err
+	}
 	a.metrics = metrics.New(a.reg, func() float64 { return float64(len(a.bindings.Active())) })
 	a.transcripts = transcript.NewService(st, o.Clock)
 	a.router = delivery.NewRouter(a.bindings)
 
 	agents, err := buildAgents(cfg, o.HTTPClient)
 	if err != nil {
+		a.cluster.close()
 		st.Close()
 		return nil, err
 	}
@@ -108,6 +114,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		Sender: a.adapter, Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
 		DefaultAgent: agents[0].ID, Clock: o.Clock, Log: log.With().Str("component", "outbound").Logger(),
 		Observe: func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
+		Claimer: a.cluster.claimer(), Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
 	})
 	a.sessions = session.New(session.Options{
 		Channel: "discord", AccountID: "default", Agents: agents,
@@ -118,11 +125,12 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		OnTurn:    func(d time.Duration) { a.metrics.Turn(d.Seconds()) },
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
-		Store: st, Threads: a.adapter, Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
+		Store: st, Threads: a.adapter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
 	})
 	if cfg.Scheduler.Enabled {
 		a.sched, err = newSchedulerBridge(a)
 		if err != nil {
+			a.cluster.close()
 			st.Close()
 			return nil, err
 		}
@@ -178,6 +186,7 @@ func buildAgents(cfg *config.Config, hc *http.Client) ([]session.Agent, error) {
 // within bounded time and the store is closed.
 func (a *app) Run(ctx context.Context) error {
 	defer a.store.Close()
+	defer a.cluster.close() // before the store
 	if err := a.bindings.Load(ctx); err != nil {
 		return err
 	}
@@ -194,7 +203,11 @@ func (a *app) Run(ctx context.Context) error {
 	producers.Add(2)
 	go func() { producers.Wait(); stopSessions() }()
 	g.Go(func() error { defer stopBindings(); return a.sessions.Run(sessCtx) })
-	g.Go(func() error { return a.bindings.Run(bindCtx, time.Minute) })
+	g.Go(func() error { return a.bindings.Run(bindCtx, a.cluster.bindingTick()) })
+	if a.cluster != nil {
+		// Other processes' binding changes, within a second.
+		g.Go(func() error { return a.cluster.listener.Run(gctx) })
+	}
 	g.Go(func() error { defer producers.Done(); return a.adapter.Run(gctx) })
 	g.Go(func() error {
 		defer producers.Done()
@@ -213,10 +226,7 @@ func (a *app) Run(ctx context.Context) error {
 		if turns, runs := a.sessions.Resume(context.WithoutCancel(gctx)); turns+runs > 0 {
 			a.log.Info().Int("turns", turns).Int("subagentRuns", runs).Msg("resumed work left by the previous run")
 		}
-		if a.sched != nil {
-			return a.sched.Run(gctx)
-		}
-		return nil
+		return a.runLed(gctx) // the scheduler; with several processes, in the leader only
 	})
 	if a.cfg.HTTP.Enabled() {
 		g.Go(func() error { return a.serveHTTP(gctx) })
