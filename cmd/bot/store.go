@@ -35,8 +35,9 @@ var _ botStore = (*postgres.Store)(nil)
 
 // openStore opens the configured store. lockWait bounds how long a bbolt
 // file locked by another process is waited for (then bolt.ErrLocked).
-// PostgreSQL serves one bot process per database for now: cross-process
-// coherence (bindings, turns, the scheduler leader) is the next step.
+// On PostgreSQL several bot processes may share one database (see
+// cluster.go: binding notices, turn locks, delivery claims, one scheduler
+// leader).
 func openStore(ctx context.Context, cfg config.StoreConfig, lockWait time.Duration) (botStore, error) {
 	switch cfg.Driver {
 	case "", "bolt":
