@@ -8,9 +8,7 @@ import (
 
 	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/core/binding"
-	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
-	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/scheduler"
 )
 
@@ -19,9 +17,7 @@ import (
 // the model's job tools from the scheduler's API.
 type schedulerBridge struct {
 	*scheduler.Scheduler
-	sessions    *session.Manager
-	outbound    *delivery.Outbound
-	transcripts *transcript.Service
+	sessions *session.Manager
 }
 
 var (
@@ -32,7 +28,7 @@ var (
 )
 
 func newSchedulerBridge(a *app) (*schedulerBridge, error) {
-	b := &schedulerBridge{sessions: a.sessions, outbound: a.outbound, transcripts: a.transcripts}
+	b := &schedulerBridge{sessions: a.sessions}
 	b.Scheduler = scheduler.New(scheduler.Config{
 		Store: a.store, Clock: a.clock, Runner: b, Background: b, Deliverer: a.outbound,
 		History: a.transcripts, Routes: a.bindings, Log: a.log.With().Str("component", "scheduler").Logger(),
@@ -55,14 +51,10 @@ func (b *schedulerBridge) RunJobTurn(ctx context.Context, in scheduler.InChatRun
 	wctx := context.WithoutCancel(ctx)
 	ids, err := b.sessions.RunJobTurn(wctx, session.JobTurn{Conversation: in.Conversation, DeliveryID: "job:" + in.JobID + ":run:" + in.RunID,
 		Trigger: in.Trigger, Meta: in.Meta})
-	if err != nil || len(ids) < 2 {
-		return ids, err
+	if errors.Is(err, session.ErrTurnFailed) {
+		return ids, fmt.Errorf("%w: %w", scheduler.ErrTurnFailed, err)
 	}
-	key, _, _ := b.outbound.SessionFor(in.Conversation)
-	if e, ok, lerr := b.transcripts.ByMessageID(wctx, key, ids[len(ids)-1]); lerr == nil && ok && e.Source == transcript.SourceNotice {
-		return ids, fmt.Errorf("%w: %s", scheduler.ErrTurnFailed, strings.TrimSpace(strings.TrimPrefix(e.Text, "⚠️")))
-	}
-	return ids, nil
+	return ids, err
 }
 
 // RunBackground implements scheduler.BackgroundRunner (Rule 2, background).

@@ -23,7 +23,8 @@ type JobTurn struct {
 // RunJobTurn posts the visible trigger line and runs a turn in the chat's
 // session, serialised with user turns (Rule 2, in-chat mode). Both the
 // trigger and the reply are displayed, so the turn writes both. It returns
-// the message ids of the trigger and the reply.
+// the message ids of the trigger and the reply; a failed model call
+// displays a notice and returns ErrTurnFailed with those ids.
 func (m *Manager) RunJobTurn(ctx context.Context, jt JobTurn) ([]string, error) {
 	conv := jt.Conversation.Normalize()
 	key, rec, bound := m.d.Outbound.SessionFor(conv)

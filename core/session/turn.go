@@ -56,9 +56,11 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) {
 	if err == nil {
 		text, err = m.complete(ctx, agent, t, history)
 	}
+	var turnErr error
 	if err != nil {
 		m.d.Log.Error().Err(err).Str("session", t.key).Msg("turn failed")
 		text, source = "⚠️ "+noticeText(err), transcript.SourceNotice
+		turnErr = fmt.Errorf("%w: %w", ErrTurnFailed, err)
 	}
 	if strings.TrimSpace(text) == "" {
 		if t.done != nil {
@@ -69,6 +71,8 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) {
 	ids, err := m.reply(ctx, t, text, source)
 	if err != nil {
 		m.d.Log.Error().Err(err).Str("session", t.key).Msg("turn reply not delivered")
+	} else {
+		err = turnErr // the notice was displayed; the turn still failed
 	}
 	if t.done != nil {
 		t.done(ids, err)

@@ -40,6 +40,9 @@ var (
 	ErrUnknownAgent     = errors.New("unknown agent")
 	ErrEmptyTask        = errors.New("empty task")
 	ErrNoThreads        = errors.New("thread bindings are disabled")
+	// ErrTurnFailed: the model call failed; a notice was displayed instead
+	// of a reply (RunJobTurn returns it with the displayed message ids).
+	ErrTurnFailed = errors.New("turn failed")
 )
 
 // Info is a session's registry record.
