@@ -3,6 +3,8 @@ package transcript
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -64,6 +66,22 @@ type Entry struct {
 	Generation int               `json:"generation"`
 	At         time.Time         `json:"at"`
 	Meta       map[string]string `json:"meta,omitempty"`
+}
+
+// ForStore returns e as a store keeps it for session key: SessionKey set,
+// MessageIDs copied and never nil, Meta copied and nil when empty. Stores
+// call it in Append so every implementation returns the same shapes.
+func ForStore(key string, e Entry) Entry {
+	e.SessionKey = key
+	e.MessageIDs = slices.Clone(e.MessageIDs)
+	if e.MessageIDs == nil {
+		e.MessageIDs = []string{}
+	}
+	e.Meta = maps.Clone(e.Meta)
+	if len(e.Meta) == 0 {
+		e.Meta = nil
+	}
+	return e
 }
 
 // Store persists transcripts. Implementations are safe for concurrent use

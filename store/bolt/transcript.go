@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	"go.etcd.io/bbolt"
@@ -104,15 +103,7 @@ func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (tra
 	if key == "" {
 		return transcript.Entry{}, false, errors.New("bolt: empty session key")
 	}
-	e.SessionKey = key
-	e.MessageIDs = slices.Clone(e.MessageIDs)
-	if e.MessageIDs == nil {
-		e.MessageIDs = []string{}
-	}
-	e.Meta = maps.Clone(e.Meta)
-	if len(e.Meta) == 0 {
-		e.Meta = nil
-	}
+	e = transcript.ForStore(key, e)
 	var (
 		out     transcript.Entry
 		existed bool

@@ -119,8 +119,8 @@ func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (tra
 			return copyEntry(ss.entries[seq-1]), true, nil
 		}
 	}
-	e = copyEntry(e)
-	e.SessionKey = key
+	e = transcript.ForStore(key, e)
+	e.At = e.At.Round(0)
 	e.Seq = uint64(len(ss.entries)) + 1
 	ss.entries = append(ss.entries, e)
 	if e.DeliveryID != "" {

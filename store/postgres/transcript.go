@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -46,15 +45,7 @@ func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (tra
 	if key == "" {
 		return transcript.Entry{}, false, errors.New("postgres: empty session key")
 	}
-	e.SessionKey = key
-	e.MessageIDs = slices.Clone(e.MessageIDs)
-	if e.MessageIDs == nil {
-		e.MessageIDs = []string{}
-	}
-	e.Meta = maps.Clone(e.Meta)
-	if len(e.Meta) == 0 {
-		e.Meta = nil
-	}
+	e = transcript.ForStore(key, e)
 	var (
 		out     transcript.Entry
 		existed bool
