@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -41,6 +42,7 @@ type cluster struct {
 	turns    *postgres.TurnLocker
 	listener *postgres.Listener
 	leader   *postgres.Leader
+	leading  atomic.Bool // this process holds the scheduler leader lock
 	log      zerolog.Logger
 }
 
@@ -57,6 +59,7 @@ func newCluster(ctx context.Context, st botStore, bindings *binding.Service, log
 	c := &cluster{pg: pg, owner: processOwner(), turns: turns, log: log}
 	c.listener = pg.NewListener(bindings.Refresh, postgres.ListenerOptions{Log: log})
 	c.leader = pg.NewLeader(postgres.LeaderOptions{Log: log, OnChange: func(leading bool) {
+		c.leading.Store(leading)
 		log.Info().Bool("leading", leading).Str("owner", c.owner).Msg("scheduler leadership changed")
 	}})
 	return c, nil
@@ -99,6 +102,12 @@ func (c *cluster) bindingTick() time.Duration {
 		return time.Minute
 	}
 	return clusterBindingTick
+}
+
+// leads reports whether this process runs the scheduler: always on bbolt
+// (one process), on PostgreSQL while it holds the leader lock.
+func (a *app) leads() bool {
+	return a.cluster == nil || a.cluster.leading.Load()
 }
 
 func (c *cluster) close() {
