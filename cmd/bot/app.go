@@ -89,6 +89,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		return nil, err
 	}
 	a.metrics = metrics.New(a.reg, func() float64 { return float64(len(a.bindings.Active())) })
+	a.reg.MustRegister(leaderGauge(a))
 	a.transcripts = transcript.NewService(st, o.Clock)
 	a.router = delivery.NewRouter(a.bindings)
 

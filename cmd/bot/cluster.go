@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
@@ -108,6 +109,19 @@ func (c *cluster) bindingTick() time.Duration {
 // (one process), on PostgreSQL while it holds the leader lock.
 func (a *app) leads() bool {
 	return a.cluster == nil || a.cluster.leading.Load()
+}
+
+// leaderGauge is agentbot_scheduler_leader: 1 while this process runs the
+// scheduler (on bbolt: whenever the scheduler is enabled).
+func leaderGauge(a *app) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentbot_scheduler_leader",
+		Help: "1 while this process runs the scheduler (with several processes on PostgreSQL: holds the leader lock)."},
+		func() float64 {
+			if a.sched != nil && a.leads() {
+				return 1
+			}
+			return 0
+		})
 }
 
 func (c *cluster) close() {

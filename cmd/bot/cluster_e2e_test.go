@@ -135,6 +135,24 @@ func TestClusterTwoShardsOnePostgresLeaderTakeover(t *testing.T) {
 	}
 	leader := pollLeader(0, 1)
 	t.Logf("bot %d leads the scheduler", leader)
+	// What an operator sees: agentbot_scheduler_leader is 1 on the leader only.
+	leaderMetric := func(i int) float64 {
+		t.Helper()
+		mfs, err := bots[i].app.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "agentbot_scheduler_leader" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no agentbot_scheduler_leader metric")
+		return 0
+	}
+	if leaderMetric(leader) != 1 || leaderMetric(1-leader) != 0 {
+		t.Errorf("agentbot_scheduler_leader: bot %d %v, bot %d %v", leader, leaderMetric(leader), 1-leader, leaderMetric(1-leader))
+	}
 
 	// Mentions: answered once in each guild.
 	mention := "<@" + emu.BotUserID() + "> "
@@ -229,6 +247,9 @@ func TestClusterTwoShardsOnePostgresLeaderTakeover(t *testing.T) {
 		t.Fatalf("leader %d", got)
 	}
 	takeover := time.Since(killedAt)
+	if leaderMetric(standby) != 1 {
+		t.Errorf("agentbot_scheduler_leader is %v on the new leader", leaderMetric(standby))
+	}
 	// The new leader's catch-up at start: instant 5 on time, 3 and 4 skipped.
 	runs++
 	wait("the catch-up run after the takeover", func() bool { return ticks() == runs && replies() == runs && digests() == runs })
