@@ -201,6 +201,9 @@ func (a *Adapter) catchUp(s *discordgo.Session) {
 				guildID = ch.GuildID
 			}
 		}
+		if err == nil && !a.ownsGuild(guildID) {
+			continue // another shard's process catches up on this conversation
+		}
 		var msgs []*discordgo.Message
 		if err == nil {
 			msgs, err = s.ChannelMessages(channelID, catchUpLimit, "", last, "", discordgo.WithContext(ctx))

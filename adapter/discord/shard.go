@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -93,6 +94,23 @@ func (a *Adapter) ShardInfo() (id, count int) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.shard.ID, a.shard.Count
+}
+
+// ownsGuild reports whether this process's shard receives the guild's
+// events (Discord: (guild_id >> 22) % count; DMs, guild "", go to shard 0).
+func (a *Adapter) ownsGuild(guildID string) bool {
+	id, count := a.ShardInfo()
+	if count <= 1 {
+		return true
+	}
+	if guildID == "" {
+		return id == 0
+	}
+	g, err := strconv.ParseUint(guildID, 10, 64)
+	if err != nil {
+		return false
+	}
+	return int((g>>22)%uint64(count)) == id
 }
 
 // connect opens the gateway session, pacing and guarding IDENTIFY:

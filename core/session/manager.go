@@ -182,6 +182,9 @@ func (m *Manager) Resume(ctx context.Context) (turns, runs int) {
 			turns++
 		}
 		if in.Kind == KindSubagent && in.Status == StatusRunning {
+			if done, err := m.d.Outbound.Delivered(ctx, announceID(in.Key)); err == nil && done {
+				continue // announced by the process that ran it
+			}
 			key := in.Key
 			m.enqueue(key, func(ctx context.Context) { m.runSubagent(ctx, key) })
 			runs++
@@ -458,7 +461,11 @@ func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 		t.bindingID = rec.ID
 	}
 	m.enqueue(key, func(ctx context.Context) {
-		m.runTurn(ctx, t)
+		// Another process sharing the store (or the one before a crash)
+		// may have answered while this turn waited for its lock.
+		if done, err := m.d.Outbound.Delivered(ctx, t.deliveryID); err != nil || !done {
+			m.runTurn(ctx, t)
+		}
 		m.removePending(ctx, key, msg.MessageID)
 		m.imu.Lock()
 		delete(m.queued, msg.MessageID)

@@ -258,7 +258,7 @@ func (m *Manager) announce(ctx context.Context, info Info) {
 	dec := m.d.Router.ResolveDestination(delivery.RouteRequest{EventKind: delivery.EventTaskCompletion, TargetSessionKey: info.Key, Requester: &requester, FailClosed: true})
 	agent := m.agentFor(info.Key)
 	meta := map[string]string{"subagent": info.Key, "label": info.Label, "status": string(info.Status)}
-	d := delivery.Delivery{ID: "announce:" + info.Key + ":1", Text: text, Producer: delivery.Producer{Source: transcript.SourceAnnounce, AgentID: agent.ID, Meta: meta}}
+	d := delivery.Delivery{ID: announceID(info.Key), Text: text, Producer: delivery.Producer{Source: transcript.SourceAnnounce, AgentID: agent.ID, Meta: meta}}
 	log := m.d.Log.With().Str("session", info.Key).Str("route", string(dec.Mode)).Str("reason", dec.Reason).Logger()
 	switch {
 	case dec.Mode == delivery.ModeBound:
@@ -292,6 +292,9 @@ func (m *Manager) announce(ctx context.Context, info Info) {
 		}
 	}
 }
+
+// announceID is the idempotency key of a subagent's completion.
+func announceID(key string) string { return "announce:" + key + ":1" }
 
 // undeliverable keeps the result, marks the run, and tells the requester
 // without re-posting the result there.
