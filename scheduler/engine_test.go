@@ -479,3 +479,46 @@ func TestRunLoopCatchesUpAtStartAndStops(t *testing.T) {
 		t.Fatalf("%d runs", n)
 	}
 }
+
+// TestAddWhileTriggerStarts: adding jobs while cron's loop starts (and asks
+// every job's trigger for its next run) must not deadlock: the trigger
+// never waits for the lock Add holds while handing cron the new entry.
+func TestAddWhileTriggerStarts(t *testing.T) {
+	e := newEnv(t)
+	for range 30 {
+		e.add(scheduler.AddRequest{Schedule: "every 1h", Prompt: "x", Target: "main", CreatedIn: chat})
+	}
+	s := e.s
+	for round := range 3 {
+		c, cancel := context.WithCancel(ctx)
+		done := make(chan error)
+		go func() { done <- s.Run(c) }()
+		added := make(chan error)
+		go func() {
+			for range 300 {
+				if _, err := s.Add(ctx, scheduler.AddRequest{Schedule: "every 1h", Prompt: "y", Target: "main", CreatedIn: chat}); err != nil {
+					added <- err
+					return
+				}
+			}
+			added <- nil
+		}()
+		select {
+		case err := <-added:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: Add deadlocked against the starting trigger", round)
+		}
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: Run did not stop", round)
+		}
+	}
+}

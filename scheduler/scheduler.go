@@ -148,7 +148,10 @@ type Scheduler struct {
 
 	mu      sync.Mutex
 	running map[string]bool
-	next    map[string]time.Time // cached NextRunAt of enabled jobs, read by the cron trigger
+	// nextMu guards next alone: the cron trigger reads it from cron's own
+	// loop, which must never wait for mu (see trigger.Next).
+	nextMu  sync.Mutex
+	next    map[string]time.Time // cached NextRunAt of enabled jobs
 	cron    *cron.Cron
 	entries map[string]cron.EntryID
 	runCtx  context.Context
@@ -229,11 +232,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 
 // trackLocked caches a job's next run and gives it a cron entry.
 func (s *Scheduler) trackLocked(j Job) {
+	s.nextMu.Lock()
 	if !j.Enabled || j.State.NextRunAt.IsZero() {
 		delete(s.next, j.ID)
 	} else {
 		s.next[j.ID] = j.State.NextRunAt
 	}
+	s.nextMu.Unlock()
 	if s.cron == nil {
 		return
 	}
@@ -251,7 +256,9 @@ func (s *Scheduler) trackLocked(j Job) {
 func (s *Scheduler) untrack(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.nextMu.Lock()
 	delete(s.next, id)
+	s.nextMu.Unlock()
 	if e, ok := s.entries[id]; ok && s.cron != nil {
 		s.cron.Remove(e)
 	}
@@ -273,9 +280,11 @@ type trigger struct {
 }
 
 func (t trigger) Next(now time.Time) time.Time {
-	t.s.mu.Lock()
+	// Only nextMu: cron's loop calls Next while track may hold mu and
+	// wait for that loop to take a new entry.
+	t.s.nextMu.Lock()
 	n, ok := t.s.next[t.id]
-	t.s.mu.Unlock()
+	t.s.nextMu.Unlock()
 	if !ok {
 		return now.Add(time.Minute) // disabled: look again later (cheap no-op)
 	}
