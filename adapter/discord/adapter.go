@@ -230,6 +230,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	a.s, a.ctx = s, ctx
 	a.mu.Unlock()
 	a.events = newEventQueue(a)
+	defer a.events.close() // every return path ends the worker (drain closes it first)
 	a.register(s, readyCh)
 	if err := a.connect(ctx, s); err != nil {
 		if ctx.Err() != nil {
