@@ -85,7 +85,8 @@ type LeaderOptions struct {
 	Name string
 	// Retry is the acquisition retry and connection check interval
 	// (default DefaultLeaderRetry): a dead leader is replaced within about
-	// one Retry once the server notices its connection is gone.
+	// 2.5 Retry once the server notices its connection is gone (one Retry
+	// to try again, 1.5 Retry to let the old leader notice and stop).
 	Retry time.Duration
 	// OnChange, if set, is told when this process becomes (true) or stops
 	// being (false) the leader (metrics, logs).
@@ -151,6 +152,16 @@ func (l *Leader) term(ctx context.Context, fn func(context.Context) error) (done
 	}
 	if !got {
 		return false, nil
+	}
+	// Settle before leading: when the previous leader's connection died,
+	// the server freed the lock at once, but that process notices only at
+	// its next check (every Retry) and stops its work then. Waiting a bit
+	// longer than one check keeps two leaders from running side by side
+	// (the instant ledger still guards against a frozen old leader).
+	select {
+	case <-ctx.Done():
+		return true, nil
+	case <-time.After(l.opt.Retry + l.opt.Retry/2):
 	}
 	l.opt.Log.Info().Str("lock", l.opt.Name).Msg("leader: this process leads")
 	l.opt.OnChange(true)
