@@ -138,8 +138,7 @@ func (s *Service) applyOneLocked(r Record) {
 		}
 		s.unindex(other)
 	}
-	rec := r
-	s.index(&rec)
+	s.index(r)
 	if dirty {
 		s.dirty[r.ID] = struct{}{}
 	}
