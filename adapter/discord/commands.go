@@ -71,9 +71,17 @@ func (a *Adapter) registerCommands(ctx context.Context) error {
 	if appID == "" {
 		return errors.New("discord: READY carried no application id; cannot register commands")
 	}
-	if _, err := s.ApplicationCommandBulkOverwrite(appID, "", Commands(), discordgo.WithContext(ctx)); err != nil {
-		a.countError(err)
-		return fmt.Errorf("discord: register slash commands: %w", err)
+	// With a guild allowlist the commands are registered per guild, where
+	// Discord applies them at once (global ones can take up to an hour).
+	guilds := []string{""}
+	if len(a.opt.Guilds) > 0 {
+		guilds = a.opt.Guilds
+	}
+	for _, g := range guilds {
+		if _, err := s.ApplicationCommandBulkOverwrite(appID, g, Commands(), discordgo.WithContext(ctx)); err != nil {
+			a.countError(err)
+			return fmt.Errorf("discord: register slash commands (guild %q): %w", g, err)
+		}
 	}
 	return nil
 }

@@ -69,6 +69,23 @@ func fatalGatewayClose(err error) bool {
 	return false
 }
 
+// closeHint says what to do about a fatal gateway close.
+func closeHint(err error) string {
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) {
+		return ""
+	}
+	switch ce.Code {
+	case 4004:
+		return " — Discord rejected the token: reset it in the Developer Portal (Bot → Reset Token) and set DISCORD_TOKEN"
+	case 4014:
+		return " — enable the Message Content intent in the Developer Portal (Bot → Privileged Gateway Intents)"
+	case 4010, 4011:
+		return " — check discord.shard (id below count; Discord requires sharding for this many guilds)"
+	}
+	return ""
+}
+
 // sleepCtx waits d or until ctx ends (the default Options.Sleep).
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
@@ -181,7 +198,7 @@ func (a *Adapter) connect(ctx context.Context, s *discordgo.Session) error {
 			return nil
 		}
 		if fatalGatewayClose(err) {
-			return fmt.Errorf("discord: connect gateway (shard %d of %d): %w", s.ShardID, max(s.ShardCount, 1), err)
+			return fmt.Errorf("discord: connect gateway (shard %d of %d): %w%s", s.ShardID, max(s.ShardCount, 1), err, closeHint(err))
 		}
 		failures++
 		a.log.Error().Err(err).Int("failures", failures).Dur("retryIn", identifyBackoff(failures)).Msg("discord: connect gateway failed")

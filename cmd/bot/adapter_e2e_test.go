@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/rs/zerolog"
 
+	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
@@ -774,4 +775,58 @@ func TestMetricsExposed(t *testing.T) {
 		}
 	}
 	finishAdapterBot(t, h, h.general.ID)
+}
+
+// TestGuildAllowlistRegistersGuildCommands: with discord.guilds set, slash
+// commands are registered per guild (applied at once by Discord), none
+// globally, and they work there; a mention in a guild outside the list is
+// ignored.
+func TestGuildAllowlistRegistersGuildCommands(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.close()
+	h.cfg.Discord.Guilds = []string{h.guild.ID}
+	other := h.emu.AddGuild("elsewhere")
+	otherCh, err := h.emu.AddTextChannel(other.ID, "general")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.emu.AddMember(other.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.emu.Commands("")); n != 0 {
+		t.Fatalf("%d global commands, want none", n)
+	}
+	if n := len(h.emu.Commands(h.guild.ID)); n != len(discord.Commands()) {
+		t.Fatalf("%d guild commands, want %d", n, len(discord.Commands()))
+	}
+	in, err := h.emu.InvokeCommand(h.general.ID, h.alice.ID, "reset")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.emu.WaitResponses(ctx, in.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.emu.UserSay(otherCh.ID, h.alice.ID, "<@"+h.emu.BotUserID()+"> anyone?"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.emu.UserSay(h.general.ID, h.alice.ID, "<@"+h.emu.BotUserID()+"> here?"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.emu.WaitMessages(ctx, h.general.ID, 3); err != nil { // /reset answer, mention, reply
+		t.Fatal(err)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.emu.Messages(otherCh.ID)); n != 1 {
+		t.Fatalf("the guild outside the allowlist shows %d messages, want only the user's", n)
+	}
 }

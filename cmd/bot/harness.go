@@ -34,8 +34,17 @@ type harness struct {
 	done   chan error
 }
 
-// commandsRoute is where the bot registers its slash commands at start.
-const commandsRoute = "/applications/{application_id}/commands"
+// commandsRoute is where the bot registers its slash commands at start
+// (guildCommandsRoute with a guild allowlist).
+const (
+	commandsRoute      = "/applications/{application_id}/commands"
+	guildCommandsRoute = "/applications/{application_id}/guilds/{guild_id}/commands"
+)
+
+// registrations counts the bot's command registrations so far.
+func (h *harness) registrations() int {
+	return len(h.emu.RequestsTo("PUT", commandsRoute)) + len(h.emu.RequestsTo("PUT", guildCommandsRoute))
+}
 
 // harnessOptions adjust the world and the config.
 type harnessOptions struct {
@@ -98,13 +107,13 @@ func (h *harness) start(ctx context.Context) error {
 		return err
 	}
 	h.app = a
-	puts := len(h.emu.RequestsTo("PUT", commandsRoute))
+	puts := h.registrations()
 	rctx, cancel := context.WithCancel(ctx)
 	h.cancel, h.done = cancel, make(chan error, 1)
 	go func() { h.done <- a.Run(rctx) }()
 	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer wcancel()
-	if _, err := h.emu.WaitRequests(wctx, "PUT", commandsRoute, puts+1); err != nil {
+	if err := h.emu.Wait(wctx, func() bool { return h.registrations() > puts }); err != nil {
 		return fmt.Errorf("bot did not register its commands: %w", err)
 	}
 	select {
