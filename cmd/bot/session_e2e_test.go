@@ -457,3 +457,49 @@ func TestSessionE2EReplyContext(t *testing.T) {
 	seWait(t, h, "both replies", func() bool { return seCount(h.emu.Messages(h.general.ID), "echo: [in reply to message") == 2 })
 	seFinish(t, h, h.general.ID)
 }
+
+// TestDirectMessageRoundTrip: a DM always reaches the agent (no mention
+// needed), the reply lands in the same DM, the DM's session is
+// agent:main:discord:dm:<user>, and its transcript equals the DM channel.
+func TestDirectMessageRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.close()
+	if err := h.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m, err := h.emu.UserDM(h.alice.ID, "hello in private")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := h.emu.WaitMessages(ctx, m.ChannelID, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs[1].Author.ID != h.emu.BotUserID() || !strings.Contains(msgs[1].Content, "hello in private") {
+		t.Fatalf("DM reply %+v", msgs[1])
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := bolt.Open(h.cfg.Store.Path, bolt.Options{LockTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	entries, err := st.Range(ctx, "agent:main:discord:dm:"+h.alice.ID, 0, 0)
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("DM transcript: %d entries, %v", len(entries), err)
+	}
+	problems, err := rule1Check(ctx, h.emu, st, []string{m.ChannelID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
