@@ -225,6 +225,10 @@ func (a *Adapter) cmdSpawn(ctx context.Context, v invocation) (reply, error) {
 		return reply{}, userErrf("There is no agent %q; leave agent empty for the default.", v.str("agent"))
 	case errors.Is(err, session.ErrTooManySubagents):
 		return reply{}, userErrf("Too many subagents are running; wait for one to finish. (%v)", err)
+	case errors.Is(err, delivery.ErrForbidden):
+		return reply{}, userErrf("I may not create a thread here: give me Create Public Threads and Send Messages in Threads in this channel, or run /spawn with thread:false.")
+	case errors.Is(err, delivery.ErrTransient):
+		return reply{}, userErrf("Discord did not answer in time; nothing was started. Try again in a moment.")
 	case err != nil:
 		return reply{}, err
 	}

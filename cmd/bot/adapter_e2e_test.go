@@ -830,3 +830,41 @@ func TestGuildAllowlistRegistersGuildCommands(t *testing.T) {
 		t.Fatalf("the guild outside the allowlist shows %d messages, want only the user's", n)
 	}
 }
+
+// TestSpawnWithoutThreadPermissionExplains: a channel where the bot may not
+// create threads gets an ephemeral explanation, and no subagent starts.
+func TestSpawnWithoutThreadPermissionExplains(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.close()
+	const createPublicThreads = 1 << 35 // Discord's CREATE_PUBLIC_THREADS permission bit
+	if err := h.emu.DenyBot(h.general.ID, createPublicThreads); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	in, err := h.emu.InvokeCommand(h.general.ID, h.alice.ID, "spawn", discordtest.CommandOption{Name: "task", Value: "x"},
+		discordtest.CommandOption{Name: "thread", Value: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.emu.WaitResponses(ctx, in.ID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := got.Responses[0]
+	if !r.Ephemeral || !strings.Contains(r.Content, "Create Public Threads") {
+		t.Fatalf("answer %+v, want an ephemeral explanation", r)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.app.sessions.Sessions(nil)); n != 0 {
+		t.Fatalf("%d sessions registered after a refused spawn", n)
+	}
+}
