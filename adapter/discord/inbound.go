@@ -49,11 +49,17 @@ func (a *Adapter) route(ctx context.Context, m *discordgo.Message) string {
 	}
 	conv := a.conversationOf(m.GuildID, m.ChannelID, m.Author.ID)
 	rec, bound := a.d.Bindings.ResolveByConversation(conv)
+	// Addressed to the bot: a mention, or a reply to one of the bot's own
+	// messages (its own posts or its personas' webhook posts), so "stop
+	// this" in reply to any bot message reaches the agent.
 	mentioned := false
 	for _, u := range m.Mentions {
 		if u != nil && u.ID == botID {
 			mentioned = true
 		}
+	}
+	if r := m.ReferencedMessage; r != nil && ((r.Author != nil && r.Author.ID == botID) || (r.WebhookID != "" && a.hooks.isOwn(r.WebhookID))) {
+		mentioned = true
 	}
 	if m.GuildID != "" && !bound && !mentioned {
 		return inNotMentioned

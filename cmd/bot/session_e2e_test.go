@@ -503,3 +503,46 @@ func TestDirectMessageRoundTrip(t *testing.T) {
 		t.Error(p)
 	}
 }
+
+// TestReplyToBotAddressesIt: in a guild channel, a reply to one of the
+// bot's messages reaches the agent without a mention; a reply to another
+// user's message does not.
+func TestReplyToBotAddressesIt(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.close()
+	if err := h.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first, err := h.emu.UserSay(h.general.ID, h.alice.ID, "<@"+h.emu.BotUserID()+"> hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := h.emu.WaitMessages(ctx, h.general.ID, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.emu.UserReply(h.general.ID, h.alice.ID, first.ID, "talking to myself"); err != nil { // not addressed
+		t.Fatal(err)
+	}
+	if _, err := h.emu.UserReply(h.general.ID, h.alice.ID, msgs[1].ID, "why did you say that?"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.emu.WaitMessages(ctx, h.general.ID, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[4].Author.ID != h.emu.BotUserID() || !strings.Contains(got[4].Content, "why did you say that?") {
+		t.Fatalf("last message %+v, want the bot's answer to the reply", got[4])
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.emu.Messages(h.general.ID)); n != 5 {
+		t.Fatalf("#general shows %d messages, want 5 (the reply to a user's message is not answered)", n)
+	}
+}

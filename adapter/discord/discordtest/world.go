@@ -98,6 +98,9 @@ type Message struct {
 	// Mentions are the users a user message mentions as <@id> or <@!id>,
 	// as Discord parses them from the content.
 	Mentions []User
+	// Referenced is the message a reply refers to, as it was when the reply
+	// was posted (Discord sends it as referenced_message).
+	Referenced *Message
 	// History holds the previous contents, oldest first, one per edit.
 	History []string
 }
@@ -328,6 +331,9 @@ func (m *Message) wire() map[string]any {
 	}
 	if m.MessageReference != nil {
 		out["message_reference"] = m.MessageReference
+		if m.Referenced != nil {
+			out["referenced_message"] = m.Referenced.wire()
+		}
 	}
 	if m.Nonce != "" {
 		out["nonce"] = m.Nonce

@@ -183,6 +183,9 @@ func (e *Emulator) userPost(channelID, userID, content, replyTo string) (Message
 		}
 		m.Type = MessageTypeReply
 		m.MessageReference = &MessageReference{MessageID: target.ID, ChannelID: target.ChannelID, GuildID: target.GuildID}
+		ref := cloneMessage(target)
+		ref.Referenced = nil // Discord nests one level only
+		m.Referenced = &ref
 	}
 	if r := e.prepareThreadSendLocked(ch); r.status != 0 {
 		return Message{}, fmt.Errorf("discordtest: cannot post in %s", channelID)
