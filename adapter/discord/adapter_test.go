@@ -89,7 +89,7 @@ func TestRetryOnlyRetryable(t *testing.T) {
 		err   error
 		calls int
 	}{
-		{restErr(500, 0), 3},
+		{restErr(500, 0), retryAttempts},
 		{restErr(404, 10003), 1},
 		{restErr(403, 50013), 1},
 		{restErr(400, 50035), 1},

@@ -232,12 +232,17 @@ func (a *Adapter) parentOf(ctx context.Context, s *discordgo.Session, id string)
 	return ch.ParentID
 }
 
+// retryAttempts bounds attempts at one REST call. Bot sends carry a nonce
+// and webhook sends are reconciled, so every retry is safe; five attempts
+// (backoff 1, 2, 4, 8 × RetryBackoff) ride out a short Discord hiccup.
+const retryAttempts = 5
+
 // retry runs call, retrying retryable failures (5xx, network; discordgo
-// itself waits out 429s) up to three attempts with backoff. The returned
-// error is classified (see classify).
+// itself waits out 429s) with backoff. The returned error is classified
+// (see classify).
 func (a *Adapter) retry(ctx context.Context, call func() error) error {
 	var err error
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := 0; attempt < retryAttempts; attempt++ {
 		if attempt > 0 {
 			select {
 			case <-ctx.Done():

@@ -134,10 +134,12 @@ func (c *cluster) close() {
 // cluster the housekeeping of the shared database, under the leader lock.
 func (a *app) runLed(ctx context.Context) error {
 	if a.cluster == nil {
+		g, gctx := errgroup.WithContext(ctx)
 		if a.sched != nil {
-			return a.sched.Run(ctx)
+			g.Go(func() error { return a.sched.Run(gctx) })
 		}
-		return nil
+		g.Go(func() error { a.retryPending(gctx); return nil })
+		return g.Wait()
 	}
 	return a.cluster.leader.Run(ctx, func(ctx context.Context) error {
 		g, gctx := errgroup.WithContext(ctx)
@@ -148,6 +150,32 @@ func (a *app) runLed(ctx context.Context) error {
 		return g.Wait()
 	})
 }
+
+// retryPending, in a single process, sends again every so often what a
+// transient failure left pending (a send that may or may not have been
+// displayed): the sender's idempotency finds a displayed one, and its entry
+// is written once.
+func (a *app) retryPending(ctx context.Context) {
+	t := time.NewTicker(pendingRetry)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := a.outbound.Recover(ctx, a.clock.Now().Add(-pendingRetry))
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn().Err(err).Msg("retry pending deliveries")
+		} else if n > 0 {
+			a.log.Info().Int("deliveries", n).Msg("finished deliveries a transient failure had left pending")
+		}
+	}
+}
+
+// pendingRetry is how often, and after how long, a pending delivery is
+// sent again in a single process.
+const pendingRetry = 2 * time.Minute
 
 // housekeep, in the leader, every clusterHousekeeping: picks up jobs other
 // processes added or changed (RunDue tracks every stored job; the ledger

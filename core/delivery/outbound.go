@@ -215,7 +215,16 @@ func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (
 		sendErr = fmt.Errorf("no message id in receipt: %w", ErrTransient)
 	}
 	if sendErr != nil {
-		rec.State, rec.Error, rec.UpdatedAt = StateFailed, sendErr.Error(), o.clock.Now()
+		// A transient failure may hide a message Discord did display (a
+		// dropped response): the record stays pending, so Recover at the
+		// next start sends it again under the same id (the sender's
+		// idempotency finds the displayed one) and writes its entry once.
+		// A permanent failure displayed nothing.
+		state := StateFailed
+		if errors.Is(sendErr, ErrTransient) {
+			state = StatePending
+		}
+		rec.State, rec.Error, rec.UpdatedAt = state, sendErr.Error(), o.clock.Now()
 		if err := o.outbox.PutDelivery(context.WithoutCancel(ctx), rec); err != nil {
 			o.log.Error().Err(err).Str("delivery", d.ID).Msg("record failed delivery")
 		}

@@ -302,3 +302,34 @@ func TestRecoverLeavesLiveDeliveriesAlone(t *testing.T) {
 		t.Fatalf("Recover took a live delivery: n=%d err=%v sends=%d", n, err, f.sender.sends)
 	}
 }
+
+// TestTransientFailureStaysPendingForRecover: a transient failure may hide
+// a displayed message, so the outbox keeps the delivery pending and the
+// next start's Recover finishes it once (here: the "displayed" message is
+// found again through the sender's idempotency, like a nonce).
+func TestTransientFailureStaysPendingForRecover(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	d := delivery.Delivery{ID: "job:1:run:1", Target: conv("c1"), Text: "result", Producer: delivery.Producer{Source: transcript.SourceJob}}
+	// The first attempt "displays" the message but the answer is lost.
+	if _, err := f.sender.Send(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	f.sender.sends = 0
+	f.sender.failNext = fmt.Errorf("response dropped: %w", delivery.ErrTransient)
+	if _, err := f.out.Deliver(ctx, d, nil); !errors.Is(err, delivery.ErrTransient) {
+		t.Fatalf("Deliver = %v, want a transient failure", err)
+	}
+	rec, _, _ := f.store.GetDelivery(ctx, d.ID)
+	if rec.State != delivery.StatePending {
+		t.Fatalf("state after a transient failure = %s, want pending", rec.State)
+	}
+	n, err := f.out.Recover(ctx, rec.CreatedAt.Add(time.Second))
+	if err != nil || n != 1 {
+		t.Fatalf("Recover = %d, %v", n, err)
+	}
+	es := f.entries(t, sessionkey.ForConversation("main", conv("c1")))
+	if len(es) != 1 || es[0].Meta["recovered"] != "true" || len(f.sender.displayed["c1"]) != 1 {
+		t.Fatalf("entries %+v, displayed %v: want the one displayed message written once", es, f.sender.displayed["c1"])
+	}
+}
