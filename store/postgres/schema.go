@@ -110,12 +110,6 @@ ALTER TABLE deliveries ADD COLUMN owner text, ADD COLUMN lease_until timestamptz
 `},
 }
 
-func init() {
-	if len(migrations) != SchemaVersion {
-		panic("postgres: SchemaVersion must equal len(migrations)")
-	}
-}
-
 // ErrSchemaTooNew: the database was migrated by a newer binary.
 var ErrSchemaTooNew = errors.New("database schema is newer than this binary")
 

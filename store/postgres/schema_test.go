@@ -220,3 +220,11 @@ func TestImportEntries(t *testing.T) {
 		t.Fatalf("Counts = %v %v", counts, err)
 	}
 }
+
+// TestSchemaVersionMatchesMigrations: SchemaVersion is the number of
+// migrations (a new migration must bump it).
+func TestSchemaVersionMatchesMigrations(t *testing.T) {
+	if len(migrations) != SchemaVersion {
+		t.Fatalf("SchemaVersion = %d but there are %d migrations", SchemaVersion, len(migrations))
+	}
+}
