@@ -30,52 +30,6 @@ import (
 
 // ---- helpers (local to the adapter tests) ----
 
-// startAdapterBot starts the real bot against a fresh emulator and store.
-func startAdapterBot(t *testing.T, configure func(*config.Config)) *harness {
-	t.Helper()
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: log, Configure: configure})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.close() })
-	if err := h.start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
-// finishAdapterBot stops the bot, then checks Rule 1 on the channels from
-// the store on disk and that every request matched Discord's OpenAPI.
-func finishAdapterBot(t *testing.T, h *harness, channels ...string) {
-	t.Helper()
-	if err := h.stop(); err != nil {
-		t.Fatalf("stop: %v", err)
-	}
-	st, err := bolt.Open(h.cfg.Store.Path, bolt.Options{LockTimeout: time.Second})
-	if err != nil {
-		t.Fatalf("reopen store: %v", err)
-	}
-	defer st.Close()
-	problems, err := rule1Check(context.Background(), h.emu, st, channels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("rule 1: %s", p)
-	}
-	for _, v := range h.emu.Violations() {
-		t.Errorf("OpenAPI violation: %s", v)
-	}
-}
-
-func adWait(t *testing.T, h *harness, what string, cond func() bool) {
-	t.Helper()
-	if err := h.waitFor(t.Context(), what, cond); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func adOpt(name string, v any) discordtest.CommandOption {
 	return discordtest.CommandOption{Name: name, Value: v}
 }
@@ -103,15 +57,6 @@ func adResponded(t *testing.T, h *harness, in discordtest.Interaction) discordte
 }
 
 // count returns how many messages contain sub.
-func adCount(msgs []discordtest.Message, sub string) int {
-	n := 0
-	for _, m := range msgs {
-		if strings.Contains(m.Content, sub) {
-			n++
-		}
-	}
-	return n
-}
 
 func adSay(t *testing.T, h *harness, channel, text string) {
 	t.Helper()
@@ -214,13 +159,13 @@ func adSpawnThread(t *testing.T, h *harness, task, label string) string {
 		t.Fatalf("/spawn answered %q", r.Content)
 	}
 	var thread string
-	adWait(t, h, "the "+label+" thread with its intro", func() bool {
+	waitUntil(t, h, "the "+label+" thread with its intro", func() bool {
 		ths := h.emu.Threads(h.general.ID)
 		if len(ths) <= before {
 			return false
 		}
 		thread = ths[len(ths)-1].ID
-		return adCount(h.emu.Messages(thread), "session active") == 1
+		return countContaining(h.emu.Messages(thread), "session active") == 1
 	})
 	return thread
 }
@@ -247,7 +192,7 @@ func adBindingOf(t *testing.T, h *harness, thread string) binding.Record {
 // ignores a message that does not mention it.
 func TestBotRunAnswersMention(t *testing.T) {
 	t.Parallel()
-	h := startAdapterBot(t, nil)
+	h := startBot(t, nil, nil)
 	var names []string
 	for _, c := range h.emu.Commands("") {
 		names = append(names, c.Name)
@@ -275,7 +220,7 @@ func TestBotRunAnswersMention(t *testing.T) {
 	if reply.Nonce == "" || !strings.Contains(string(reply.AllowedMentions), `"parse":[]`) {
 		t.Fatalf("reply nonce %q allowed_mentions %s", reply.Nonce, reply.AllowedMentions)
 	}
-	finishAdapterBot(t, h, h.general.ID)
+	finishBot(t, h, h.general.ID)
 	if n := len(h.emu.Messages(h.general.ID)); n != 3 {
 		t.Fatalf("#general has %d messages, want 3 (the unmentioned one answered?)", n)
 	}
@@ -287,7 +232,7 @@ func TestBotRunAnswersMention(t *testing.T) {
 // the same adapter and managers.
 func TestNewestTokenAfterManagerReuse(t *testing.T) {
 	t.Parallel()
-	h := startAdapterBot(t, nil)
+	h := startBot(t, nil, nil)
 	a := h.app.adapter
 	a.SetToken("rotated-token")
 	mark := len(h.emu.Requests())
@@ -318,8 +263,8 @@ func TestNewestTokenAfterManagerReuse(t *testing.T) {
 			t.Errorf("%s %s carried %q after rotating back", q.Method, q.Path, q.Auth)
 		}
 	}
-	adWait(t, h, "the completion", func() bool { return adCount(h.emu.Messages(thread), "finished:") == 1 })
-	finishAdapterBot(t, h, h.general.ID, thread)
+	waitUntil(t, h, "the completion", func() bool { return countContaining(h.emu.Messages(thread), "finished:") == 1 })
+	finishBot(t, h, h.general.ID, thread)
 }
 
 // TestWebhookSendTouchesBinding: a webhook send into a bound thread moves
@@ -327,7 +272,7 @@ func TestNewestTokenAfterManagerReuse(t *testing.T) {
 func TestWebhookSendTouchesBinding(t *testing.T) {
 	t.Parallel()
 	g := newAdGatedModel(t)
-	h := startAdapterBot(t, g.configure)
+	h := startBot(t, nil, g.configure)
 	thread := adSpawnThread(t, h, "[hold] wait", "toucher")
 	before := adBindingOf(t, h, thread)
 	if !before.LastActivityAt.After(before.BoundAt) {
@@ -350,7 +295,7 @@ func TestWebhookSendTouchesBinding(t *testing.T) {
 		t.Fatalf("last thread message = %+v", last)
 	}
 	g.release()
-	adWait(t, h, "the completion", func() bool { return adCount(h.emu.Messages(thread), "finished:") == 1 })
+	waitUntil(t, h, "the completion", func() bool { return countContaining(h.emu.Messages(thread), "finished:") == 1 })
 	// The activity is flushed to the store on shutdown.
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
@@ -364,7 +309,7 @@ func TestWebhookSendTouchesBinding(t *testing.T) {
 	if err != nil || len(recs) != 1 || recs[0].LastActivityAt.Before(after.LastActivityAt) {
 		t.Fatalf("stored bindings %+v (%v), want activity at or after %v", recs, err, after.LastActivityAt)
 	}
-	finishAdapterBot(t, h, h.general.ID, thread)
+	finishBot(t, h, h.general.ID, thread)
 }
 
 // TestTwoBoundSubagentsSameParentNeverInParent: two subagents spawned
@@ -373,23 +318,23 @@ func TestWebhookSendTouchesBinding(t *testing.T) {
 func TestTwoBoundSubagentsSameParentNeverInParent(t *testing.T) {
 	t.Parallel()
 	g := newAdGatedModel(t)
-	h := startAdapterBot(t, g.configure)
+	h := startBot(t, nil, g.configure)
 	t1 := adSpawnThread(t, h, "[hold] alpha work", "alpha")
 	t2 := adSpawnThread(t, h, "[hold] beta work", "beta")
 	if t1 == t2 {
 		t.Fatal("both subagents got the same thread")
 	}
 	g.release()
-	adWait(t, h, "both completions", func() bool {
-		return adCount(h.emu.Messages(t1), "finished:") >= 1 && adCount(h.emu.Messages(t2), "finished:") >= 1
+	waitUntil(t, h, "both completions", func() bool {
+		return countContaining(h.emu.Messages(t1), "finished:") >= 1 && countContaining(h.emu.Messages(t2), "finished:") >= 1
 	})
-	finishAdapterBot(t, h, h.general.ID, t1, t2)
+	finishBot(t, h, h.general.ID, t1, t2)
 	for thread, label := range map[string]string{t1: "alpha", t2: "beta"} {
 		msgs := h.emu.Messages(thread)
-		if n := adCount(msgs, label+" finished:"); n != 1 {
+		if n := countContaining(msgs, label+" finished:"); n != 1 {
 			t.Errorf("%s's thread shows its completion %d times", label, n)
 		}
-		if n := adCount(msgs, "finished:"); n != 1 {
+		if n := countContaining(msgs, "finished:"); n != 1 {
 			t.Errorf("%s's thread shows %d completions", label, n)
 		}
 		for _, m := range msgs {
@@ -398,10 +343,10 @@ func TestTwoBoundSubagentsSameParentNeverInParent(t *testing.T) {
 			}
 		}
 	}
-	if n := adCount(h.emu.Messages(h.general.ID), "finished:"); n != 0 {
+	if n := countContaining(h.emu.Messages(h.general.ID), "finished:"); n != 0 {
 		t.Errorf("#general shows %d completions, want 0", n)
 	}
-	if n := adCount(h.emu.Messages(h.general.ID), "result of"); n != 0 {
+	if n := countContaining(h.emu.Messages(h.general.ID), "result of"); n != 0 {
 		t.Errorf("#general shows a result %d times", n)
 	}
 }
@@ -412,7 +357,7 @@ func TestTwoBoundSubagentsSameParentNeverInParent(t *testing.T) {
 func TestBoundCompletionResolvesOnlyToThread(t *testing.T) {
 	t.Parallel()
 	g := newAdGatedModel(t)
-	h := startAdapterBot(t, g.configure)
+	h := startBot(t, nil, g.configure)
 	thread := adSpawnThread(t, h, "[hold] resolve me", "resolver")
 	rec := adBindingOf(t, h, thread)
 	requester := discordRef(h.general.ID)
@@ -421,16 +366,11 @@ func TestBoundCompletionResolvesOnlyToThread(t *testing.T) {
 		t.Fatalf("decision = %+v, want bound to %s", dec, thread)
 	}
 	g.release()
-	adWait(t, h, "the completion", func() bool { return adCount(h.emu.Messages(thread), "resolver finished:") == 1 })
-	finishAdapterBot(t, h, h.general.ID, thread)
-	if n := adCount(h.emu.Messages(h.general.ID), "finished:"); n != 0 {
+	waitUntil(t, h, "the completion", func() bool { return countContaining(h.emu.Messages(thread), "resolver finished:") == 1 })
+	st := finishBot(t, h, h.general.ID, thread)
+	if n := countContaining(h.emu.Messages(h.general.ID), "finished:"); n != 0 {
 		t.Fatalf("#general shows the completion %d times", n)
 	}
-	st, err := bolt.Open(h.cfg.Store.Path, bolt.Options{LockTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	sub, _ := st.Range(t.Context(), rec.TargetSessionKey, 0, 0)
 	parent, _ := st.Range(t.Context(), adSessionKey(h.general.ID), 0, 0)
 	if adCountEntries(sub, transcript.SourceAnnounce) != 1 || adCountEntries(parent, transcript.SourceAnnounce) != 0 {
@@ -457,12 +397,12 @@ func adCountEntries(es []transcript.Entry, src transcript.Source) int {
 // and the completion goes to the requester channel (invariant 8).
 func TestThreadBindingsDisabledKeepsUnboundPath(t *testing.T) {
 	t.Parallel()
-	h := startAdapterBot(t, func(c *config.Config) { c.Discord.ThreadBindings.Enabled = false })
+	h := startBot(t, nil, func(c *config.Config) { c.Discord.ThreadBindings.Enabled = false })
 	r := adResponded(t, h, adInvoke(t, h, h.general.ID, "spawn", adOpt("task", "plain work"), adOpt("label", "plain"), adOpt("thread", true)))
 	if !strings.Contains(r.Content, "without a thread") {
 		t.Fatalf("spawn reply %q", r.Content)
 	}
-	adWait(t, h, "the completion in #general", func() bool { return adCount(h.emu.Messages(h.general.ID), "plain finished:") == 1 })
+	waitUntil(t, h, "the completion in #general", func() bool { return countContaining(h.emu.Messages(h.general.ID), "plain finished:") == 1 })
 	f := adResponded(t, h, adInvoke(t, h, h.general.ID, "focus", adOpt("target", "plain")))
 	if f.Flags&discordtest.FlagEphemeral == 0 || !strings.Contains(f.Content, "disabled") {
 		t.Fatalf("/focus with bindings disabled answered %+v", f)
@@ -471,7 +411,7 @@ func TestThreadBindingsDisabledKeepsUnboundPath(t *testing.T) {
 	if err != nil || len(recs) != 0 {
 		t.Fatalf("bindings = %+v (%v), want none", recs, err)
 	}
-	finishAdapterBot(t, h, h.general.ID)
+	finishBot(t, h, h.general.ID)
 	if ths := h.emu.Threads(h.general.ID); len(ths) != 0 {
 		t.Errorf("threads created: %+v", ths)
 	}
@@ -509,7 +449,7 @@ func TestBoundThreadGoneFailsClosed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			g := newAdGatedModel(t)
-			h := startAdapterBot(t, g.configure)
+			h := startBot(t, nil, g.configure)
 			ended := adWatchEnded(h)
 			thread := adSpawnThread(t, h, "[hold] secret-result-"+tc.name, "gone")
 			rec := adBindingOf(t, h, thread)
@@ -526,18 +466,18 @@ func TestBoundThreadGoneFailsClosed(t *testing.T) {
 			}
 			threadBefore := len(h.emu.Messages(thread))
 			g.release()
-			adWait(t, h, "the notice in #general", func() bool {
-				return adCount(h.emu.Messages(h.general.ID), "was not posted") == 1
+			waitUntil(t, h, "the notice in #general", func() bool {
+				return countContaining(h.emu.Messages(h.general.ID), "was not posted") == 1
 			})
 			info, _ := h.app.sessions.Info(rec.TargetSessionKey)
 			if info.Status != session.StatusUndeliver || !strings.Contains(info.Result, "secret-result") {
 				t.Fatalf("subagent info %s %q: the result must be kept", info.Status, info.Result)
 			}
-			finishAdapterBot(t, h, h.general.ID, thread)
+			finishBot(t, h, h.general.ID, thread)
 			if n := len(h.emu.Messages(thread)); n != threadBefore {
 				t.Errorf("the thread got %d new messages", n-threadBefore)
 			}
-			if n := adCount(h.emu.Messages(h.general.ID), "secret-result"); n != 0 {
+			if n := countContaining(h.emu.Messages(h.general.ID), "secret-result"); n != 0 {
 				t.Errorf("#general shows the result %d times", n)
 			}
 			if ch, _ := h.emu.Channel(thread); tc.name == "archive" && !ch.Archived {
@@ -552,7 +492,7 @@ func TestBoundThreadGoneFailsClosed(t *testing.T) {
 func TestUnknownWebhookRecreatedOnce(t *testing.T) {
 	t.Parallel()
 	g := newAdGatedModel(t)
-	h := startAdapterBot(t, g.configure)
+	h := startBot(t, nil, g.configure)
 	thread := adSpawnThread(t, h, "[hold] hooked", "hooked")
 	hooks := h.emu.Webhooks(h.general.ID)
 	if len(hooks) != 1 {
@@ -562,7 +502,7 @@ func TestUnknownWebhookRecreatedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.release()
-	adWait(t, h, "the completion", func() bool { return adCount(h.emu.Messages(thread), "hooked finished:") == 1 })
+	waitUntil(t, h, "the completion", func() bool { return countContaining(h.emu.Messages(thread), "hooked finished:") == 1 })
 	now := h.emu.Webhooks(h.general.ID)
 	if len(now) != 1 || now[0].ID == hooks[0].ID {
 		t.Fatalf("webhooks after recreation: %+v", now)
@@ -574,8 +514,8 @@ func TestUnknownWebhookRecreatedOnce(t *testing.T) {
 	if last := msgs[len(msgs)-1]; last.WebhookID != now[0].ID {
 		t.Fatalf("completion posted by %q, want the new webhook %s", last.WebhookID, now[0].ID)
 	}
-	finishAdapterBot(t, h, h.general.ID, thread)
-	if n := adCount(h.emu.Messages(thread), "finished:"); n != 1 {
+	finishBot(t, h, h.general.ID, thread)
+	if n := countContaining(h.emu.Messages(thread), "finished:"); n != 1 {
 		t.Fatalf("%d completions in the thread", n)
 	}
 }
@@ -585,14 +525,14 @@ func TestUnknownWebhookRecreatedOnce(t *testing.T) {
 // second one.
 func TestAmbiguousThreadCreateMakesOneThread(t *testing.T) {
 	t.Parallel()
-	h := startAdapterBot(t, nil)
+	h := startBot(t, nil, nil)
 	h.emu.InjectFault(discordtest.Fault{Method: "POST", Path: "/channels/*/threads", Mode: discordtest.FaultDropAfterCommit})
 	thread := adSpawnThread(t, h, "ambiguous", "amb")
-	adWait(t, h, "the completion", func() bool { return adCount(h.emu.Messages(thread), "amb finished:") == 1 })
+	waitUntil(t, h, "the completion", func() bool { return countContaining(h.emu.Messages(thread), "amb finished:") == 1 })
 	if rec := adBindingOf(t, h, thread); rec.Conversation.ParentConversationID != h.general.ID {
 		t.Fatalf("binding %+v", rec.Conversation)
 	}
-	finishAdapterBot(t, h, h.general.ID, thread)
+	finishBot(t, h, h.general.ID, thread)
 	if ths := h.emu.Threads(h.general.ID); len(ths) != 1 {
 		t.Fatalf("%d threads, want 1", len(ths))
 	}
@@ -605,7 +545,7 @@ func TestAmbiguousThreadCreateMakesOneThread(t *testing.T) {
 // is waited out; the reply is displayed once and the 429 is counted.
 func TestRateLimitedSendArrivesOnce(t *testing.T) {
 	t.Parallel()
-	h := startAdapterBot(t, nil)
+	h := startBot(t, nil, nil)
 	h.emu.InjectFault(discordtest.Fault{Method: "POST", Path: "/channels/*/messages", Status: 429, RetryAfter: 50 * time.Millisecond})
 	adSay(t, h, h.general.ID, adMention(h)+"through the limit")
 	if _, err := h.emu.WaitMessages(t.Context(), h.general.ID, 2); err != nil {
@@ -619,11 +559,11 @@ func TestRateLimitedSendArrivesOnce(t *testing.T) {
 	if len(posts) != 2 || posts[0].Status != 429 || posts[1].Status != 200 {
 		t.Fatalf("message creates: %+v", posts)
 	}
-	finishAdapterBot(t, h, h.general.ID) // also lets discordgo's async event handlers finish
+	finishBot(t, h, h.general.ID) // also lets discordgo's async event handlers finish
 	if n := adCounter(h.app.metrics.RateLimited); n != 1 {
 		t.Errorf("rate limited counter = %v, want 1", n)
 	}
-	if n := adCount(h.emu.Messages(h.general.ID), "through the limit"); n != 2 {
+	if n := countContaining(h.emu.Messages(h.general.ID), "through the limit"); n != 2 {
 		t.Fatalf("mention and reply shown %d times, want 2", n)
 	}
 }
@@ -634,14 +574,14 @@ func TestRateLimitedSendArrivesOnce(t *testing.T) {
 func TestServerErrorRetried(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []discordtest.FaultMode{discordtest.FaultReject, discordtest.Fault500AfterCommit} {
-		h := startAdapterBot(t, nil)
+		h := startBot(t, nil, nil)
 		h.emu.InjectFault(discordtest.Fault{Method: "POST", Path: "/channels/*/messages", Status: 500, Mode: mode})
 		adSay(t, h, h.general.ID, adMention(h)+"retry me")
-		adWait(t, h, "the retried reply", func() bool {
+		waitUntil(t, h, "the retried reply", func() bool {
 			posts := h.emu.RequestsTo("POST", "/channels/{channel_id}/messages")
 			return len(posts) == 2 && posts[1].Status == 200
 		})
-		finishAdapterBot(t, h, h.general.ID)
+		finishBot(t, h, h.general.ID)
 		if msgs := h.emu.Messages(h.general.ID); len(msgs) != 2 {
 			t.Fatalf("mode %d: #general shows %d messages, want 2", mode, len(msgs))
 		}
@@ -656,12 +596,12 @@ func TestServerErrorRetried(t *testing.T) {
 // a transient probe failure keeps the binding.
 func TestSweeperFindsMissedThreadChanges(t *testing.T) {
 	t.Parallel()
-	h := startAdapterBot(t, nil)
+	h := startBot(t, nil, nil)
 	deleted := adSpawnThread(t, h, "one", "deleted")
 	archived := adSpawnThread(t, h, "two", "archived")
 	kept := adSpawnThread(t, h, "three", "kept")
-	adWait(t, h, "the completions", func() bool {
-		return adCount(h.emu.Messages(deleted), "finished:")+adCount(h.emu.Messages(archived), "finished:")+adCount(h.emu.Messages(kept), "finished:") == 3
+	waitUntil(t, h, "the completions", func() bool {
+		return countContaining(h.emu.Messages(deleted), "finished:")+countContaining(h.emu.Messages(archived), "finished:")+countContaining(h.emu.Messages(kept), "finished:") == 3
 	})
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
@@ -687,7 +627,7 @@ func TestSweeperFindsMissedThreadChanges(t *testing.T) {
 			t.Errorf("thread %s: binding %s/%q, want reason %q", thread, rec.Status, rec.EndedReason, want)
 		}
 	}
-	finishAdapterBot(t, h, h.general.ID, archived, kept)
+	finishBot(t, h, h.general.ID, archived, kept)
 }
 
 // TestGracefulShutdownAndRestart: stop returns nil and closes the store;
@@ -695,9 +635,9 @@ func TestSweeperFindsMissedThreadChanges(t *testing.T) {
 // the bound thread still reaches the subagent's session.
 func TestGracefulShutdownAndRestart(t *testing.T) {
 	t.Parallel()
-	h := startAdapterBot(t, nil)
+	h := startBot(t, nil, nil)
 	thread := adSpawnThread(t, h, "persist", "survivor")
-	adWait(t, h, "the completion", func() bool { return adCount(h.emu.Messages(thread), "finished:") == 1 })
+	waitUntil(t, h, "the completion", func() bool { return countContaining(h.emu.Messages(thread), "finished:") == 1 })
 	before := adBindingOf(t, h, thread)
 	if err := h.stop(); err != nil {
 		t.Fatalf("stop: %v", err)
@@ -725,14 +665,14 @@ func TestGracefulShutdownAndRestart(t *testing.T) {
 	if r := msgs[n+1]; r.WebhookID == "" || r.Author.Username != "🤖 survivor" || r.Content != "Done: persist" {
 		t.Fatalf("reply in the bound thread: %+v", r)
 	}
-	finishAdapterBot(t, h, h.general.ID, thread)
+	finishBot(t, h, h.general.ID, thread)
 }
 
 // TestMetricsExposed: /healthz, /readyz and /metrics are served on
 // http.listen with the bot's metrics.
 func TestMetricsExposed(t *testing.T) {
 	t.Parallel()
-	h := startAdapterBot(t, func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0" })
+	h := startBot(t, nil, func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0" })
 	var addr string
 	select {
 	case addr = <-h.app.httpAddr:
@@ -774,7 +714,7 @@ func TestMetricsExposed(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	finishAdapterBot(t, h, h.general.ID)
+	finishBot(t, h, h.general.ID)
 }
 
 // TestGuildAllowlistRegistersGuildCommands: with discord.guilds set, slash
@@ -835,35 +775,16 @@ func TestGuildAllowlistRegistersGuildCommands(t *testing.T) {
 // create threads gets an ephemeral explanation, and no subagent starts.
 func TestSpawnWithoutThreadPermissionExplains(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.close()
+	h := startBot(t, nil, nil)
 	const createPublicThreads = 1 << 35 // Discord's CREATE_PUBLIC_THREADS permission bit
 	if err := h.emu.DenyBot(h.general.ID, createPublicThreads); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	in, err := h.emu.InvokeCommand(h.general.ID, h.alice.ID, "spawn", discordtest.CommandOption{Name: "task", Value: "x"},
-		discordtest.CommandOption{Name: "thread", Value: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := h.emu.WaitResponses(ctx, in.ID, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := got.Responses[0]
-	if !r.Ephemeral || !strings.Contains(r.Content, "Create Public Threads") {
+	in := adInvoke(t, h, h.general.ID, "spawn", adOpt("task", "x"), adOpt("thread", true))
+	if r := adResponded(t, h, in); !r.Ephemeral || !strings.Contains(r.Content, "Create Public Threads") {
 		t.Fatalf("answer %+v, want an ephemeral explanation", r)
 	}
-	if err := h.stop(); err != nil {
-		t.Fatal(err)
-	}
+	finishBot(t, h, h.general.ID)
 	if n := len(h.app.sessions.Sessions(nil)); n != 0 {
 		t.Fatalf("%d sessions registered after a refused spawn", n)
 	}

@@ -179,7 +179,7 @@ func TestClusterTwoShardsOnePostgresLeaderTakeover(t *testing.T) {
 					g.thread = th.ID
 				}
 			}
-			return g.thread != "" && seCount(emu.Messages(g.thread), "finished") >= 1
+			return g.thread != "" && countContaining(emu.Messages(g.thread), "finished") >= 1
 		})
 	}
 
@@ -205,7 +205,7 @@ func TestClusterTwoShardsOnePostgresLeaderTakeover(t *testing.T) {
 	}
 	const trigger = "⏰ cluster tick: cluster tick"
 	ticks := func() int { return len(botMessages(bots[0], guilds[0].ch.ID, trigger)) }
-	replies := func() int { return seCount(botMessages(bots[0], guilds[0].ch.ID, "echo:"), "cluster tick") }
+	replies := func() int { return countContaining(botMessages(bots[0], guilds[0].ch.ID, "echo:"), "cluster tick") }
 	digests := func() int { return len(botMessages(bots[1], guilds[1].news.ID, "echo: cluster digest")) }
 	runs := 0 // instants run so far (per job)
 	step := func(who int, what string) {
@@ -265,7 +265,7 @@ func TestClusterTwoShardsOnePostgresLeaderTakeover(t *testing.T) {
 	if _, err := emu.UserSay(guilds[standby].ch.ID, guilds[standby].user.ID, mention+"still there?"); err != nil {
 		t.Fatal(err)
 	}
-	wait("the reply after the takeover", func() bool { return seCount(emu.Messages(guilds[standby].ch.ID), "still there?") == 2 })
+	wait("the reply after the takeover", func() bool { return countContaining(emu.Messages(guilds[standby].ch.ID), "still there?") == 2 })
 
 	if err := bots[standby].stop(); err != nil {
 		t.Fatal(err)
@@ -273,13 +273,13 @@ func TestClusterTwoShardsOnePostgresLeaderTakeover(t *testing.T) {
 
 	// Displayed once each.
 	for shard, g := range guilds {
-		if n := seCount(emu.Messages(g.ch.ID), fmt.Sprint("hello shard ", shard)); n != 2 {
+		if n := countContaining(emu.Messages(g.ch.ID), fmt.Sprint("hello shard ", shard)); n != 2 {
 			t.Errorf("guild %d: the mention and its reply shown %d times together, want 2", shard, n)
 		}
-		if n := seCount(emu.Messages(g.thread), g.spawnLabel+" finished:"); n != 1 {
+		if n := countContaining(emu.Messages(g.thread), g.spawnLabel+" finished:"); n != 1 {
 			t.Errorf("guild %d: the completion shown %d times in its thread", shard, n)
 		}
-		if n := seCount(emu.Messages(g.ch.ID), "finished"); n != 0 {
+		if n := countContaining(emu.Messages(g.ch.ID), "finished"); n != 0 {
 			t.Errorf("guild %d: the completion shown %d times in the parent channel", shard, n)
 		}
 	}

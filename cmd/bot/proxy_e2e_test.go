@@ -72,7 +72,7 @@ func (p *restProxy) log() (paths, misses []string) {
 func TestRESTThroughProxy(t *testing.T) {
 	t.Parallel()
 	var proxy *restProxy
-	h := startAdapterBot(t, func(c *config.Config) {
+	h := startBot(t, nil, func(c *config.Config) {
 		proxy = newRESTProxy(t, c.Discord.APIURL) // the harness set it to the emulator
 		c.Discord.APIURL = proxy.srv.URL + proxyPrefix
 	})

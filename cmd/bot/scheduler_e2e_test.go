@@ -149,7 +149,7 @@ func TestSchedE2EInChatJobRunsAtItsTime(t *testing.T) {
 	h.fake.Advance(time.Minute)
 	h.runDue(t)
 	trigger := "⏰ say good morning: say good morning"
-	seWait(t, h.harness, "the trigger and the reply", func() bool {
+	waitUntil(t, h.harness, "the trigger and the reply", func() bool {
 		return len(botMessages(h.harness, h.general.ID, trigger)) == 1 && len(botMessages(h.harness, h.general.ID, "echo:")) == 1
 	})
 	h.runDue(t) // the instant ran: nothing more
@@ -161,7 +161,7 @@ func TestSchedE2EInChatJobRunsAtItsTime(t *testing.T) {
 		t.Fatalf("#news got %d messages", n)
 	}
 
-	st := seFinish(t, h.harness, h.general.ID, h.news.ID)
+	st := finishBot(t, h.harness, h.general.ID, h.news.ID)
 	es := seEntries(t, st, seChannelKey(h.general.ID))
 	var trig, reply *transcript.Entry
 	for i := range es {
@@ -200,7 +200,7 @@ func TestSchedE2EBackgroundJobPostsOnlyResult(t *testing.T) {
 
 	h.fake.Advance(time.Hour)
 	h.runDue(t)
-	seWait(t, h.harness, "the result in #news", func() bool { return len(h.emu.Messages(h.news.ID)) >= 1 })
+	waitUntil(t, h.harness, "the result in #news", func() bool { return len(h.emu.Messages(h.news.ID)) >= 1 })
 	h.runDue(t)
 	h.fake.Advance(time.Minute)
 	h.runDue(t) // not due again: still one result
@@ -212,7 +212,7 @@ func TestSchedE2EBackgroundJobPostsOnlyResult(t *testing.T) {
 		t.Fatalf("#general got %d messages from the background run", n-generalBefore)
 	}
 
-	st := seFinish(t, h.harness, h.general.ID, h.news.ID)
+	st := finishBot(t, h.harness, h.general.ID, h.news.ID)
 	runs, err := st.Runs(t.Context(), j.ID, 0)
 	if err != nil || len(runs) != 1 || runs[0].Status != scheduler.StatusOK || runs[0].Delivery.Status != scheduler.DeliveryDelivered ||
 		len(runs[0].Delivery.MessageIDs) != 1 || runs[0].Delivery.MessageIDs[0] != news[0].ID {
@@ -270,7 +270,7 @@ func TestSchedE2EInChatJobWithToElsewhereRefused(t *testing.T) {
 	if n := len(h.emu.Messages(h.general.ID)); n != 0 {
 		t.Fatalf("#general displays %d messages (an ephemeral reply is displayed nowhere)", n)
 	}
-	seFinish(t, h.harness, h.general.ID, h.news.ID)
+	finishBot(t, h.harness, h.general.ID, h.news.ID)
 }
 
 // Downtime: the bot is stopped across several scheduled instants; at start
@@ -287,7 +287,7 @@ func TestSchedE2ECatchUpAfterDowntime(t *testing.T) {
 	if err := h.start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	seWait(t, h.harness, "the late run", func() bool {
+	waitUntil(t, h.harness, "the late run", func() bool {
 		return len(botMessages(h.harness, h.general.ID, "⏰ hourly check (late by")) == 1 && len(botMessages(h.harness, h.general.ID, "echo:")) == 1
 	})
 	h.runDue(t) // caught up: nothing more
@@ -318,7 +318,7 @@ func TestSchedE2ECatchUpAfterDowntime(t *testing.T) {
 	if want := schedT0.Add(3 * time.Hour).Format(time.RFC3339); ran[0]["scheduledAt"] != want {
 		t.Fatalf("scheduledAt = %v, want %s", ran[0]["scheduledAt"], want)
 	}
-	seFinish(t, h.harness, h.general.ID)
+	finishBot(t, h.harness, h.general.ID)
 }
 
 // failAlertCheck adds a failing job with add, lets it fail FailureAlert.After
@@ -334,7 +334,7 @@ func failAlertCheck(t *testing.T, addOpts ...discordtest.CommandOption) {
 		next := h.onlyJob(t).State.NextRunAt
 		h.fake.Set(next)
 		h.runDue(t)
-		seWait(t, h.harness, fmt.Sprintf("failure %d", i), func() bool {
+		waitUntil(t, h.harness, fmt.Sprintf("failure %d", i), func() bool {
 			runs, _ := h.app.sched.Scheduler.Runs(t.Context(), j.ID, 0)
 			n := 0
 			for _, r := range runs {
@@ -350,12 +350,12 @@ func failAlertCheck(t *testing.T, addOpts ...discordtest.CommandOption) {
 			}
 		}
 	}
-	seWait(t, h.harness, "the alert", func() bool { return len(botMessages(h.harness, h.general.ID, "⚠️ Job")) >= 1 })
+	waitUntil(t, h.harness, "the alert", func() bool { return len(botMessages(h.harness, h.general.ID, "⚠️ Job")) >= 1 })
 	alerts := botMessages(h.harness, h.general.ID, "⚠️ Job")
 	if len(alerts) != 1 || !strings.Contains(alerts[0].Content, j.ID) || !strings.Contains(alerts[0].Content, "failed") {
 		t.Fatalf("alerts = %+v (want one within the cooldown)", alerts)
 	}
-	st := seFinish(t, h.harness, h.general.ID)
+	st := finishBot(t, h.harness, h.general.ID)
 	n := 0
 	for _, e := range seEntries(t, st, seChannelKey(h.general.ID)) {
 		if e.Source == transcript.SourceAlert {
@@ -394,7 +394,7 @@ func TestSchedE2EStopThisCancelsJob(t *testing.T) {
 	h.fake.Advance(time.Hour)
 	h.runDue(t)
 	var trig discordtest.Message
-	seWait(t, h.harness, "the job's messages", func() bool {
+	waitUntil(t, h.harness, "the job's messages", func() bool {
 		ts := botMessages(h.harness, h.general.ID, "⏰ weather report")
 		if len(ts) == 1 {
 			trig = ts[0]
@@ -405,7 +405,7 @@ func TestSchedE2EStopThisCancelsJob(t *testing.T) {
 	if _, err := h.emu.UserReply(h.general.ID, h.alice.ID, trig.ID, fmt.Sprintf("<@%s> stop this\n!tool cancel_job {\"id\":%q}", h.emu.BotUserID(), j.ID)); err != nil {
 		t.Fatal(err)
 	}
-	seWait(t, h.harness, "the tool result reply", func() bool { return len(botMessages(h.harness, h.general.ID, "tool results:")) == 1 })
+	waitUntil(t, h.harness, "the tool result reply", func() bool { return len(botMessages(h.harness, h.general.ID, "tool results:")) == 1 })
 	if jobs, err := h.app.sched.Scheduler.List(t.Context()); err != nil || len(jobs) != 0 {
 		t.Fatalf("jobs after cancel_job = %+v, %v", jobs, err)
 	}
@@ -434,5 +434,5 @@ func TestSchedE2EStopThisCancelsJob(t *testing.T) {
 	if n := len(h.emu.Messages(h.general.ID)); n != before {
 		t.Fatalf("the cancelled job ran again")
 	}
-	seFinish(t, h.harness, h.general.ID)
+	finishBot(t, h.harness, h.general.ID)
 }

@@ -12,10 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
-	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
@@ -74,63 +71,6 @@ func (m *seModel) waitHeld(t *testing.T, n int) {
 	}
 }
 
-func seStart(t *testing.T, p model.Provider, configure func(*config.Config)) *harness {
-	t.Helper()
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: log, Configure: configure, Provider: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.close() })
-	if err := h.start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
-// seFinish stops the bot, reopens its store, requires Rule 1 to hold for
-// channels and no OpenAPI violation, and returns the store (closed at the
-// end of the test) for further checks.
-func seFinish(t *testing.T, h *harness, channels ...string) *bolt.Store {
-	t.Helper()
-	if err := h.stop(); err != nil {
-		t.Fatalf("stop: %v", err)
-	}
-	st, err := bolt.Open(h.cfg.Store.Path, bolt.Options{LockTimeout: time.Second})
-	if err != nil {
-		t.Fatalf("reopen store: %v", err)
-	}
-	t.Cleanup(func() { st.Close() })
-	problems, err := rule1Check(context.Background(), h.emu, st, channels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("rule 1: %s", p)
-	}
-	for _, v := range h.emu.Violations() {
-		t.Errorf("OpenAPI violation: %s", v)
-	}
-	return st
-}
-
-func seWait(t *testing.T, h *harness, what string, cond func() bool) {
-	t.Helper()
-	if err := h.waitFor(t.Context(), what, cond); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func seCount(msgs []discordtest.Message, sub string) int {
-	n := 0
-	for _, m := range msgs {
-		if strings.Contains(m.Content, sub) {
-			n++
-		}
-	}
-	return n
-}
-
 func seEntries(t *testing.T, st *bolt.Store, key string) []transcript.Entry {
 	t.Helper()
 	es, err := st.Range(t.Context(), key, 0, 0)
@@ -162,7 +102,7 @@ func seSpawn(t *testing.T, h *harness, task, label string, thread bool) discordt
 func seThreadOf(t *testing.T, h *harness, label string) string {
 	t.Helper()
 	var id string
-	seWait(t, h, "the "+label+" thread", func() bool {
+	waitUntil(t, h, "the "+label+" thread", func() bool {
 		for _, th := range h.emu.Threads(h.general.ID) {
 			if strings.Contains(th.Name, label) {
 				id = th.ID
@@ -178,7 +118,7 @@ func seThreadOf(t *testing.T, h *harness, label string) string {
 // transcript.
 func TestSessionE2EMentionReply(t *testing.T) {
 	t.Parallel()
-	h := seStart(t, nil, nil)
+	h := startBot(t, nil, nil)
 	msg, err := h.emu.UserSay(h.general.ID, h.alice.ID, "<@"+h.emu.BotUserID()+"> hello there")
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +131,7 @@ func TestSessionE2EMentionReply(t *testing.T) {
 	if r.Author.ID != h.emu.BotUserID() || r.MessageReference == nil || r.MessageReference.MessageID != msg.ID || !strings.HasPrefix(r.Content, "echo: ") || !strings.Contains(r.Content, "hello there") {
 		t.Fatalf("reply = %+v", r)
 	}
-	st := seFinish(t, h, h.general.ID)
+	st := finishBot(t, h, h.general.ID)
 	es := seEntries(t, st, seChannelKey(h.general.ID))
 	if len(es) != 2 || es[0].Source != transcript.SourceUser || es[0].MessageIDs[0] != msg.ID || es[1].Source != transcript.SourceTurn || es[1].MessageIDs[0] != r.ID {
 		t.Fatalf("transcript = %+v", es)
@@ -202,7 +142,7 @@ func TestSessionE2EMentionReply(t *testing.T) {
 // completion there only.
 func TestSessionE2ESpawnThread(t *testing.T) {
 	t.Parallel()
-	h := seStart(t, nil, nil)
+	h := startBot(t, nil, nil)
 	seSpawn(t, h, "summarise the plan", "planner", true)
 	thread := seThreadOf(t, h, "planner")
 	msgs, err := h.emu.WaitMessages(t.Context(), thread, 2)
@@ -218,8 +158,8 @@ func TestSessionE2ESpawnThread(t *testing.T) {
 	if !strings.Contains(intro.Content, "planner session active") || done.Content != "✅ planner finished:\nDone: summarise the plan" {
 		t.Fatalf("thread shows %q, %q", intro.Content, done.Content)
 	}
-	st := seFinish(t, h, h.general.ID, thread)
-	if n := seCount(h.emu.Messages(h.general.ID), "finished"); n != 0 {
+	st := finishBot(t, h, h.general.ID, thread)
+	if n := countContaining(h.emu.Messages(h.general.ID), "finished"); n != 0 {
 		t.Fatalf("#general shows the completion %d times", n)
 	}
 	if n := len(h.emu.Messages(thread)); n != 2 {
@@ -245,25 +185,25 @@ func TestSessionE2ESpawnThread(t *testing.T) {
 func TestSessionE2ETwoConcurrentBoundSubagents(t *testing.T) {
 	t.Parallel()
 	m := newSEModel(t)
-	h := seStart(t, m, nil)
+	h := startBot(t, m, nil)
 	seSpawn(t, h, "[hold] alpha work", "alpha", true)
 	seSpawn(t, h, "[hold] beta work", "beta", true)
 	m.waitHeld(t, 2) // both runs are in the model at once
 	ta, tb := seThreadOf(t, h, "alpha"), seThreadOf(t, h, "beta")
 	m.releaseAll()
-	seWait(t, h, "both completions", func() bool {
-		return seCount(h.emu.Messages(ta), "finished") == 1 && seCount(h.emu.Messages(tb), "finished") == 1
+	waitUntil(t, h, "both completions", func() bool {
+		return countContaining(h.emu.Messages(ta), "finished") == 1 && countContaining(h.emu.Messages(tb), "finished") == 1
 	})
-	st := seFinish(t, h, h.general.ID, ta, tb)
+	st := finishBot(t, h, h.general.ID, ta, tb)
 	for th, label := range map[string]string{ta: "alpha", tb: "beta"} {
-		if n := seCount(h.emu.Messages(th), label+" finished:"); n != 1 {
+		if n := countContaining(h.emu.Messages(th), label+" finished:"); n != 1 {
 			t.Errorf("%s thread shows its completion %d times", label, n)
 		}
-		if n := seCount(h.emu.Messages(th), "finished"); n != 1 {
+		if n := countContaining(h.emu.Messages(th), "finished"); n != 1 {
 			t.Errorf("%s thread shows %d completions", label, n)
 		}
 	}
-	if n := seCount(h.emu.Messages(h.general.ID), "finished"); n != 0 {
+	if n := countContaining(h.emu.Messages(h.general.ID), "finished"); n != 0 {
 		t.Errorf("#general shows %d completions", n)
 	}
 	for _, e := range seEntries(t, st, seChannelKey(h.general.ID)) {
@@ -284,11 +224,11 @@ func TestSessionE2EDeletedBoundThread(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			m := newSEModel(t)
-			h := seStart(t, m, nil)
+			h := startBot(t, m, nil)
 			seSpawn(t, h, "[hold] secret-result", "doomed", true)
 			thread := seThreadOf(t, h, "doomed")
 			m.waitHeld(t, 1)
-			seWait(t, h, "the intro", func() bool { return len(h.emu.Messages(thread)) == 1 })
+			waitUntil(t, h, "the intro", func() bool { return len(h.emu.Messages(thread)) == 1 })
 			var subKey, bindingID string
 			for _, r := range h.app.bindings.Active() {
 				if r.Conversation.ConversationID == thread {
@@ -315,18 +255,18 @@ func TestSessionE2EDeletedBoundThread(t *testing.T) {
 			}
 			generalBefore := len(h.emu.Messages(h.general.ID))
 			m.releaseAll()
-			seWait(t, h, "the notice in #general", func() bool { return seCount(h.emu.Messages(h.general.ID), "was not posted") == 1 })
+			waitUntil(t, h, "the notice in #general", func() bool { return countContaining(h.emu.Messages(h.general.ID), "was not posted") == 1 })
 			// The status is set before the notice is sent.
 			in, _ := h.app.sessions.Info(subKey)
 			if in.Status != session.StatusUndeliver || !strings.Contains(in.Result, "secret-result") {
 				t.Fatalf("result not kept: %+v", in)
 			}
 			h.emu.ClearFaults()
-			st := seFinish(t, h, h.general.ID, thread)
+			st := finishBot(t, h, h.general.ID, thread)
 			if n := len(h.emu.Messages(h.general.ID)) - generalBefore; n != 1 {
 				t.Errorf("#general got %d messages, want the notice only", n)
 			}
-			if n := seCount(h.emu.Messages(h.general.ID), "secret-result"); n != 0 {
+			if n := countContaining(h.emu.Messages(h.general.ID), "secret-result"); n != 0 {
 				t.Errorf("#general shows the result %d times", n)
 			}
 			if n := len(h.emu.Messages(thread)); n != 1 {
@@ -361,7 +301,7 @@ func TestSessionE2EDeletedBoundThread(t *testing.T) {
 // (source message-tool), written once.
 func TestSessionE2EMessageToolToAnotherChannel(t *testing.T) {
 	t.Parallel()
-	h := seStart(t, nil, nil)
+	h := startBot(t, nil, nil)
 	other, err := h.emu.AddTextChannel(h.guild.ID, "announcements")
 	if err != nil {
 		t.Fatal(err)
@@ -380,7 +320,7 @@ func TestSessionE2EMessageToolToAnotherChannel(t *testing.T) {
 	if !strings.Contains(msgs[1].Content, "send_message: sent (message ") {
 		t.Fatalf("turn reply = %q", msgs[1].Content)
 	}
-	st := seFinish(t, h, h.general.ID, other.ID)
+	st := finishBot(t, h, h.general.ID, other.ID)
 	shown := h.emu.Messages(other.ID)
 	es := seEntries(t, st, seChannelKey(other.ID))
 	if len(shown) != 1 || shown[0].Content != "release at noon" || len(es) != 1 || es[0].Source != transcript.SourceMessageTool || es[0].MessageIDs[0] != shown[0].ID {
@@ -398,13 +338,13 @@ func TestSessionE2EMessageToolToAnotherChannel(t *testing.T) {
 func TestSessionE2EReplyContext(t *testing.T) {
 	t.Parallel()
 	m := newSEModel(t)
-	h := seStart(t, m, nil)
+	h := startBot(t, m, nil)
 	ctx := t.Context()
 	// botMsg waits for the bot's (non-interaction) message containing sub.
 	// A reply to it is written after its entry: both take #general's send lock.
 	botMsg := func(sub string) string {
 		var id string
-		seWait(t, h, "the message "+sub, func() bool {
+		waitUntil(t, h, "the message "+sub, func() bool {
 			for _, m := range h.emu.Messages(h.general.ID) {
 				if m.Author.ID == h.emu.BotUserID() && m.InteractionID == "" && strings.Contains(m.Content, sub) {
 					id = m.ID
@@ -423,7 +363,7 @@ func TestSessionE2EReplyContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	var jobID string
-	seWait(t, h, "the job", func() bool {
+	waitUntil(t, h, "the job", func() bool {
 		jobs, err := h.app.sched.Scheduler.List(ctx)
 		if err == nil && len(jobs) == 1 {
 			jobID = jobs[0].ID
@@ -446,7 +386,7 @@ func TestSessionE2EReplyContext(t *testing.T) {
 		if _, err := h.emu.UserReply(h.general.ID, h.alice.ID, c.id, "<@"+h.emu.BotUserID()+"> stop this"); err != nil {
 			t.Fatal(err)
 		}
-		seWait(t, h, "the model call for the "+c.name+" reply", func() bool { return len(m.requests()) > n })
+		waitUntil(t, h, "the model call for the "+c.name+" reply", func() bool { return len(m.requests()) > n })
 		req := m.requests()[n]
 		last := req.Messages[len(req.Messages)-1]
 		note := "[in reply to message " + c.id + " " + c.want
@@ -454,8 +394,8 @@ func TestSessionE2EReplyContext(t *testing.T) {
 			t.Errorf("%s: the model got %q, want it to start with %q", c.name, last.Text, note)
 		}
 	}
-	seWait(t, h, "both replies", func() bool { return seCount(h.emu.Messages(h.general.ID), "echo: [in reply to message") == 2 })
-	seFinish(t, h, h.general.ID)
+	waitUntil(t, h, "both replies", func() bool { return countContaining(h.emu.Messages(h.general.ID), "echo: [in reply to message") == 2 })
+	finishBot(t, h, h.general.ID)
 }
 
 // TestDirectMessageRoundTrip: a DM always reaches the agent (no mention
@@ -463,44 +403,21 @@ func TestSessionE2EReplyContext(t *testing.T) {
 // agent:main:discord:dm:<user>, and its transcript equals the DM channel.
 func TestDirectMessageRoundTrip(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.close()
-	if err := h.start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h := startBot(t, nil, nil)
 	m, err := h.emu.UserDM(h.alice.ID, "hello in private")
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := h.emu.WaitMessages(ctx, m.ChannelID, 2)
+	msgs, err := h.emu.WaitMessages(t.Context(), m.ChannelID, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if msgs[1].Author.ID != h.emu.BotUserID() || !strings.Contains(msgs[1].Content, "hello in private") {
 		t.Fatalf("DM reply %+v", msgs[1])
 	}
-	if err := h.stop(); err != nil {
-		t.Fatal(err)
-	}
-	st, err := bolt.Open(h.cfg.Store.Path, bolt.Options{LockTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	entries, err := st.Range(ctx, "agent:main:discord:dm:"+h.alice.ID, 0, 0)
-	if err != nil || len(entries) != 2 {
-		t.Fatalf("DM transcript: %d entries, %v", len(entries), err)
-	}
-	problems, err := rule1Check(ctx, h.emu, st, []string{m.ChannelID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Error(p)
+	st := finishBot(t, h, m.ChannelID)
+	if es := seEntries(t, st, "agent:main:discord:dm:"+h.alice.ID); len(es) != 2 {
+		t.Fatalf("DM transcript has %d entries, want 2", len(es))
 	}
 }
 
@@ -509,20 +426,12 @@ func TestDirectMessageRoundTrip(t *testing.T) {
 // user's message does not.
 func TestReplyToBotAddressesIt(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.close()
-	if err := h.start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h := startBot(t, nil, nil)
 	first, err := h.emu.UserSay(h.general.ID, h.alice.ID, "<@"+h.emu.BotUserID()+"> hi")
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := h.emu.WaitMessages(ctx, h.general.ID, 2)
+	msgs, err := h.emu.WaitMessages(t.Context(), h.general.ID, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,16 +441,14 @@ func TestReplyToBotAddressesIt(t *testing.T) {
 	if _, err := h.emu.UserReply(h.general.ID, h.alice.ID, msgs[1].ID, "why did you say that?"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := h.emu.WaitMessages(ctx, h.general.ID, 5)
+	got, err := h.emu.WaitMessages(t.Context(), h.general.ID, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got[4].Author.ID != h.emu.BotUserID() || !strings.Contains(got[4].Content, "why did you say that?") {
 		t.Fatalf("last message %+v, want the bot's answer to the reply", got[4])
 	}
-	if err := h.stop(); err != nil {
-		t.Fatal(err)
-	}
+	finishBot(t, h, h.general.ID)
 	if n := len(h.emu.Messages(h.general.ID)); n != 5 {
 		t.Fatalf("#general shows %d messages, want 5 (the reply to a user's message is not answered)", n)
 	}
