@@ -3,6 +3,8 @@ GO       ?= go
 CONFIG   ?= config.yaml
 BIN      := bin/bot
 PKGS     := ./...
+SOAK_SEEDS   ?= 1-40
+SOAK_TIMEOUT ?= 60m
 
 .PHONY: help build run demo test vet fmtcheck bench soak lint clean
 
@@ -35,8 +37,8 @@ bench: ## the performance targets (benchmarks); figures are in the issue notes
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=2s ./core/... ./store/bolt/ ./store/postgres/
 	$(GO) test -run '^$$' -bench . -benchtime=1x ./cmd/bot/ ./console/
 
-soak: ## long randomized scenario run
-	SOAK=1 $(GO) test -race -count=1 -timeout 60m -run Scenario ./cmd/bot/...
+soak: ## long randomized scenario run; SOAK_SEEDS=1-200 picks the seeds (default 1-40)
+	SOAK=1 SOAK_SEEDS=$(SOAK_SEEDS) $(GO) test -race -count=1 -timeout $(SOAK_TIMEOUT) -run '^TestScenario$$' ./cmd/bot/
 
 clean: ## remove build output
 	rm -rf bin

@@ -139,9 +139,8 @@ type Adapter struct {
 	identifies atomic.Int64 // connect attempts (see connect)
 
 	events    *eventQueue
-	stopping  atomic.Bool
-	connected chan struct{}  // closed at the first READY
-	wg        sync.WaitGroup // interaction goroutines
+	work      tracker       // interaction goroutines; closed by drain
+	connected chan struct{} // closed at the first READY
 }
 
 // Compile-time interface guards.
@@ -269,10 +268,10 @@ func (a *Adapter) Run(ctx context.Context) error {
 
 // drain stops taking events and waits (bounded) for accepted ones.
 func (a *Adapter) drain() error {
-	a.stopping.Store(true)
+	a.work.close()
 	a.events.close()
 	done := make(chan struct{})
-	go func() { a.events.wait(); a.wg.Wait(); close(done) }()
+	go func() { a.events.wait(); a.work.wait(); close(done) }()
 	select {
 	case <-done:
 		return nil
@@ -356,7 +355,9 @@ func (a *Adapter) register(s *discordgo.Session, readyCh chan struct{}) {
 	})
 	s.AddHandler(func(s *discordgo.Session, i *discordgo.InteractionCreate) {
 		defer a.recoverHandler("interaction_create")
-		a.goTracked("interaction_create", func(ctx context.Context) { a.onInteraction(ctx, i.Interaction) })
+		if !a.goTracked("interaction_create", func(ctx context.Context) { a.onInteraction(ctx, i.Interaction) }) {
+			a.refuseStopping(i.Interaction)
+		}
 	})
 }
 
@@ -365,16 +366,51 @@ func (a *Adapter) register(s *discordgo.Session, readyCh chan struct{}) {
 func (a *Adapter) workCtx() context.Context { return context.WithoutCancel(a.runCtx()) }
 
 // goTracked runs f on its own goroutine under a recover; Run waits for it.
-func (a *Adapter) goTracked(name string, f func(context.Context)) {
-	if a.stopping.Load() {
-		return
+// It reports false, running nothing, once the adapter is draining.
+func (a *Adapter) goTracked(name string, f func(context.Context)) bool {
+	if !a.work.add() {
+		return false
 	}
-	a.wg.Add(1)
 	go func() {
-		defer a.wg.Done()
+		defer a.work.done()
 		defer a.recoverHandler(name)
 		f(a.workCtx())
 	}()
+	return true
+}
+
+// interactionWindow is how long Discord waits for an interaction's first
+// response (then it fails with 10062 and shows "did not respond").
+const interactionWindow = 3 * time.Second
+
+// restartingText answers a command that arrives while the bot stops.
+const restartingText = "⏳ The bot is restarting; try again in a moment."
+
+// refuseStopping answers an interaction that arrived while the adapter
+// drains: an ephemeral "restarting" line if its 3 s window still allows,
+// else nothing (Discord then shows its own failure). It runs inline on the
+// gateway goroutine, bounded by that window; the bot is stopping anyway.
+func (a *Adapter) refuseStopping(in *discordgo.Interaction) {
+	s := a.session()
+	if s == nil || in == nil || in.Type != discordgo.InteractionApplicationCommand {
+		return
+	}
+	created, err := discordgo.SnowflakeTimestamp(in.ID)
+	if err != nil {
+		return
+	}
+	deadline := created.Add(interactionWindow)
+	if !a.d.Clock.Now().Before(deadline) {
+		return
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	err = s.InteractionRespond(in, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Content: restartingText, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}}, discordgo.WithContext(ctx))
+	if err != nil {
+		a.countError(err)
+		a.log.Warn().Err(err).Msg("discord: refusing an interaction while stopping failed")
+	}
 }
 
 func (a *Adapter) recoverHandler(name string) {

@@ -29,9 +29,14 @@ func TestScenario(t *testing.T) {
 	seeds := []uint64{1, 2, 3}
 	steps := 40
 	if os.Getenv("SOAK") != "" {
-		seeds, steps = nil, 80
-		for s := uint64(1); s <= 40; s++ {
-			seeds = append(seeds, s)
+		steps = 80
+		spec := os.Getenv("SOAK_SEEDS")
+		if spec == "" {
+			spec = "1-40"
+		}
+		var err error
+		if seeds, err = parseSeeds(spec); err != nil {
+			t.Fatalf("SOAK_SEEDS=%q: %v", spec, err)
 		}
 	}
 	if s := os.Getenv("SCENARIO_SEED"); s != "" {
@@ -49,6 +54,28 @@ func TestScenario(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parseSeeds reads a seed list such as "1-200" or "5,9,20-25".
+func parseSeeds(spec string) ([]uint64, error) {
+	var seeds []uint64
+	for part := range strings.SplitSeq(spec, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.ParseUint(lo, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("seed %q is not a number (want e.g. 1-200 or 5,9,20-25)", part)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.ParseUint(hi, 10, 64); err != nil || b < a {
+				return nil, fmt.Errorf("range %q is not low-high (want e.g. 1-200)", part)
+			}
+		}
+		for n := a; n <= b; n++ {
+			seeds = append(seeds, n)
+		}
+	}
+	return seeds, nil
 }
 
 // scenario is one randomized run's world.
@@ -360,5 +387,26 @@ func (s *scenario) check() {
 	}
 	if v := s.h.emu.Violations(); len(v) > 0 {
 		t.Errorf("OpenAPI violations: %+v", v)
+	}
+}
+
+func TestParseSeeds(t *testing.T) {
+	tests := []struct {
+		spec    string
+		want    []uint64
+		wantErr bool
+	}{
+		{"3", []uint64{3}, false},
+		{"1-4", []uint64{1, 2, 3, 4}, false},
+		{"5, 9,20-21", []uint64{5, 9, 20, 21}, false},
+		{"4-1", nil, true},
+		{"x", nil, true},
+		{"1-", nil, true},
+	}
+	for _, tt := range tests {
+		got, err := parseSeeds(tt.spec)
+		if (err != nil) != tt.wantErr || fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("parseSeeds(%q) = %v, %v; want %v (error %v)", tt.spec, got, err, tt.want, tt.wantErr)
+		}
 	}
 }
