@@ -139,6 +139,10 @@ type Adapter struct {
 	identifies atomic.Int64 // connect attempts (see connect)
 
 	events    *eventQueue
+	// What catchUp found at the last READY, for catchUpGuild; guarded by mu.
+	catchUpMarks   map[string]string
+	catchUpFloor   string
+	guildsCaughtUp map[string]bool
 	work      tracker       // interaction goroutines; closed by drain
 	connected chan struct{} // closed at the first READY
 }
@@ -322,6 +326,12 @@ func (a *Adapter) register(s *discordgo.Session, readyCh chan struct{}) {
 		select {
 		case readyCh <- struct{}{}:
 		default:
+		}
+	})
+	s.AddHandler(func(s *discordgo.Session, g *discordgo.GuildCreate) {
+		defer a.recoverHandler("guild_create")
+		if g.Guild != nil {
+			a.catchUpGuild(s, g.Guild) // inline, like READY's: ahead of the guild's later events
 		}
 	})
 	s.AddHandler(func(s *discordgo.Session, _ *discordgo.Resumed) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -185,13 +186,23 @@ func (a *Adapter) Sweep(ctx context.Context) {
 // gateway session fetches.
 const catchUpLimit = 100
 
+// catchUpMargin is how far before the newest message any conversation
+// took a conversation without a watermark is read back: gateway order
+// across channels is only roughly creation order.
+const catchUpMargin = time.Minute
+
 // catchUp queues the messages each conversation received after the newest
 // one the bot took (its watermark) while the bot was not connected, in
 // display order, ahead of any live event. They go through the ordinary
 // routing, and sessions skip messages they already took, so a message is
-// answered once however often it is seen.
+// answered once however often it is seen. Conversations the bot never took
+// a message from have no watermark; they are read when their guild arrives
+// (catchUpGuild), from a floor just before the newest watermark.
 func (a *Adapter) catchUp(s *discordgo.Session) {
 	marks := a.d.Sessions.Watermarks()
+	a.mu.Lock()
+	a.catchUpMarks, a.catchUpFloor, a.guildsCaughtUp = marks, floorBefore(marks), map[string]bool{}
+	a.mu.Unlock()
 	if len(marks) == 0 {
 		return
 	}
@@ -210,25 +221,86 @@ func (a *Adapter) catchUp(s *discordgo.Session) {
 		if err == nil && !a.ownsGuild(guildID) {
 			continue // another shard's process catches up on this conversation
 		}
-		var msgs []*discordgo.Message
 		if err == nil {
-			msgs, err = s.ChannelMessages(channelID, catchUpLimit, "", last, "", discordgo.WithContext(ctx))
+			queued += a.catchUpChannel(ctx, s, conv, channelID, guildID, last)
 		}
 		if err != nil {
 			a.countError(err)
 			a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on missed messages")
-			continue
-		}
-		slices.SortFunc(msgs, func(x, y *discordgo.Message) int { return compareIDs(x.ID, y.ID) })
-		for _, m := range msgs {
-			m.GuildID = guildID
-			a.events.push("catch_up", func(ctx context.Context) { a.onMessage(ctx, m) })
-			queued++
 		}
 	}
 	if queued > 0 {
 		a.log.Info().Int("messages", queued).Msg("caught up on messages missed while down")
 	}
+}
+
+// catchUpGuild reads, once per gateway session, the channels and active
+// threads of a guild that have no watermark but a message newer than the
+// floor: a first message in a channel that the previous process never
+// handled (it arrived during a stop or just before a crash) is answered.
+func (a *Adapter) catchUpGuild(s *discordgo.Session, g *discordgo.Guild) {
+	a.mu.Lock()
+	floor, marks := a.catchUpFloor, a.catchUpMarks
+	first := a.guildsCaughtUp != nil && !a.guildsCaughtUp[g.ID]
+	if first {
+		a.guildsCaughtUp[g.ID] = true
+	}
+	a.mu.Unlock()
+	if !first || floor == "" || (len(a.guilds) > 0 && !a.guilds[g.ID]) || !a.ownsGuild(g.ID) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(a.workCtx(), 30*time.Second)
+	defer cancel()
+	queued := 0
+	for _, ch := range slices.Concat(g.Channels, g.Threads) {
+		if ch == nil || !ch.IsThread() && ch.Type != discordgo.ChannelTypeGuildText {
+			continue
+		}
+		if _, ok := marks[ch.ID]; ok || ch.LastMessageID == "" || compareIDs(ch.LastMessageID, floor) <= 0 {
+			continue
+		}
+		queued += a.catchUpChannel(ctx, s, ch.ID, ch.ID, g.ID, floor)
+	}
+	if queued > 0 {
+		a.log.Info().Int("messages", queued).Str("guild", g.ID).Msg("caught up on messages in conversations without a watermark")
+	}
+}
+
+// catchUpChannel queues the messages of one channel after the given id, in
+// display order, and returns how many it queued.
+func (a *Adapter) catchUpChannel(ctx context.Context, s *discordgo.Session, conv, channelID, guildID, after string) int {
+	msgs, err := s.ChannelMessages(channelID, catchUpLimit, "", after, "", discordgo.WithContext(ctx))
+	if err != nil {
+		a.countError(err)
+		a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on missed messages")
+		return 0
+	}
+	slices.SortFunc(msgs, func(x, y *discordgo.Message) int { return compareIDs(x.ID, y.ID) })
+	for _, m := range msgs {
+		m.GuildID = guildID
+		a.events.push("catch_up", func(ctx context.Context) { a.onMessage(ctx, m) })
+	}
+	return len(msgs)
+}
+
+// floorBefore is the snowflake catchUpMargin before the newest watermark,
+// or "" when there is none (a new store has nothing to catch up on).
+func floorBefore(marks map[string]string) string {
+	newest := ""
+	for _, id := range marks {
+		if compareIDs(id, newest) > 0 {
+			newest = id
+		}
+	}
+	n, err := strconv.ParseUint(newest, 10, 64)
+	if err != nil {
+		return ""
+	}
+	margin := uint64(catchUpMargin.Milliseconds()) << 22
+	if n <= margin {
+		return "0"
+	}
+	return strconv.FormatUint(n-margin, 10)
 }
 
 // compareIDs orders snowflakes.

@@ -789,3 +789,33 @@ func TestSpawnWithoutThreadPermissionExplains(t *testing.T) {
 		t.Fatalf("%d sessions registered after a refused spawn", n)
 	}
 }
+
+// TestCatchUpReachesChannelWithoutWatermark: a mention posted while the bot
+// was down, in a channel it never took a message from, is answered at the
+// next start (before, catch-up read only conversations with a watermark).
+func TestCatchUpReachesChannelWithoutWatermark(t *testing.T) {
+	t.Parallel()
+	h := startBot(t, nil, nil)
+	mention := "<@" + h.emu.BotUserID() + "> "
+	if _, err := h.emu.UserSay(h.general.ID, h.alice.ID, mention+"first"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, h, "the first reply", func() bool { return countContaining(h.emu.Messages(h.general.ID), "echo: @") == 1 })
+	quiet, err := h.emu.AddTextChannel(h.guild.ID, "quiet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if _, err := h.emu.UserSay(quiet.ID, h.alice.ID, mention+"while you were away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, h, "the missed mention's reply", func() bool {
+		return countContaining(h.emu.Messages(quiet.ID), "echo: @agentbot while you were away") == 1
+	})
+	finishBot(t, h, h.general.ID, quiet.ID)
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
+	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/transcript"
 )
 
@@ -24,18 +25,51 @@ type located struct {
 	e   transcript.Entry
 }
 
+// bindingStore is what the routing part of the check reads, when the
+// store has it: every binding record, active and ended.
+type bindingStore interface {
+	Bindings(ctx context.Context) ([]binding.Record, error)
+}
+
 // rule1Check compares what the emulator displays with every transcript and
 // returns the violations of invariants 1, 2 and 4:
 //   - every bot message a channel displays is in exactly one transcript
 //     entry, and every entry's message ids are displayed, in one channel,
-//     with exactly the entry's text (split parts concatenated);
+//     with exactly the entry's text (split parts concatenated) - recovered
+//     entries (finished after a crash) included;
+//   - every user message addressed to the bot (a mention with some text) is
+//     in exactly one transcript entry;
+//   - every entry is in a session its channel can route to: the channel's
+//     own session (any agent's), a DM's session, or the target of a binding
+//     of that channel (when the store has bindings);
 //   - no message id is in two entries, no entry is written twice;
 //   - each session's bot entries, and its user entries, are in display
-//     order (message ids increase).
+//     order (message ids increase); an entry recovered after a crash is
+//     appended when recovered, so only the entries after it are held to it.
 func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, channels []string) ([]string, error) {
 	keys, err := st.Sessions(ctx)
 	if err != nil {
 		return nil, err
+	}
+	boundTo := map[string]map[string]bool{} // channel -> session keys bound to it, ever
+	if bs, ok := st.(bindingStore); ok {
+		recs, err := bs.Bindings(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			ch := r.Conversation.ConversationID
+			if boundTo[ch] == nil {
+				boundTo[ch] = map[string]bool{}
+			}
+			boundTo[ch][r.TargetSessionKey] = true
+		}
+	}
+	routable := func(key string, m discordtest.Message) bool {
+		if boundTo[m.ChannelID][key] || strings.HasSuffix(key, ":channel:"+m.ChannelID) {
+			return true
+		}
+		return m.GuildID == "" && strings.Contains(key, ":dm:")
 	}
 	byMsg := map[string][]located{}
 	var problems []string
@@ -58,13 +92,10 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 			}
 			first, _ := strconv.ParseUint(e.MessageIDs[0], 10, 64)
 			fromUser := e.Source == transcript.SourceUser
-			if e.Meta["recovered"] == "true" {
-				continue // finished after a crash: appended when recovered
-			}
-			if first < last[fromUser] {
+			if first < last[fromUser] && e.Meta["recovered"] != "true" {
 				problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is out of display order", key, e.Seq, e.Source))
 			}
-			last[fromUser] = first
+			last[fromUser] = max(last[fromUser], first)
 			var shown strings.Builder
 			channel := ""
 			for _, id := range e.MessageIDs {
@@ -75,6 +106,9 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 				}
 				if channel != "" && m.ChannelID != channel {
 					problems = append(problems, fmt.Sprintf("%s: entry #%d spans channels %s and %s", key, e.Seq, channel, m.ChannelID))
+				}
+				if channel == "" && !routable(key, m) {
+					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is displayed in channel %s, which never routed to this session", key, e.Seq, e.Source, m.ChannelID))
 				}
 				channel = m.ChannelID
 				shown.WriteString(m.Content)
@@ -90,16 +124,27 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 		}
 	}
 	botID := emu.BotUserID()
+	mention := "<@" + botID + ">"
 	for _, ch := range channels {
 		for _, m := range emu.Messages(ch) {
 			fromBot := m.Author.ID == botID || m.WebhookID != ""
-			if fromBot && len(byMsg[m.ID]) == 0 {
+			switch {
+			case fromBot && len(byMsg[m.ID]) == 0:
 				problems = append(problems, fmt.Sprintf("channel %s displays bot message %s %q that no transcript holds", ch, m.ID, excerpt(m.Content)))
+			case !fromBot && !m.Author.Bot && addressed(m.Content, mention) && len(byMsg[m.ID]) == 0:
+				problems = append(problems, fmt.Sprintf("channel %s displays user message %s %q addressed to the bot that no transcript holds", ch, m.ID, excerpt(m.Content)))
+
 			}
 		}
 	}
 	slices.Sort(problems)
 	return problems, nil
+}
+
+// addressed reports whether a user message mentions the bot and has text
+// besides the mention (such a message always reaches a session).
+func addressed(content, mention string) bool {
+	return strings.Contains(content, mention) && strings.TrimSpace(strings.ReplaceAll(content, mention, "")) != ""
 }
 
 func excerpt(s string) string {

@@ -122,6 +122,13 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 		t.Fatal(err)
 	}
 	s := &scenario{t: t, ctx: ctx, rng: rng, h: h, channels: []string{h.general.ID, random.ID}, users: []string{h.alice.ID, bob.ID}}
+	// One answered message first: a store that never took a message has no
+	// catch-up floor (docs/DECISIONS.md #17), so a message the very first
+	// process drops at a stop would not be taken again.
+	if _, err := h.emu.UserSay(h.general.ID, h.alice.ID, fmt.Sprintf("<@%s> hello", h.emu.BotUserID())); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, h, "the first reply", func() bool { return countContaining(h.emu.Messages(h.general.ID), "echo: @") == 1 })
 	s.note("seed %d, spawnSubagentSessions=%v", seed, spawnThreads)
 	defer func() {
 		if t.Failed() {
@@ -162,10 +169,19 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 		}
 	}
 	// Let queued work finish: a graceful stop drains every turn and run.
+	// A message still on its way when the stop began is not taken; one more
+	// start catches up on it, as a real restart would.
 	if err := h.stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
 	h.emu.ClearFaults()
+	if err := h.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	settle(ctx, t, h.emu)
+	if err := h.stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
 	s.check()
 }
 
