@@ -138,13 +138,13 @@ type Adapter struct {
 	shard      Shard        // Count 0 until known (auto); guarded by mu
 	identifies atomic.Int64 // connect attempts (see connect)
 
-	events    *eventQueue
+	events *eventQueue
 	// What catchUp found at the last READY, for catchUpGuild; guarded by mu.
 	catchUpMarks   map[string]string
 	catchUpFloor   string
 	guildsCaughtUp map[string]bool
-	work      tracker       // interaction goroutines; closed by drain
-	connected chan struct{} // closed at the first READY
+	work           tracker       // interaction goroutines; closed by drain
+	connected      chan struct{} // closed at the first READY
 }
 
 // Compile-time interface guards.
