@@ -16,6 +16,7 @@ import (
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/internal/work"
 	"github.com/agentbot/agentbot/metrics"
 )
 
@@ -143,7 +144,7 @@ type Adapter struct {
 	catchUpMarks   map[string]string
 	catchUpFloor   string
 	guildsCaughtUp map[string]bool
-	work           tracker       // interaction goroutines; closed by drain
+	work           work.Group    // interaction goroutines; closed by drain
 	connected      chan struct{} // closed at the first READY
 }
 
@@ -272,10 +273,10 @@ func (a *Adapter) Run(ctx context.Context) error {
 
 // drain stops taking events and waits (bounded) for accepted ones.
 func (a *Adapter) drain() error {
-	a.work.close()
+	a.work.Close()
 	a.events.close()
 	done := make(chan struct{})
-	go func() { a.events.wait(); a.work.wait(); close(done) }()
+	go func() { a.events.wait(); a.work.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil
@@ -378,11 +379,11 @@ func (a *Adapter) workCtx() context.Context { return context.WithoutCancel(a.run
 // goTracked runs f on its own goroutine under a recover; Run waits for it.
 // It reports false, running nothing, once the adapter is draining.
 func (a *Adapter) goTracked(name string, f func(context.Context)) bool {
-	if !a.work.add() {
+	if !a.work.Add() {
 		return false
 	}
 	go func() {
-		defer a.work.done()
+		defer a.work.Done()
 		defer a.recoverHandler(name)
 		f(a.workCtx())
 	}()

@@ -76,7 +76,11 @@ func (a *Adapter) route(ctx context.Context, m *discordgo.Message) string {
 		msg.ReplyTo = m.MessageReference.MessageID
 	}
 	if err := a.d.Sessions.HandleMessage(ctx, msg); err != nil {
-		a.log.Error().Err(err).Str("message", m.ID).Msg("inbound message not handled")
+		if errors.Is(err, session.ErrStopping) {
+			a.log.Info().Str("message", m.ID).Msg("inbound message left for the next start (stopping)")
+		} else {
+			a.log.Error().Err(err).Str("message", m.ID).Msg("inbound message not handled")
+		}
 		return inHandlerFailed
 	}
 	return inRouted

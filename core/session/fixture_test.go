@@ -206,15 +206,10 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	return f
 }
 
-// settle waits until every queued turn and subagent run has finished: Run
-// with a cancelled context drains in-flight work and returns.
+// settle waits until every queued turn and subagent run has finished.
 func (f *fixture) settle() {
 	f.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := f.m.Run(ctx); err != nil {
-		f.t.Fatalf("sessions did not settle: %v", err)
-	}
+	f.m.Settle()
 }
 
 func ref(id string) binding.ConversationRef {

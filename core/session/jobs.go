@@ -33,7 +33,7 @@ func (m *Manager) RunJobTurn(ctx context.Context, jt JobTurn) ([]string, error) 
 		err error
 	}
 	ch := make(chan result, 1)
-	m.enqueue(key, func(qctx context.Context) {
+	err := m.enqueue(key, func(qctx context.Context) {
 		agent := m.agentFor(key)
 		trig := delivery.Delivery{ID: jt.DeliveryID + ":trigger", Target: conv, Text: jt.Trigger,
 			Producer: delivery.Producer{Source: transcript.SourceJobTrigger, TurnSessionKey: key, AgentID: agent.ID, Meta: jt.Meta}}
@@ -55,6 +55,9 @@ func (m *Manager) RunJobTurn(ctx context.Context, jt JobTurn) ([]string, error) 
 		}
 		m.runTurn(qctx, t)
 	})
+	if err != nil {
+		return nil, fmt.Errorf("job turn: %w", err)
+	}
 	select {
 	case r := <-ch:
 		return r.ids, r.err

@@ -19,6 +19,7 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/internal/work"
 )
 
 // Options are the manager's settings.
@@ -76,7 +77,7 @@ type Manager struct {
 
 	baseMu sync.Mutex
 	base   context.Context // cancelled when Run stops
-	wg     sync.WaitGroup
+	work   work.Group      // queued session tasks and farewells; Run waits for them
 
 	qmu    sync.Mutex
 	queues map[string]*queue
@@ -186,7 +187,9 @@ func (m *Manager) Resume(ctx context.Context) (turns, runs int) {
 				continue // announced by the process that ran it
 			}
 			key := in.Key
-			m.enqueue(key, func(ctx context.Context) { m.runSubagent(ctx, key) })
+			if err := m.enqueue(key, func(ctx context.Context) { m.runSubagent(ctx, key) }); err != nil {
+				continue // still running in the store: the next start resumes it
+			}
 			runs++
 		}
 	}
@@ -304,7 +307,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.baseMu.Unlock()
 	<-ctx.Done()
 	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
+	go func() { m.work.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil
@@ -319,9 +322,12 @@ func (m *Manager) baseCtx() context.Context {
 	return m.base
 }
 
-// enqueue runs task after every earlier task of the same session.
-func (m *Manager) enqueue(key string, task func(context.Context)) {
-	m.wg.Add(1)
+// enqueue runs task after every earlier task of the same session. Once
+// Run has drained for a stop it starts nothing and returns ErrStopping.
+func (m *Manager) enqueue(key string, task func(context.Context)) error {
+	if !m.work.Add() {
+		return ErrStopping
+	}
 	m.qmu.Lock()
 	q := m.queues[key]
 	if q == nil {
@@ -335,6 +341,7 @@ func (m *Manager) enqueue(key string, task func(context.Context)) {
 	if start {
 		go m.drain(key, q)
 	}
+	return nil
 }
 
 func (m *Manager) drain(key string, q *queue) {
@@ -350,7 +357,7 @@ func (m *Manager) drain(key string, q *queue) {
 		q.tasks = q.tasks[1:]
 		m.qmu.Unlock()
 		m.runSafely(key, task)
-		m.wg.Done()
+		m.work.Done()
 	}
 }
 
@@ -460,7 +467,7 @@ func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 	if bound {
 		t.bindingID = rec.ID
 	}
-	m.enqueue(key, func(ctx context.Context) {
+	err = m.enqueue(key, func(ctx context.Context) {
 		// Another process sharing the store (or the one before a crash)
 		// may have answered while this turn waited for its lock.
 		if done, err := m.d.Outbound.Delivered(ctx, t.deliveryID); err != nil || !done {
@@ -471,6 +478,9 @@ func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 		delete(m.queued, msg.MessageID)
 		m.imu.Unlock()
 	})
+	if err != nil { // the turn stays owed: the next start resumes it
+		return fmt.Errorf("handle message %s: %w", msg.MessageID, err)
+	}
 	return nil
 }
 

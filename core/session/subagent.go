@@ -106,7 +106,9 @@ func (m *Manager) Spawn(ctx context.Context, req SpawnRequest) (SpawnResult, err
 	if res.Thread != nil {
 		m.intro(ctx, info, agent, *res.Thread)
 	}
-	m.enqueue(key, func(ctx context.Context) { m.runSubagent(ctx, key) })
+	// Refused only while stopping: it is recorded as running, so the next
+	// start runs it.
+	_ = m.enqueue(key, func(ctx context.Context) { m.runSubagent(ctx, key) })
 	return res, nil
 }
 
@@ -317,9 +319,12 @@ func (m *Manager) OnBindingEnded(r binding.Record) {
 	if r.EndedReason != binding.ReasonIdleExpired && r.EndedReason != binding.ReasonMaxAgeExpired && r.EndedReason != binding.ReasonManual {
 		return
 	}
-	m.wg.Add(1)
+	if !m.work.Add() {
+		m.d.Log.Warn().Str("binding", r.ID).Msg("farewell not posted: stopping")
+		return
+	}
 	go func() {
-		defer m.wg.Done()
+		defer m.work.Done()
 		ctx := context.WithoutCancel(m.baseCtx())
 		_, err := m.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "farewell:" + r.ID, Target: r.Conversation, Text: FarewellText(r.EndedReason, r.IdleTimeout, r.MaxAge),
 			Producer: delivery.Producer{Source: transcript.SourceFarewell}}, nil)

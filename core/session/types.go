@@ -43,6 +43,10 @@ var (
 	// ErrTurnFailed: the model call failed; a notice was displayed instead
 	// of a reply (RunJobTurn returns it with the displayed message ids).
 	ErrTurnFailed = errors.New("turn failed")
+	// ErrStopping: the manager has drained for a stop and started nothing;
+	// work with a persisted record (an owed turn, a running subagent, a
+	// claimed job instant) is taken again at the next start.
+	ErrStopping = errors.New("sessions are stopping")
 )
 
 // Info is a session's registry record.
