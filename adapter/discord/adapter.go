@@ -235,6 +235,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	a.mu.Unlock()
 	a.events = newEventQueue(a)
 	defer a.events.close() // every return path ends the worker (drain closes it first)
+	defer a.work.Close()   // and refuses interactions: a session that outlives Run (a discordgo reconnect racing Close) must not reach closed stores
 	a.register(s, readyCh)
 	if err := a.connect(ctx, s); err != nil {
 		if ctx.Err() != nil {
