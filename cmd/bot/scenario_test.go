@@ -105,6 +105,7 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: log, Configure: func(c *config.Config) {
 		c.Discord.ThreadBindings.SpawnSubagentSessions = spawnThreads
 		c.Subagents.MaxConcurrent = 50
+		c.Agents = append(c.Agents, config.AgentConfig{ID: "helper", Name: "Helper", SystemPrompt: "You help.", Model: c.Agents[0].Model})
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +152,9 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 		{2, s.threadState},
 		{2, s.fault},
 		{1, s.restart},
+		{2, s.focus},
+		{1, s.unfocus},
+		{1, s.longMention},
 	}
 	total := 0
 	for _, a := range actions {
@@ -228,8 +232,86 @@ func (s *scenario) spawn() error {
 	if s.rng.IntN(2) == 0 {
 		opts = append(opts, discordtest.CommandOption{Name: "thread", Value: s.rng.IntN(3) > 0})
 	}
+	if s.rng.IntN(3) == 0 {
+		opts = append(opts, discordtest.CommandOption{Name: "agent", Value: "helper"})
+	}
 	s.note("/spawn in %s %v", ch, opts)
 	_, err := s.h.emu.InvokeCommand(ch, s.pick(s.users), "spawn", opts...)
+	return err
+}
+
+// labels returns the subagent labels the bot announced as started.
+func (s *scenario) labels() []string {
+	var out []string
+	for _, ch := range s.channels {
+		for _, m := range s.h.emu.Messages(ch) {
+			if rest, ok := strings.CutPrefix(m.Content, "Started subagent **"); ok {
+				label, _, _ := strings.Cut(rest, "**")
+				out = append(out, label)
+			}
+		}
+	}
+	return out
+}
+
+// focus binds a channel (a new child thread) or an open thread to a
+// subagent; the same label twice moves its binding.
+func (s *scenario) focus() error {
+	labels := s.labels()
+	if len(labels) == 0 {
+		return s.spawn()
+	}
+	label := s.pick(labels)
+	where := s.pick(s.channels)
+	if ths := s.openThreads(); len(ths) > 0 && s.rng.IntN(2) == 0 {
+		where = s.pick(ths)
+	}
+	s.note("/focus %s in %s", label, where)
+	_, err := s.h.emu.InvokeCommand(where, s.h.alice.ID, "focus", discordtest.CommandOption{Name: "target", Value: label})
+	return err
+}
+
+func (s *scenario) unfocus() error {
+	ths := s.openThreads()
+	if len(ths) == 0 {
+		return nil
+	}
+	th := s.pick(ths)
+	s.note("/unfocus in %s", th)
+	_, err := s.h.emu.InvokeCommand(th, s.h.alice.ID, "unfocus")
+	return err
+}
+
+// openThreads are the threads users can still post in.
+func (s *scenario) openThreads() []string {
+	var out []string
+	for _, th := range s.threads() {
+		if c, ok := s.h.emu.Channel(th); ok && !c.Locked && !c.Archived && !c.Deleted {
+			out = append(out, th)
+		}
+	}
+	return out
+}
+
+// longMention asks for a reply longer than one Discord message; sometimes
+// its second part is refused for good (permissions, a form error), so a
+// partly displayed reply must be recorded as exactly what was shown.
+func (s *scenario) longMention() error {
+	ch, user := s.pick(s.channels), s.pick(s.users)
+	if s.rng.IntN(2) == 0 {
+		f := discordtest.Fault{Method: "POST", Path: "/channels/*/messages", After: 1, Status: 403, Code: 50013, Message: "Missing Permissions"}
+		if s.rng.IntN(2) == 0 {
+			f.Status, f.Code, f.Message = 400, 50035, "Invalid Form Body"
+		}
+		s.h.emu.InjectFault(f)
+		s.note("fault %+v", f)
+	}
+	words := make([]string, 0, 400)
+	for i := range 330 {
+		words = append(words, fmt.Sprintf("w%d", i))
+	}
+	s.note("long mention in %s by %s", ch, user)
+	_, err := s.h.emu.UserSay(ch, user, fmt.Sprintf("<@%s> %s", s.h.emu.BotUserID(), strings.Join(words, " ")))
 	return err
 }
 
@@ -320,7 +402,11 @@ func (s *scenario) threadState() error {
 
 func (s *scenario) fault() error {
 	f := discordtest.Fault{Method: "POST", Path: "/channels/*/messages", Times: 1}
-	switch s.rng.IntN(4) {
+	switch s.rng.IntN(6) {
+	case 4: // the interaction answer is displayed, its response lost
+		f.Path, f.Mode = "/interactions/*/*/callback", discordtest.FaultDropAfterCommit
+	case 5: // reconciling an interaction answer fails once
+		f.Method, f.Path, f.Status = "GET", "/webhooks/*/*/messages/@original", 500
 	case 0:
 		f.Status, f.RetryAfter = 429, 20*time.Millisecond
 	case 1:

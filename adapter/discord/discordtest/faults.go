@@ -33,6 +33,9 @@ type Fault struct {
 	RetryAfter time.Duration // for Status 429; default 100 ms
 	Latency    time.Duration // delay before handling
 	Mode       FaultMode
+	// After lets that many matching calls through before the fault applies
+	// (e.g. After 1 on a message create fails the second part of a split reply).
+	After int
 }
 
 func (f *Fault) message() string {
@@ -45,6 +48,7 @@ func (f *Fault) message() string {
 type faultState struct {
 	Fault
 	left int
+	skip int // matching calls still let through (Fault.After)
 	segs []string
 }
 
@@ -56,7 +60,7 @@ func (e *Emulator) InjectFault(f Fault) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.faults = append(e.faults, &faultState{Fault: f, left: left, segs: splitPath(f.Path)})
+	e.faults = append(e.faults, &faultState{Fault: f, left: left, skip: f.After, segs: splitPath(f.Path)})
 }
 
 // ClearFaults removes every pending fault.
@@ -72,6 +76,10 @@ func (e *Emulator) takeFault(method string, segs []string) *Fault {
 	for i, f := range e.faults {
 		if f.Method != "" && f.Method != method || !segsMatch(f.segs, segs) {
 			continue
+		}
+		if f.skip > 0 {
+			f.skip--
+			return nil
 		}
 		out := f.Fault
 		if f.left > 0 {
