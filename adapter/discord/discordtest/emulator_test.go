@@ -754,3 +754,24 @@ func TestZombieConnectionResumes(t *testing.T) {
 	hb := f.e.GatewayStats().Heartbeats
 	must(t, f.e.WaitHeartbeats(ctx, hb+1))
 }
+
+// A fault with After lets that many matching calls through first: the
+// second part of a split reply can be refused while the first is shown.
+func TestFaultAfterSkipsMatchingCalls(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, discordtest.Options{})
+	s := restSession(t, f.e)
+	f.e.InjectFault(discordtest.Fault{Method: "POST", Path: "/channels/*/messages", After: 1, Status: 403, Code: 50013, Message: "Missing Permissions"})
+	send := func(text string) error {
+		_, err := s.ChannelMessageSendComplex(f.ch.ID, &discordgo.MessageSend{Content: text, AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}})
+		return err
+	}
+	must(t, send("part 1"))
+	if _, code := restCode(t, send("part 2")); code != 50013 {
+		t.Fatalf("second call: code %d, want 50013", code)
+	}
+	must(t, send("part 3"))
+	if msgs := f.e.Messages(f.ch.ID); len(msgs) != 2 || msgs[0].Content != "part 1" || msgs[1].Content != "part 3" {
+		t.Fatalf("messages = %+v", msgs)
+	}
+}
