@@ -24,6 +24,8 @@ func (l Lists) empty() bool { return len(l.Users) == 0 && len(l.Roles) == 0 && l
 
 // Policy is discord.access without the rate limit: who may start a turn.
 type Policy struct {
+	// DM is DMOff, DMAllowlist or DMMembers; "" (a Policy built in code,
+	// not from config) admits every DM.
 	DM    string
 	Allow Lists
 	Deny  Lists
@@ -59,6 +61,8 @@ func (p Policy) Admit(s Subject) (bool, string) {
 				return false, "dm-not-allowlisted"
 			}
 			return true, ""
+		case "":
+			return true, "" // no policy configured (code-built adapters); config always sets a mode
 		default: // members
 			if len(p.Allow.Users) > 0 && !slices.Contains(p.Allow.Users, s.UserID) {
 				return false, "not-allowlisted"

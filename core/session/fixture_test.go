@@ -219,6 +219,9 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if o.authority == nil {
 		o.authority = &fakeAuthority{}
 	}
+	if _, ok := o.authority.(nilAuthority); ok {
+		o.authority = nil
+	}
 	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(bs), Bindings: bs, Transcripts: tr, Store: o.registry, Turns: o.turns, Clock: clk, Log: zerolog.Nop(),
 		Authority: o.authority}
 	if !o.noThreads {
