@@ -465,6 +465,9 @@ func (a *Adapter) cmdCron(ctx context.Context, v invocation) (reply, error) {
 	default:
 		return reply{}, userErrf("Usage: /cron add|list|remove|run|runs")
 	}
+	if authz.IsRefusal(err) {
+		return reply{}, userErrf("%s", refusalText(err))
+	}
 	if err != nil {
 		return reply{}, &userError{msg: err.Error()}
 	}

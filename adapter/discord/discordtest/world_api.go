@@ -77,6 +77,15 @@ func (e *Emulator) AddMember(guildID, username string) (User, error) {
 	return u, nil
 }
 
+// AddUser creates a (human) user who is a member of no guild: a stranger who can only DM the bot.
+func (e *Emulator) AddUser(username string) User {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	u := User{ID: e.nextIDLocked(), Username: username}
+	e.world.users[u.ID] = u
+	return u
+}
+
 // AddThread creates an active public thread under a text channel, owned by ownerID (a user id, or
 // the bot's), emitting THREAD_CREATE.
 func (e *Emulator) AddThread(parentID, name, ownerID string) (Channel, error) {
