@@ -217,6 +217,10 @@ func (a *Adapter) command(ctx context.Context, v invocation) (reply, error) {
 }
 
 func (a *Adapter) cmdSpawn(ctx context.Context, v invocation) (reply, error) {
+	// A subagent spends the model like a turn: discord.access applies.
+	if msg := a.admitCommand(ctx, v); msg != "" {
+		return reply{}, userErrf("%s", msg)
+	}
 	res, err := a.d.Sessions.Spawn(ctx, session.SpawnRequest{Task: v.str("task"), Label: v.str("label"), AgentID: v.str("agent"),
 		Thread: v.boolPtr("thread"), Requester: v.conv, RequestedBy: v.userID})
 	switch {

@@ -301,3 +301,31 @@ func (a *Adapter) limitNotice(name string, d authz.Decision) string {
 	}
 	return fmt.Sprintf("⏳ %s; you can go on in %s (at %s UTC). Until then I will not answer.", what, session.FormatDuration(wait), d.Until.UTC().Format("15:04"))
 }
+
+// admitCommand applies discord.access to a slash command that starts model
+// work (/spawn): it returns "" to go on, else the ephemeral refusal.
+func (a *Adapter) admitCommand(ctx context.Context, v invocation) string {
+	if a.auth.Operator(ctx, authz.Actor{UserID: v.userID, Where: v.conv}) {
+		return ""
+	}
+	sub := authz.Subject{UserID: v.userID, ChannelID: v.in.ChannelID, ParentID: v.conv.ParentConversationID, DM: v.in.GuildID == ""}
+	if sub.DM {
+		sub.SharesGuild = func() bool { return a.sharesGuild(ctx, v.userID) }
+	} else if v.in.Member != nil {
+		sub.Roles = v.in.Member.Roles
+	}
+	if ok, reason := a.opt.Access.Admit(sub); !ok {
+		a.log.Info().Str("user", v.userID).Str("command", v.name).Str("reason", reason).Msg("access: command refused")
+		return "You may not start agent work here (discord.access)."
+	}
+	if d := a.limiter.Take(v.userID, v.in.GuildID); !d.OK {
+		name := v.userID
+		if v.in.Member != nil && v.in.Member.User != nil {
+			name = v.in.Member.User.Username
+		} else if v.in.User != nil {
+			name = v.in.User.Username
+		}
+		return a.limitNotice(name, d)
+	}
+	return ""
+}

@@ -259,7 +259,8 @@ func TestAuthzE2EFocusAnotherUsersDMRefused(t *testing.T) {
 
 // A message discord.access refuses makes no model request, gets no reply
 // and is not in any transcript: a denied user, a denied role, and a
-// stranger's DM (dm: members). Fails on the old code, which answered all.
+// stranger's DM (dm: members); a denied user's /spawn is refused too.
+// Fails on the old code, which answered all.
 func TestAuthzE2EDeniedMessageMakesNoModelRequest(t *testing.T) {
 	t.Parallel()
 	var muted discordtest.Role
@@ -283,6 +284,9 @@ func TestAuthzE2EDeniedMessageMakesNoModelRequest(t *testing.T) {
 	w.say(t, w.general.ID, dave.ID, "denied role speaking")
 	if _, err := w.emu.UserDM(stranger.ID, "stranger in a DM"); err != nil {
 		t.Fatal(err)
+	}
+	if got := w.command(t, w.general.ID, w.bob.ID, "spawn", opt("task", "denied spawn")); !got.Ephemeral || !strings.Contains(got.Content, "You may not start agent work here") {
+		t.Errorf("/spawn by a denied user = %+v", got)
 	}
 	// carol's DM and message are admitted; the inbound queue is ordered, so
 	// once both are answered the earlier messages were decided.

@@ -113,6 +113,15 @@ func (b *schedulerBridge) add(ctx context.Context, actor authz.Actor, req schedu
 	if err != nil {
 		return scheduler.Job{}, userText(err)
 	}
+	// Wherever the job will post (a session:<key> target too), its
+	// creator must be able to; a crash before the removal leaves a job
+	// whose every run AuthorizeRun refuses.
+	if err := b.AuthorizeRun(ctx, j); err != nil {
+		if rerr := b.Scheduler.Remove(ctx, j.ID); rerr != nil {
+			return scheduler.Job{}, fmt.Errorf("remove unauthorized job %s: %w", j.ID, rerr)
+		}
+		return scheduler.Job{}, err
+	}
 	return j, nil
 }
 
