@@ -17,6 +17,10 @@ var _ authz.Directory = (*Adapter)(nil)
 
 const codeUnknownMember = 10007
 
+// permAll is every permission bit (discordgo.PermissionAll lacks newer
+// ones, such as Send Messages in Threads).
+const permAll = int64(1<<51 - 1)
+
 // guildFacts is what permission computation needs of a guild.
 type guildFacts struct {
 	id, owner string
@@ -27,14 +31,14 @@ type guildFacts struct {
 // otherwise @everyone's and the member's roles', Administrator meaning all.
 func basePermissions(g guildFacts, userID string, roles []string) int64 {
 	if userID == g.owner {
-		return discordgo.PermissionAll
+		return permAll
 	}
 	p := g.roles[g.id]
 	for _, r := range roles {
 		p |= g.roles[r]
 	}
 	if p&discordgo.PermissionAdministrator != 0 {
-		return discordgo.PermissionAll
+		return permAll
 	}
 	return p
 }
@@ -46,7 +50,7 @@ func basePermissions(g guildFacts, userID string, roles []string) int64 {
 // subject to overwrites.
 func channelPermissions(g guildFacts, userID string, roles []string, ows []*discordgo.PermissionOverwrite) int64 {
 	p := basePermissions(g, userID, roles)
-	if p == discordgo.PermissionAll {
+	if p == permAll {
 		return p
 	}
 	for _, o := range ows {
@@ -183,7 +187,7 @@ func (a *Adapter) Access(ctx context.Context, userID string, conv binding.Conver
 			continue
 		}
 		p := channelPermissions(g, who.id, m.Roles, src.PermissionOverwrites)
-		if m.CommunicationDisabledUntil != nil && m.CommunicationDisabledUntil.After(a.d.Clock.Now()) && p != discordgo.PermissionAll {
+		if m.CommunicationDisabledUntil != nil && m.CommunicationDisabledUntil.After(a.d.Clock.Now()) && p != permAll {
 			p &= discordgo.PermissionViewChannel | discordgo.PermissionReadMessageHistory
 		}
 		if ch.Type == discordgo.ChannelTypeGuildPrivateThread && p&discordgo.PermissionManageThreads == 0 && ch.OwnerID != who.id && who.id != botID {
