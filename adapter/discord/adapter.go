@@ -140,6 +140,7 @@ type Adapter struct {
 	hooks   *webhookManager
 	threads *threadManager
 	dms     sync.Map // user id -> DM channel id
+	members sync.Map // guild id "/" user id -> when Discord last reported the member (see memberTTL)
 
 	shard      Shard        // Count 0 until known (auto); guarded by mu
 	identifies atomic.Int64 // connect attempts (see connect)

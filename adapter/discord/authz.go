@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -108,10 +109,35 @@ func (a *Adapter) guild(ctx context.Context, s *discordgo.Session, id string) (g
 	return g, nil
 }
 
-// member returns a guild member's roles (and timeout) from state, or REST
-// when not cached (then caches it); ok is false for a non-member.
+// memberTTL is how long member data from Discord (a REST fetch, or the
+// member a message or interaction carried) is trusted. Without the
+// privileged GUILD_MEMBERS intent the gateway does not report role
+// changes, so older cached members are fetched again.
+const memberTTL = 5 * time.Minute
+
+// noteMember caches a member as Discord just reported it (a message's or
+// an interaction's member): authority decisions use fresh roles.
+func (a *Adapter) noteMember(s *discordgo.Session, guildID string, m *discordgo.Member, u *discordgo.User) {
+	if s == nil || guildID == "" || m == nil || u == nil {
+		return
+	}
+	c := *m
+	c.GuildID, c.User, c.Roles = guildID, u, slices.Clone(m.Roles)
+	if s.State.MemberAdd(&c) == nil {
+		a.members.Store(guildID+"/"+u.ID, a.d.Clock.Now())
+	}
+}
+
+// fresh reports whether a cached member was reported by Discord within memberTTL.
+func (a *Adapter) fresh(guildID, userID string) bool {
+	at, ok := a.members.Load(guildID + "/" + userID)
+	return ok && a.d.Clock.Now().Sub(at.(time.Time)) < memberTTL
+}
+
+// member returns a guild member's roles (and timeout) from state when
+// fresh, else over REST (then caches it); ok is false for a non-member.
 func (a *Adapter) member(ctx context.Context, s *discordgo.Session, guildID, userID string) (*discordgo.Member, bool, error) {
-	if m, err := s.State.Member(guildID, userID); err == nil {
+	if m, err := s.State.Member(guildID, userID); err == nil && a.fresh(guildID, userID) {
 		s.State.RLock()
 		c := &discordgo.Member{GuildID: guildID, Roles: slices.Clone(m.Roles), CommunicationDisabledUntil: m.CommunicationDisabledUntil}
 		s.State.RUnlock()
@@ -134,8 +160,8 @@ func (a *Adapter) member(ctx context.Context, s *discordgo.Session, guildID, use
 		return nil, false, nil
 	}
 	m.GuildID = guildID
-	if m.User != nil {
-		_ = s.State.MemberAdd(m)
+	if m.User != nil && s.State.MemberAdd(m) == nil {
+		a.members.Store(guildID+"/"+userID, a.d.Clock.Now())
 	}
 	return &discordgo.Member{GuildID: guildID, Roles: slices.Clone(m.Roles), CommunicationDisabledUntil: m.CommunicationDisabledUntil}, true, nil
 }

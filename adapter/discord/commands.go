@@ -147,6 +147,9 @@ func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) 
 		v.userID = in.User.ID
 	}
 	v.conv = a.conversationOf(in.GuildID, in.ChannelID, v.userID)
+	if in.Member != nil {
+		a.noteMember(a.session(), in.GuildID, in.Member, in.Member.User) // fresh roles for the authority
+	}
 	r, err := a.command(ctx, v)
 	if err != nil {
 		var ue *userError

@@ -72,6 +72,7 @@ func (a *Adapter) route(ctx context.Context, m *discordgo.Message) string {
 	if strings.TrimSpace(stripMention(m.Content, botID)) == "" {
 		return inEmpty
 	}
+	a.noteMember(a.session(), m.GuildID, m.Member, m.Author)
 	// discord.access: a refused message gets no model call, no reply and
 	// no transcript entry; over budget, one notice, then silence.
 	if d := a.admit(ctx, m, conv); d != "" {
