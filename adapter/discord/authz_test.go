@@ -9,7 +9,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
+	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/clock"
 )
 
 // channelPermissions follows Discord's documented algorithm.
@@ -161,5 +163,63 @@ func TestAccessMatchesEmulator(t *testing.T) {
 		if err != nil || !ok || mem.ManageGuild != (u.ID == admin.ID) {
 			t.Errorf("Member(%s) = %+v %v %v", u.Username, mem, ok, err)
 		}
+	}
+}
+
+// Role changes are not pushed without the GUILD_MEMBERS intent: a cached
+// member is trusted for memberTTL, then fetched again, so a role granted
+// (or taken) reaches the authority within that time.
+func TestMemberRolesRefreshAfterTTL(t *testing.T) {
+	t.Parallel()
+	e := discordtest.New(discordtest.Options{})
+	g := e.AddGuild("ttl")
+	ch, err := e.AddTextChannel(g.ID, "general")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := e.AddMember(g.ID, "later-mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods, err := e.AddRole(g.ID, "mods", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	a := New(Options{Token: e.Token(), APIURL: e.URL(), OperatorRoles: []string{mods.ID}, Sleep: (&sleeps{}).sleep}, Deps{Log: zerolog.Nop(), Clock: clk})
+	s, err := a.newSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	a.s, a.botID = s, e.BotUserID()
+	a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.connect(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	actor := authz.Actor{UserID: u.ID, Where: binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: ch.ID}}
+	if a.Authority().Operator(ctx, actor) {
+		t.Fatal("operator before the role was granted")
+	}
+	if err := e.GrantRole(g.ID, u.ID, mods.ID); err != nil {
+		t.Fatal(err)
+	}
+	fetches := len(e.RequestsTo("GET", "/guilds/{guild_id}/members/{user_id}"))
+	if a.Authority().Operator(ctx, actor) {
+		t.Fatal("the cached member changed without an event: the emulator pushed a member event without the intent")
+	}
+	if n := len(e.RequestsTo("GET", "/guilds/{guild_id}/members/{user_id}")); n != fetches {
+		t.Fatalf("%d member fetches within the TTL, want none", n-fetches)
+	}
+	clk.Advance(memberTTL)
+	if !a.Authority().Operator(ctx, actor) {
+		t.Fatal("the granted role was not seen after the TTL")
 	}
 }

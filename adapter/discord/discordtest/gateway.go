@@ -164,8 +164,10 @@ func (e *Emulator) dispatchLocked(t string, d any) {
 		panic(fmt.Sprintf("discordtest: marshal %s: %v", t, err))
 	}
 	guild := eventGuild(t, data)
+	memberEvent := strings.HasPrefix(t, "GUILD_MEMBER_")
 	for _, s := range e.sessions {
-		if s.wants(guild) {
+		// As Discord: member events only with the privileged GUILD_MEMBERS intent.
+		if s.wants(guild) && (!memberEvent || s.intents&intentGuildMembers != 0) {
 			s.sendLocked(t, data)
 		}
 	}
@@ -173,8 +175,11 @@ func (e *Emulator) dispatchLocked(t string, d any) {
 	e.broadcastLocked()
 }
 
-// intentMessageContent is the privileged MESSAGE_CONTENT intent bit.
-const intentMessageContent = 1 << 15
+// Privileged intent bits.
+const (
+	intentGuildMembers   = 1 << 1
+	intentMessageContent = 1 << 15
+)
 
 // dispatchMessageLocked emits MESSAGE_CREATE/MESSAGE_UPDATE. Sessions that did not identify with
 // the MESSAGE_CONTENT intent get content and embeds blanked, as Discord does, except for DMs, the
