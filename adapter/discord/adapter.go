@@ -137,10 +137,11 @@ type Adapter struct {
 	auth    *authz.Authority
 	limiter *authz.Limiter
 
-	hooks   *webhookManager
-	threads *threadManager
-	dms     sync.Map // user id -> DM channel id
-	members sync.Map // guild id "/" user id -> when Discord last reported the member (see memberTTL)
+	hooks      *webhookManager
+	threads    *threadManager
+	dms        sync.Map // user id -> DM channel id
+	members    sync.Map // guild id "/" user id -> when Discord last reported the member (see memberTTL)
+	nonMembers sync.Map // guild id "/" user id -> when Discord said "Unknown Member"
 
 	shard      Shard        // Count 0 until known (auto); guarded by mu
 	identifies atomic.Int64 // connect attempts (see connect)

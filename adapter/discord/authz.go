@@ -125,6 +125,7 @@ func (a *Adapter) noteMember(s *discordgo.Session, guildID string, m *discordgo.
 	c.GuildID, c.User, c.Roles = guildID, u, slices.Clone(m.Roles)
 	if s.State.MemberAdd(&c) == nil {
 		a.members.Store(guildID+"/"+u.ID, a.d.Clock.Now())
+		a.nonMembers.Delete(guildID + "/" + u.ID)
 	}
 }
 
@@ -143,6 +144,9 @@ func (a *Adapter) member(ctx context.Context, s *discordgo.Session, guildID, use
 		s.State.RUnlock()
 		return c, true, nil
 	}
+	if at, ok := a.nonMembers.Load(guildID + "/" + userID); ok && a.d.Clock.Now().Sub(at.(time.Time)) < memberTTL {
+		return nil, false, nil // known not to be a member: no REST call per message (a stranger's DMs)
+	}
 	var m *discordgo.Member
 	err := a.retry(ctx, func() error {
 		var err error
@@ -157,8 +161,10 @@ func (a *Adapter) member(ctx context.Context, s *discordgo.Session, guildID, use
 		return nil, false, fmt.Errorf("discord: get member %s of guild %s: %w", userID, guildID, err)
 	}
 	if m == nil {
+		a.nonMembers.Store(guildID+"/"+userID, a.d.Clock.Now())
 		return nil, false, nil
 	}
+	a.nonMembers.Delete(guildID + "/" + userID)
 	m.GuildID = guildID
 	if m.User != nil && s.State.MemberAdd(m) == nil {
 		a.members.Store(guildID+"/"+userID, a.d.Clock.Now())
