@@ -1,10 +1,3 @@
-// Package authz is the bot's one authority rule (DESIGN.md invariant 13):
-// who is an operator, which conversations a user may read or post into, and
-// which sessions a user may /focus. Slash commands and the model's tools ask
-// the same Authority, so a tool can never do what the equivalent command
-// would refuse. The chat platform's facts (member roles, channel permissions
-// computed from roles and overwrites) come from a Directory that the
-// platform adapter implements; this package knows no platform.
 package authz
 
 import (
