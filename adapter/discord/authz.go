@@ -178,7 +178,12 @@ func (a *Adapter) member(ctx context.Context, s *discordgo.Session, guildID, use
 // Manage Threads when locked); a private thread is visible to its owner and
 // Manage Threads holders only (membership is not tracked: strict); a timed
 // out member may only view.
-func (a *Adapter) Access(ctx context.Context, userID string, conv binding.ConversationRef) (authz.Access, error) {
+func (a *Adapter) Access(ctx context.Context, userID string, conv binding.ConversationRef) (acc authz.Access, err error) {
+	defer func() {
+		if err != nil { // the authority refuses; the cause is logged here
+			a.log.Warn().Err(err).Str("user", userID).Str("conversation", conv.ConversationID).Msg("permission lookup failed")
+		}
+	}()
 	s := a.session()
 	if s == nil {
 		return authz.Access{}, fmt.Errorf("discord: not connected")
@@ -240,7 +245,12 @@ func (a *Adapter) Access(ctx context.Context, userID string, conv binding.Conver
 
 // Member implements authz.Directory: a user's roles in the guild of a
 // channel or thread, and whether they hold Manage Server there.
-func (a *Adapter) Member(ctx context.Context, userID string, conv binding.ConversationRef) (authz.Member, bool, error) {
+func (a *Adapter) Member(ctx context.Context, userID string, conv binding.ConversationRef) (mem authz.Member, ok bool, err error) {
+	defer func() {
+		if err != nil {
+			a.log.Warn().Err(err).Str("user", userID).Str("conversation", conv.ConversationID).Msg("member lookup failed")
+		}
+	}()
 	s := a.session()
 	if s == nil || authz.IsDM(conv) {
 		return authz.Member{}, false, nil
