@@ -36,6 +36,7 @@ type DiscordConfig struct {
 	APIURL         string               `yaml:"apiURL"` // REST base override; "" = Discord
 	Guilds         []string             `yaml:"guilds"` // allowlist of guild ids; empty = all
 	Operators      OperatorsConfig      `yaml:"operators"`
+	Access         AccessConfig         `yaml:"access"`
 	ThreadBindings ThreadBindingsConfig `yaml:"threadBindings"`
 	Shard          ShardConfig          `yaml:"shard"`
 }
@@ -70,6 +71,37 @@ type OperatorsConfig struct {
 	Users []string `yaml:"users"`
 	Roles []string `yaml:"roles"`
 }
+
+// AccessConfig is who may start turns (invariant 13). A message it refuses gets no model call, no
+// reply and no transcript entry. Operators are exempt from it.
+type AccessConfig struct {
+	DM        string          `yaml:"dm"`    // off | allowlist (only allow.users) | members (users who share a served guild)
+	Allow     AccessLists     `yaml:"allow"` // all empty = everyone, subject to deny
+	Deny      AccessLists     `yaml:"deny"`
+	RateLimit RateLimitConfig `yaml:"rateLimit"`
+}
+
+// AccessLists are user, role and channel ids.
+type AccessLists struct {
+	Users    []string `yaml:"users"`
+	Roles    []string `yaml:"roles"`
+	Channels []string `yaml:"channels"`
+}
+
+// RateLimitConfig is the turn budget: at most Turns turns per user (across all conversations) and
+// GuildTurns per guild within any window of length Per. 0 disables that limit.
+type RateLimitConfig struct {
+	Turns      int           `yaml:"turns"`
+	Per        time.Duration `yaml:"per"`
+	GuildTurns int           `yaml:"guildTurns"`
+}
+
+// DM access modes (discord.access.dm).
+const (
+	DMOff       = "off"
+	DMAllowlist = "allowlist"
+	DMMembers   = "members"
+)
 
 // ThreadBindingsConfig controls binding threads to sessions.
 type ThreadBindingsConfig struct {
@@ -190,6 +222,7 @@ func Default() *Config {
 	return &Config{
 		Discord: DiscordConfig{
 			ThreadBindings: ThreadBindingsConfig{Enabled: true, IdleHours: 24},
+			Access:         AccessConfig{DM: DMMembers, RateLimit: RateLimitConfig{Turns: 20, Per: time.Hour, GuildTurns: 200}},
 			Shard:          ShardConfig{ID: 0, Count: "1"},
 		},
 		Agents:    []AgentConfig{{ID: "main", Name: "Assistant", SystemPrompt: DefaultSystemPrompt, Model: DefaultModelName}},

@@ -44,7 +44,7 @@ func TestBadConfigs(t *testing.T) {
 		{"unknown top-level key", "discrod:\n  token: x\n",
 			nil, `test.yaml:1: discrod: unknown key (did you mean "discord"?)`},
 		{"unknown nested key", "discord:\n  threadBinding:\n    enabled: true\n",
-			nil, `test.yaml:2: discord.threadBinding: unknown key (did you mean "threadBindings"?); the keys allowed under discord are: token, apiURL, guilds, operators, threadBindings, shard`},
+			nil, `test.yaml:2: discord.threadBinding: unknown key (did you mean "threadBindings"?); the keys allowed under discord are: token, apiURL, guilds, operators, access, threadBindings, shard`},
 		{"unknown key in list item", "agents:\n  - id: a\n    prompt: hi\n",
 			nil, `test.yaml:3: agents[0].prompt: unknown key`},
 		{"negative idleHours", "discord:\n  threadBindings:\n    enabled: true\n    idleHours: -1\n",
@@ -61,6 +61,20 @@ func TestBadConfigs(t *testing.T) {
 			nil, "test.yaml:2: discord.guilds: expected a list"},
 		{"operator role not digits", "discord:\n  operators:\n    roles:\n      - moderators\n",
 			nil, `test.yaml:4: discord.operators.roles[0]: "moderators" is not a Discord id`},
+		{"access unknown key", "discord:\n  access:\n    allowed: {users: []}\n",
+			nil, `test.yaml:3: discord.access.allowed: unknown key (did you mean "allow"?)`},
+		{"access dm mode", "discord:\n  access: {dm: everyone}\n",
+			nil, `test.yaml:2: discord.access.dm: must be off, allowlist (only allow.users) or members`},
+		{"access dm allowlist empty", "discord:\n  access: {dm: allowlist}\n",
+			nil, `discord.access.dm: is allowlist but discord.access.allow.users is empty`},
+		{"access deny role not an id", "discord:\n  access:\n    deny: {roles: [mods]}\n",
+			nil, `test.yaml:3: discord.access.deny.roles[0]: "mods" is not a Discord id`},
+		{"access rateLimit unknown key", "discord:\n  access:\n    rateLimit: {turns: 5, window: 1h}\n",
+			nil, `test.yaml:3: discord.access.rateLimit.window: unknown key`},
+		{"access rateLimit negative", "discord:\n  access:\n    rateLimit: {turns: -1}\n",
+			nil, `test.yaml:3: discord.access.rateLimit.turns: must be 0 (no per-user limit) or more, got -1`},
+		{"access rateLimit per too short", "discord:\n  access:\n    rateLimit: {turns: 5, per: 0s}\n",
+			nil, `test.yaml:3: discord.access.rateLimit.per: must be a duration of at least 1s`},
 		{"section is a scalar", "discord: true\n",
 			nil, "test.yaml:1: discord: expected a mapping of key: value, got true/false"},
 		{"apiURL not http", "discord:\n  apiURL: ftp://example.com\n",
@@ -275,6 +289,9 @@ log: {level: debug, format: json}
 	if !reflect.DeepEqual(d.Guilds, []string{"123456789012345678", "98765432109876543210"}) ||
 		!reflect.DeepEqual(d.Operators.Users, []string{"12345678901234567890"}) {
 		t.Errorf("ids = %v / %v", d.Guilds, d.Operators.Users)
+	}
+	if a := d.Access; a.DM != DMMembers || a.RateLimit != (RateLimitConfig{Turns: 20, Per: time.Hour, GuildTurns: 200}) {
+		t.Errorf("access defaults = %+v, want dm members and 20 turns per user, 200 per guild, per 1h", a)
 	}
 	tb := d.ThreadBindings
 	if tb.Enabled || !tb.SpawnSubagentSessions || tb.IdleTimeout() != 90*time.Minute || tb.MaxAge() != 48*time.Hour {

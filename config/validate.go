@@ -65,6 +65,9 @@ func (c *Config) validateDiscord() *Error {
 	if err := c.checkIDs("discord.operators.roles", d.Operators.Roles, "Copy Role ID"); err != nil {
 		return err
 	}
+	if err := c.validateAccess(); err != nil {
+		return err
+	}
 	if err := c.validateShard(); err != nil {
 		return err
 	}
@@ -74,6 +77,45 @@ func (c *Config) validateDiscord() *Error {
 	}
 	if tb.MaxAgeHours < 0 {
 		return c.src.errAt("discord.threadBindings.maxAgeHours", "must be 0 or more (hours from binding until a thread is unbound; 0 disables), got %v", tb.MaxAgeHours)
+	}
+	return nil
+}
+
+// validateAccess checks discord.access: the dm mode, every id list, and the rate limit.
+func (c *Config) validateAccess() *Error {
+	a := c.Discord.Access
+	switch a.DM {
+	case DMOff, DMAllowlist, DMMembers:
+	default:
+		return c.src.errAt("discord.access.dm", "must be off, allowlist (only allow.users) or members (users who share a server with the bot), got %s", show(a.DM))
+	}
+	for _, l := range []struct {
+		name  string
+		lists AccessLists
+	}{{"allow", a.Allow}, {"deny", a.Deny}} {
+		p := "discord.access." + l.name
+		if err := c.checkIDs(p+".users", l.lists.Users, "Copy User ID"); err != nil {
+			return err
+		}
+		if err := c.checkIDs(p+".roles", l.lists.Roles, "Copy Role ID"); err != nil {
+			return err
+		}
+		if err := c.checkIDs(p+".channels", l.lists.Channels, "Copy Channel ID"); err != nil {
+			return err
+		}
+	}
+	if a.DM == DMAllowlist && len(a.Allow.Users) == 0 {
+		return c.src.errAt("discord.access.dm", "is allowlist but discord.access.allow.users is empty, so no DM would be answered: list user ids there, or set dm: off")
+	}
+	r := a.RateLimit
+	if r.Turns < 0 {
+		return c.src.errAt("discord.access.rateLimit.turns", "must be 0 (no per-user limit) or more, got %d", r.Turns)
+	}
+	if r.GuildTurns < 0 {
+		return c.src.errAt("discord.access.rateLimit.guildTurns", "must be 0 (no per-server limit) or more, got %d", r.GuildTurns)
+	}
+	if (r.Turns > 0 || r.GuildTurns > 0) && r.Per < time.Second {
+		return c.src.errAt("discord.access.rateLimit.per", "must be a duration of at least 1s (e.g. 1h) when turns or guildTurns is set, got %s", r.Per)
 	}
 	return nil
 }

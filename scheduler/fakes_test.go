@@ -148,6 +148,7 @@ type env struct {
 	hist  *fakeHistory
 	s     *scheduler.Scheduler
 	set   config.SchedulerConfig
+	auth  scheduler.Authorizer // nil: none
 }
 
 var t0 = time.Date(2026, 3, 2, 8, 59, 0, 0, time.UTC) // a Monday
@@ -174,7 +175,7 @@ func (e *env) newScheduler() *scheduler.Scheduler {
 	var mu sync.Mutex
 	return scheduler.New(scheduler.Config{
 		Store: e.store, Clock: e.clk, Runner: e.chat, Background: e.bg, Deliverer: e.out, History: e.hist,
-		Log: zerolog.Nop(), Settings: e.set, DefaultAgent: "main",
+		Log: zerolog.Nop(), Settings: e.set, DefaultAgent: "main", Authorizer: e.auth,
 		NewID: func() string { mu.Lock(); defer mu.Unlock(); n++; return fmt.Sprintf("id%d", n) },
 	})
 }

@@ -48,6 +48,16 @@ type InChatRun struct {
 	ScheduledAt time.Time
 	Late        bool
 	LateBy      time.Duration
+	// CreatedBy is the job's creator: the turn's tools act with their
+	// authority (invariant 13).
+	CreatedBy string
+}
+
+// Authorizer re-checks, at run time, that a job's creator may still have
+// it post where it posts (invariant 13); an error fails the run with its
+// text, and nothing is run or posted.
+type Authorizer interface {
+	AuthorizeRun(ctx context.Context, j Job) error
 }
 
 // ChatRunner runs in-chat job turns (implemented by the session layer).
@@ -132,6 +142,8 @@ type Config struct {
 	SnapshotSize int
 	// NewID makes job ids and manual run id suffixes (default: random hex).
 	NewID func() string
+	// Authorizer, if set, is asked before every run.
+	Authorizer Authorizer
 }
 
 // Scheduler runs jobs. Construct it with New; it is safe for concurrent use.
@@ -619,6 +631,13 @@ func (s *Scheduler) perform(ctx context.Context, j Job, r *Run) {
 			}
 		}
 	}()
+	if s.cfg.Authorizer != nil {
+		if err := s.cfg.Authorizer.AuthorizeRun(ctx, j); err != nil {
+			r.Status, r.Error = StatusError, "not authorized: "+err.Error()
+			r.Delivery.Status, r.Delivery.Error = DeliveryNotRequested, r.Error
+			return
+		}
+	}
 	if j.Mode() == ModeInChat {
 		s.performInChat(ctx, j, r)
 		return
@@ -642,7 +661,7 @@ func (s *Scheduler) performInChat(ctx context.Context, j Job, r *Run) {
 		JobID: j.ID, JobName: j.Name, RunID: r.RunID, AgentID: j.AgentID, DeliveryID: "job:" + j.ID + ":run:" + r.RunID,
 		Conversation: chat, SessionKey: key, Prompt: j.Prompt,
 		Trigger: "⏰ " + j.Name + lateNote(*r) + ": " + j.Prompt,
-		Meta:    jobMeta(j, *r), ScheduledAt: r.ScheduledAt, Late: r.Late, LateBy: r.LateBy,
+		Meta:    jobMeta(j, *r), ScheduledAt: r.ScheduledAt, Late: r.Late, LateBy: r.LateBy, CreatedBy: j.CreatedBy,
 	})
 	r.Delivery.MessageIDs = slices.Clone(ids)
 	switch {

@@ -12,6 +12,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 	"github.com/rs/zerolog"
 
+	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/delivery"
@@ -25,11 +26,14 @@ const Intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | disco
 
 // Options configure the adapter.
 type Options struct {
-	Token          string
-	APIURL         string
-	Guilds         []string // allowlist; empty = all
-	OperatorUsers  []string
-	OperatorRoles  []string
+	Token         string
+	APIURL        string
+	Guilds        []string // allowlist; empty = all
+	OperatorUsers []string
+	OperatorRoles []string
+	// Access is discord.access (who may start turns); Limits its rateLimit.
+	Access         authz.Policy
+	Limits         authz.Limits
 	ThreadBindings bool
 	AccountID      string // "" = "default"
 	SweepInterval  time.Duration
@@ -84,13 +88,15 @@ type WebhookStore interface {
 }
 
 // Jobs is the scheduler surface behind /cron. Replies are user-facing
-// text; errors are user-facing too (they say what to write instead).
+// text; errors are user-facing too (they say what to write instead). Each
+// call carries the invoker: Jobs applies the authority rule (core/authz),
+// the same one the model's job tools go through.
 type Jobs interface {
-	Add(ctx context.Context, req CronAdd) (string, error)
-	List(ctx context.Context, conv binding.ConversationRef) (string, error)
-	Remove(ctx context.Context, id string) (string, error)
-	RunNow(ctx context.Context, id string) (string, error)
-	Runs(ctx context.Context, id string) (string, error)
+	Add(ctx context.Context, actor authz.Actor, req CronAdd) (string, error)
+	List(ctx context.Context, actor authz.Actor) (string, error)
+	Remove(ctx context.Context, actor authz.Actor, id string) (string, error)
+	RunNow(ctx context.Context, actor authz.Actor, id string) (string, error)
+	Runs(ctx context.Context, actor authz.Actor, id string) (string, error)
 }
 
 // CronAdd is a /cron add invocation.
@@ -129,12 +135,14 @@ type Adapter struct {
 	botID   string
 	botName string
 	guilds  map[string]bool
-	ops     map[string]bool
-	opRoles map[string]bool
+	auth    *authz.Authority
+	limiter *authz.Limiter
 
-	hooks   *webhookManager
-	threads *threadManager
-	dms     sync.Map // user id -> DM channel id
+	hooks      *webhookManager
+	threads    *threadManager
+	dms        sync.Map // user id -> DM channel id
+	members    sync.Map // guild id "/" user id -> when Discord last reported the member (see memberTTL)
+	nonMembers sync.Map // guild id "/" user id -> when Discord said "Unknown Member"
 
 	shard      Shard        // Count 0 until known (auto); guarded by mu
 	identifies atomic.Int64 // connect attempts (see connect)
@@ -171,7 +179,9 @@ func New(opt Options, d Deps) *Adapter {
 	if opt.AccountID == "" {
 		opt.AccountID = "default"
 	}
-	a := &Adapter{opt: opt, d: d, log: d.Log, guilds: set(opt.Guilds), ops: set(opt.OperatorUsers), opRoles: set(opt.OperatorRoles), ctx: context.Background()}
+	a := &Adapter{opt: opt, d: d, log: d.Log, guilds: set(opt.Guilds), ctx: context.Background()}
+	a.auth = authz.New(authz.Config{OperatorUsers: opt.OperatorUsers, OperatorRoles: opt.OperatorRoles}, a)
+	a.limiter = authz.NewLimiter(opt.Limits, d.Clock)
 	a.token.Set(opt.Token)
 	a.shard = Shard{ID: opt.Shard.ID}
 	if !opt.Shard.Auto {
@@ -199,7 +209,13 @@ func (a *Adapter) SetDeps(d Deps) {
 		d.Clock = clock.Real{}
 	}
 	a.d, a.log = d, d.Log
+	a.limiter = authz.NewLimiter(a.opt.Limits, d.Clock)
 }
+
+// Authority is the one authority rule (invariant 13) over this adapter's
+// view of Discord: slash commands use it, and the wiring hands it to the
+// model's tools and the scheduler, so both decide alike.
+func (a *Adapter) Authority() *authz.Authority { return a.auth }
 
 // SetToken rotates the bot token (config reload). Every later REST call,
 // including those of the reused thread and webhook managers, uses it.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
@@ -146,6 +147,9 @@ func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) 
 		v.userID = in.User.ID
 	}
 	v.conv = a.conversationOf(in.GuildID, in.ChannelID, v.userID)
+	if in.Member != nil {
+		a.noteMember(a.session(), in.GuildID, in.Member, in.Member.User) // fresh roles for the authority
+	}
 	r, err := a.command(ctx, v)
 	if err != nil {
 		var ue *userError
@@ -216,6 +220,10 @@ func (a *Adapter) command(ctx context.Context, v invocation) (reply, error) {
 }
 
 func (a *Adapter) cmdSpawn(ctx context.Context, v invocation) (reply, error) {
+	// A subagent spends the model like a turn: discord.access applies.
+	if msg := a.admitCommand(ctx, v); msg != "" {
+		return reply{}, userErrf("%s", msg)
+	}
 	res, err := a.d.Sessions.Spawn(ctx, session.SpawnRequest{Task: v.str("task"), Label: v.str("label"), AgentID: v.str("agent"),
 		Thread: v.boolPtr("thread"), Requester: v.conv, RequestedBy: v.userID})
 	switch {
@@ -249,6 +257,10 @@ func (a *Adapter) cmdFocus(ctx context.Context, v invocation) (reply, error) {
 	if !ok {
 		return reply{}, userErrf("Unable to resolve focus target: %s", target)
 	}
+	if err := a.auth.MayFocus(ctx, authz.Actor{UserID: v.userID, Where: v.conv}, authz.FocusTarget{Key: info.Key, Kind: string(info.Kind),
+		Conversation: info.Requester, SpawnedBy: info.SpawnedBy}); err != nil {
+		return reply{}, userErrf("%s", refusalText(err))
+	}
 	if strings.HasPrefix(v.conv.ConversationID, "user:") {
 		return reply{}, userErrf("/focus must be run in a server channel or thread.")
 	}
@@ -279,6 +291,15 @@ func (a *Adapter) cmdFocus(ctx context.Context, v invocation) (reply, error) {
 	return reply{text: fmt.Sprintf("✅ Bound this thread to %s (%s).", info.Key, kind), public: true}, nil
 }
 
+// refusalText is an authority refusal as a sentence for the user.
+func refusalText(err error) string {
+	msg := err.Error()
+	if r := []rune(msg); len(r) > 0 {
+		msg = strings.ToUpper(string(r[0])) + string(r[1:])
+	}
+	return msg + "."
+}
+
 func firstNonEmpty(s ...string) string {
 	for _, v := range s {
 		if v != "" {
@@ -304,23 +325,11 @@ func (a *Adapter) mayChange(v invocation, rec binding.Record) bool {
 	return rec.BoundBy == "" || rec.BoundBy == "system" || rec.BoundBy == v.userID || a.isOperator(v)
 }
 
-// isOperator: configured operator users or roles; with none configured,
-// members with Manage Server.
+// isOperator asks the one authority rule (core/authz): configured operator
+// users or roles; with none configured, members with Manage Server. The
+// model's tools ask the same rule.
 func (a *Adapter) isOperator(v invocation) bool {
-	if a.ops[v.userID] {
-		return true
-	}
-	if v.in.Member != nil {
-		for _, r := range v.in.Member.Roles {
-			if a.opRoles[r] {
-				return true
-			}
-		}
-		if len(a.ops) == 0 && len(a.opRoles) == 0 && v.in.Member.Permissions&discordgo.PermissionManageGuild != 0 {
-			return true
-		}
-	}
-	return false
+	return a.auth.Operator(a.workCtx(), authz.Actor{UserID: v.userID, Where: v.conv})
 }
 
 func (a *Adapter) cmdUnbind(ctx context.Context, v invocation, verb string) (reply, error) {
@@ -441,27 +450,30 @@ func (a *Adapter) cmdCron(ctx context.Context, v invocation) (reply, error) {
 	if a.d.Jobs == nil {
 		return reply{}, userErrf("The scheduler is disabled (scheduler.enabled: false).")
 	}
+	// Who may do what is decided behind Jobs, by the same rule the model's
+	// job tools go through (core/authz via the scheduler bridge).
 	privileged := slices.Contains([]string{"add", "remove", "run"}, v.sub)
-	if privileged && !a.isOperator(v) {
-		return reply{}, userErrf("Only operators can /cron %s (configure discord.operators, or ask someone with Manage Server).", v.sub)
-	}
+	actor := authz.Actor{UserID: v.userID, Where: v.conv}
 	var (
 		text string
 		err  error
 	)
 	switch v.sub {
 	case "add":
-		text, err = a.d.Jobs.Add(ctx, CronAdd{Schedule: v.str("schedule"), Prompt: v.str("prompt"), Target: v.str("target"), TZ: v.str("tz"), To: v.str("to"), CreatedBy: v.userID, CreatedIn: v.conv})
+		text, err = a.d.Jobs.Add(ctx, actor, CronAdd{Schedule: v.str("schedule"), Prompt: v.str("prompt"), Target: v.str("target"), TZ: v.str("tz"), To: v.str("to"), CreatedBy: v.userID, CreatedIn: v.conv})
 	case "list":
-		text, err = a.d.Jobs.List(ctx, v.conv)
+		text, err = a.d.Jobs.List(ctx, actor)
 	case "remove":
-		text, err = a.d.Jobs.Remove(ctx, v.str("id"))
+		text, err = a.d.Jobs.Remove(ctx, actor, v.str("id"))
 	case "run":
-		text, err = a.d.Jobs.RunNow(ctx, v.str("id"))
+		text, err = a.d.Jobs.RunNow(ctx, actor, v.str("id"))
 	case "runs":
-		text, err = a.d.Jobs.Runs(ctx, v.str("id"))
+		text, err = a.d.Jobs.Runs(ctx, actor, v.str("id"))
 	default:
 		return reply{}, userErrf("Usage: /cron add|list|remove|run|runs")
+	}
+	if authz.IsRefusal(err) {
+		return reply{}, userErrf("%s", refusalText(err))
 	}
 	if err != nil {
 		return reply{}, &userError{msg: err.Error()}

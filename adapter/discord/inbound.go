@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,10 +11,12 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/sessionkey"
+	"github.com/agentbot/agentbot/core/transcript"
 )
 
 // Inbound decisions (metric labels).
@@ -24,6 +27,8 @@ const (
 	inNotAllowed    = "ignored-guild"
 	inNotMentioned  = "ignored-not-mentioned"
 	inEmpty         = "ignored-empty"
+	inAccessDenied  = "ignored-access"     // discord.access refused the author
+	inRateLimited   = "ignored-rate-limit" // the author (or the guild) is over the turn budget
 	inHandlerFailed = "failed"
 )
 
@@ -67,6 +72,12 @@ func (a *Adapter) route(ctx context.Context, m *discordgo.Message) string {
 	}
 	if strings.TrimSpace(stripMention(m.Content, botID)) == "" {
 		return inEmpty
+	}
+	a.noteMember(a.session(), m.GuildID, m.Member, m.Author)
+	// discord.access: a refused message gets no model call, no reply and
+	// no transcript entry; over budget, one notice, then silence.
+	if d := a.admit(ctx, m, conv); d != "" {
+		return d
 	}
 	if bound {
 		a.d.Bindings.Touch(rec.ID, a.d.Clock.Now())
@@ -313,4 +324,85 @@ func compareIDs(x, y string) int {
 		return len(x) - len(y)
 	}
 	return strings.Compare(x, y)
+}
+
+// admit applies discord.access to a message addressed to the bot: the
+// policy (dm mode, allow and deny lists), then the turn budget. Operators
+// are exempt. It returns "" to go on, else the inbound decision. The first
+// turn refused for the budget gets one short public notice through
+// Outbound (so it is in the conversation's transcript), later ones silence
+// until the budget resets.
+func (a *Adapter) admit(ctx context.Context, m *discordgo.Message, conv binding.ConversationRef) string {
+	if a.auth.Operator(ctx, authz.Actor{UserID: m.Author.ID, Where: conv}) {
+		return ""
+	}
+	sub := authz.Subject{UserID: m.Author.ID, ChannelID: m.ChannelID, ParentID: conv.ParentConversationID, DM: m.GuildID == ""}
+	if sub.DM {
+		sub.SharesGuild = func() bool { return a.sharesGuild(ctx, m.Author.ID) }
+	} else if m.Member != nil {
+		sub.Roles = m.Member.Roles
+	} else if s := a.session(); s != nil { // catch-up reads carry no member
+		mem, ok, err := a.member(ctx, s, m.GuildID, m.Author.ID)
+		if err != nil || !ok {
+			a.log.Warn().Err(err).Str("message", m.ID).Msg("access: author's roles unknown; message refused")
+			return inAccessDenied
+		}
+		sub.Roles = mem.Roles
+	}
+	if ok, reason := a.opt.Access.Admit(sub); !ok {
+		a.log.Info().Str("message", m.ID).Str("user", m.Author.ID).Str("reason", reason).Msg("access: message refused")
+		return inAccessDenied
+	}
+	d := a.limiter.Take(m.Author.ID, m.GuildID)
+	if d.OK {
+		return ""
+	}
+	a.log.Info().Str("message", m.ID).Str("user", m.Author.ID).Str("scope", d.Scope).Time("until", d.Until).Bool("notice", d.Notify).Msg("access: over the turn budget")
+	if d.Notify {
+		_, err := a.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "ratelimit:" + m.ID, Target: conv, Text: a.limitNotice(displayName(m), d),
+			Producer: delivery.Producer{Source: transcript.SourceNotice}}, nil)
+		if err != nil {
+			a.log.Warn().Err(err).Str("message", m.ID).Msg("rate limit notice not delivered")
+		}
+	}
+	return inRateLimited
+}
+
+// limitNotice is the one short notice of an exhausted budget: when the
+// author can go on.
+func (a *Adapter) limitNotice(name string, d authz.Decision) string {
+	wait := max(d.Until.Sub(a.d.Clock.Now()).Round(time.Minute), time.Minute)
+	what := fmt.Sprintf("%s, you have used your %d turns for %s", name, a.opt.Limits.Turns, session.FormatDuration(a.opt.Limits.Per))
+	if d.Scope == "guild" {
+		what = fmt.Sprintf("%s, this server has used its %d turns for %s", name, a.opt.Limits.GuildTurns, session.FormatDuration(a.opt.Limits.Per))
+	}
+	return fmt.Sprintf("⏳ %s; you can go on in %s (at %s UTC). Until then I will not answer.", what, session.FormatDuration(wait), d.Until.UTC().Format("15:04"))
+}
+
+// admitCommand applies discord.access to a slash command that starts model
+// work (/spawn): it returns "" to go on, else the ephemeral refusal.
+func (a *Adapter) admitCommand(ctx context.Context, v invocation) string {
+	if a.auth.Operator(ctx, authz.Actor{UserID: v.userID, Where: v.conv}) {
+		return ""
+	}
+	sub := authz.Subject{UserID: v.userID, ChannelID: v.in.ChannelID, ParentID: v.conv.ParentConversationID, DM: v.in.GuildID == ""}
+	if sub.DM {
+		sub.SharesGuild = func() bool { return a.sharesGuild(ctx, v.userID) }
+	} else if v.in.Member != nil {
+		sub.Roles = v.in.Member.Roles
+	}
+	if ok, reason := a.opt.Access.Admit(sub); !ok {
+		a.log.Info().Str("user", v.userID).Str("command", v.name).Str("reason", reason).Msg("access: command refused")
+		return "You may not start agent work here (discord.access)."
+	}
+	if d := a.limiter.Take(v.userID, v.in.GuildID); !d.OK {
+		name := v.userID
+		if v.in.Member != nil && v.in.Member.User != nil {
+			name = v.in.Member.User.Username
+		} else if v.in.User != nil {
+			name = v.in.User.Username
+		}
+		return a.limitNotice(name, d)
+	}
+	return ""
 }

@@ -735,7 +735,8 @@ func TestGuildAllowlistRegistersGuildCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.emu.AddMember(other.ID, "bob"); err != nil {
+	bob, err := h.emu.AddMember(other.ID, "bob")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := h.start(ctx); err != nil {
@@ -754,7 +755,8 @@ func TestGuildAllowlistRegistersGuildCommands(t *testing.T) {
 	if _, err := h.emu.WaitResponses(ctx, in.ID, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.emu.UserSay(otherCh.ID, h.alice.ID, "<@"+h.emu.BotUserID()+"> anyone?"); err != nil {
+	// bob is the member of the other guild (the emulator, like Discord, refuses a non-member's post).
+	if _, err := h.emu.UserSay(otherCh.ID, bob.ID, "<@"+h.emu.BotUserID()+"> anyone?"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.emu.UserSay(h.general.ID, h.alice.ID, "<@"+h.emu.BotUserID()+"> here?"); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/console"
+	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/delivery"
@@ -108,6 +109,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	a.adapter = discord.New(discord.Options{
 		Token: cfg.Discord.Token, APIURL: cfg.Discord.APIURL, Guilds: cfg.Discord.Guilds,
 		OperatorUsers: cfg.Discord.Operators.Users, OperatorRoles: cfg.Discord.Operators.Roles,
+		Access: accessPolicy(cfg.Discord.Access), Limits: accessLimits(cfg.Discord.Access.RateLimit),
 		ThreadBindings: tb.Enabled, Reconnect: true, BaseTransport: o.BaseTransport,
 		RetryBackoff: o.RetryBackoff, SweepInterval: o.SweepInterval, Shard: shardOf(cfg.Discord.Shard),
 	}, discord.Deps{}) // deps are set below, once everything exists
@@ -127,6 +129,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
 		Store: st, Threads: a.adapter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
+		Authority: a.adapter.Authority(),
 	})
 	if cfg.Scheduler.Enabled {
 		a.sched, err = newSchedulerBridge(a)
@@ -147,6 +150,18 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	})
 	a.bindings.OnEnded(a.sessions.OnBindingEnded)
 	return a, nil
+}
+
+// accessPolicy maps discord.access onto the authority's policy.
+func accessPolicy(c config.AccessConfig) authz.Policy {
+	return authz.Policy{DM: c.DM,
+		Allow: authz.Lists{Users: c.Allow.Users, Roles: c.Allow.Roles, Channels: c.Allow.Channels},
+		Deny:  authz.Lists{Users: c.Deny.Users, Roles: c.Deny.Roles, Channels: c.Deny.Channels}}
+}
+
+// accessLimits maps discord.access.rateLimit onto the limiter's limits.
+func accessLimits(c config.RateLimitConfig) authz.Limits {
+	return authz.Limits{Turns: c.Turns, GuildTurns: c.GuildTurns, Per: c.Per}
 }
 
 // shardOf maps discord.shard onto the adapter's shard.

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/adapter/discord"
-	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/scheduler"
 )
@@ -18,6 +18,7 @@ import (
 type schedulerBridge struct {
 	*scheduler.Scheduler
 	sessions *session.Manager
+	auth     *authz.Authority
 }
 
 var (
@@ -25,14 +26,15 @@ var (
 	_ scheduler.BackgroundRunner = (*schedulerBridge)(nil)
 	_ discord.Jobs               = (*schedulerBridge)(nil)
 	_ session.Jobs               = (*schedulerBridge)(nil)
+	_ scheduler.Authorizer       = (*schedulerBridge)(nil)
 )
 
 func newSchedulerBridge(a *app) (*schedulerBridge, error) {
-	b := &schedulerBridge{sessions: a.sessions}
+	b := &schedulerBridge{sessions: a.sessions, auth: a.adapter.Authority()}
 	b.Scheduler = scheduler.New(scheduler.Config{
 		Store: a.store, Clock: a.clock, Runner: b, Background: b, Deliverer: a.outbound,
 		History: a.transcripts, Routes: a.bindings, Log: a.log.With().Str("component", "scheduler").Logger(),
-		Settings: a.cfg.Scheduler, DefaultAgent: a.cfg.Agents[0].ID,
+		Settings: a.cfg.Scheduler, DefaultAgent: a.cfg.Agents[0].ID, Authorizer: b,
 	})
 	return b, nil
 }
@@ -50,7 +52,7 @@ func newSchedulerBridge(a *app) (*schedulerBridge, error) {
 func (b *schedulerBridge) RunJobTurn(ctx context.Context, in scheduler.InChatRun) ([]string, error) {
 	wctx := context.WithoutCancel(ctx)
 	ids, err := b.sessions.RunJobTurn(wctx, session.JobTurn{Conversation: in.Conversation, DeliveryID: "job:" + in.JobID + ":run:" + in.RunID,
-		Trigger: in.Trigger, Meta: in.Meta})
+		Trigger: in.Trigger, Meta: in.Meta, CreatedBy: in.CreatedBy})
 	if errors.Is(err, session.ErrTurnFailed) {
 		return ids, fmt.Errorf("%w: %w", scheduler.ErrTurnFailed, err)
 	}
@@ -62,8 +64,12 @@ func (b *schedulerBridge) RunBackground(ctx context.Context, in scheduler.Backgr
 	return b.sessions.RunBackground(ctx, in.AgentID, in.SessionKey, in.Prompt, in.Seed)
 }
 
-// userText turns scheduler errors into what a user reads.
+// userText turns scheduler errors into what a user reads; authority
+// refusals stay refusals (a tool reports them as such).
 func userText(err error) error {
+	if authz.IsRefusal(err) {
+		return err
+	}
 	var ue *scheduler.UserError
 	if errors.As(err, &ue) {
 		return errors.New(ue.Msg)
@@ -71,21 +77,99 @@ func userText(err error) error {
 	return fmt.Errorf("the scheduler failed (%v); the bot logged the details", err)
 }
 
+// The rules of /cron, in one place: the slash command and the model's job
+// tools (schedule_job, list_jobs, cancel_job) both call these, with the
+// invoker or the user the turn acts for (invariant 13).
+//   - add, remove, run: operators only; a job posts only where its creator
+//     can view and send messages (its `to`, re-checked before every run);
+//   - list, runs: everyone, but a non-operator sees only jobs whose chat
+//     and delivery target they can view.
+
 // Add implements /cron add.
-func (b *schedulerBridge) Add(ctx context.Context, req discord.CronAdd) (string, error) {
-	j, err := b.Scheduler.Add(ctx, scheduler.AddRequest{Schedule: req.Schedule, Prompt: req.Prompt, Target: req.Target, TZ: req.TZ, To: req.To,
+func (b *schedulerBridge) Add(ctx context.Context, actor authz.Actor, req discord.CronAdd) (string, error) {
+	j, err := b.add(ctx, actor, scheduler.AddRequest{Schedule: req.Schedule, Prompt: req.Prompt, Target: req.Target, TZ: req.TZ, To: req.To,
 		CreatedBy: req.CreatedBy, CreatedIn: req.CreatedIn})
 	if err != nil {
-		return "", userText(err)
+		return "", err
 	}
 	return fmt.Sprintf("⏰ Job `%s` added (%s): %s", j.ID, j.Mode(), b.Describe(j)), nil
 }
 
+func (b *schedulerBridge) add(ctx context.Context, actor authz.Actor, req scheduler.AddRequest) (scheduler.Job, error) {
+	if err := b.auth.RequireOperator(ctx, actor, "schedule jobs (/cron add)"); err != nil {
+		return scheduler.Job{}, err
+	}
+	req.CreatedBy = actor.UserID
+	if strings.TrimSpace(req.To) != "" {
+		to, err := scheduler.ParseTo(req.To, req.CreatedIn)
+		if err != nil {
+			return scheduler.Job{}, userText(err)
+		}
+		if err := b.auth.CanPost(ctx, actor.UserID, to); err != nil {
+			return scheduler.Job{}, err
+		}
+	}
+	j, err := b.Scheduler.Add(ctx, req)
+	if err != nil {
+		return scheduler.Job{}, userText(err)
+	}
+	// Wherever the job will post (a session:<key> target too), its
+	// creator must be able to; a crash before the removal leaves a job
+	// whose every run AuthorizeRun refuses.
+	if err := b.AuthorizeRun(ctx, j); err != nil {
+		if rerr := b.Scheduler.Remove(ctx, j.ID); rerr != nil {
+			return scheduler.Job{}, fmt.Errorf("remove unauthorized job %s: %w", j.ID, rerr)
+		}
+		return scheduler.Job{}, err
+	}
+	return j, nil
+}
+
+// visible: operators see every job; others only jobs made in, and posting
+// into, conversations they can view.
+func (b *schedulerBridge) visible(ctx context.Context, actor authz.Actor, j scheduler.Job) bool {
+	if b.auth.Operator(ctx, actor) {
+		return true
+	}
+	if !j.CreatedIn.Valid() || b.auth.CanView(ctx, actor.UserID, j.CreatedIn) != nil {
+		return false
+	}
+	to, err := scheduler.DeliveryTarget(j)
+	return err == nil && b.auth.CanView(ctx, actor.UserID, to) == nil
+}
+
+// AuthorizeRun implements scheduler.Authorizer: before every run, the
+// job's creator must still be able to view and send messages where it
+// posts. A job stored without a creator (made before creators were
+// recorded) may post only into the conversation it was made in.
+func (b *schedulerBridge) AuthorizeRun(ctx context.Context, j scheduler.Job) error {
+	to, err := scheduler.DeliveryTarget(j)
+	if err != nil {
+		return nil // the run fails on it with its own reason
+	}
+	if j.CreatedBy == "" {
+		if to.Normalize().Key() == j.CreatedIn.Normalize().Key() {
+			return nil
+		}
+		return &authz.Refusal{Msg: "the job has no recorded creator and posts outside the conversation it was made in; an operator must re-create it"}
+	}
+	if err := b.auth.CanPost(ctx, j.CreatedBy, to); err != nil {
+		return fmt.Errorf("creator %s: %w", j.CreatedBy, err)
+	}
+	return nil
+}
+
 // List implements /cron list.
-func (b *schedulerBridge) List(ctx context.Context, conv binding.ConversationRef) (string, error) {
-	jobs, err := b.Scheduler.List(ctx)
+func (b *schedulerBridge) List(ctx context.Context, actor authz.Actor) (string, error) {
+	all, err := b.Scheduler.List(ctx)
 	if err != nil {
 		return "", userText(err)
+	}
+	var jobs []scheduler.Job
+	for _, j := range all {
+		if b.visible(ctx, actor, j) {
+			jobs = append(jobs, j)
+		}
 	}
 	if len(jobs) == 0 {
 		return "No jobs. Add one with /cron add.", nil
@@ -102,7 +186,10 @@ func (b *schedulerBridge) List(ctx context.Context, conv binding.ConversationRef
 }
 
 // Remove implements /cron remove.
-func (b *schedulerBridge) Remove(ctx context.Context, id string) (string, error) {
+func (b *schedulerBridge) Remove(ctx context.Context, actor authz.Actor, id string) (string, error) {
+	if err := b.auth.RequireOperator(ctx, actor, "remove jobs (/cron remove)"); err != nil {
+		return "", err
+	}
 	if err := b.Scheduler.Remove(ctx, id); err != nil {
 		return "", userText(err)
 	}
@@ -110,7 +197,10 @@ func (b *schedulerBridge) Remove(ctx context.Context, id string) (string, error)
 }
 
 // RunNow implements /cron run.
-func (b *schedulerBridge) RunNow(ctx context.Context, id string) (string, error) {
+func (b *schedulerBridge) RunNow(ctx context.Context, actor authz.Actor, id string) (string, error) {
+	if err := b.auth.RequireOperator(ctx, actor, "run jobs (/cron run)"); err != nil {
+		return "", err
+	}
 	r, err := b.Scheduler.RunNow(ctx, id)
 	if err != nil {
 		return "", userText(err)
@@ -118,8 +208,15 @@ func (b *schedulerBridge) RunNow(ctx context.Context, id string) (string, error)
 	return fmt.Sprintf("▶️ Job `%s` ran: %s (delivery %s).", id, r.Status, r.Delivery.Status), nil
 }
 
-// Runs implements /cron runs.
-func (b *schedulerBridge) Runs(ctx context.Context, id string) (string, error) {
+// Runs implements /cron runs: a job the asker may not list is unknown to them.
+func (b *schedulerBridge) Runs(ctx context.Context, actor authz.Actor, id string) (string, error) {
+	j, err := b.Scheduler.Get(ctx, id)
+	if err != nil {
+		return "", userText(err)
+	}
+	if !b.visible(ctx, actor, j) {
+		return "", &authz.Refusal{Msg: fmt.Sprintf("there is no job %s you can see", id)}
+	}
 	runs, err := b.Scheduler.Runs(ctx, id, 10)
 	if err != nil {
 		return "", userText(err)
@@ -138,22 +235,23 @@ func (b *schedulerBridge) Runs(ctx context.Context, id string) (string, error) {
 	return sb.String(), nil
 }
 
-// ScheduleJob implements the schedule_job tool: the job belongs to the chat.
-func (b *schedulerBridge) ScheduleJob(ctx context.Context, req session.JobRequest) (string, error) {
-	j, err := b.Scheduler.Add(ctx, scheduler.AddRequest{Schedule: req.Schedule, Prompt: req.Prompt, Target: req.Target, To: req.To,
-		CreatedBy: req.CreatedBy, CreatedIn: req.CreatedIn, AgentID: req.AgentID})
+// ScheduleJob implements the schedule_job tool: /cron add's rules, for
+// the user the turn acts for; the job belongs to the chat.
+func (b *schedulerBridge) ScheduleJob(ctx context.Context, actor authz.Actor, req session.JobRequest) (string, error) {
+	j, err := b.add(ctx, actor, scheduler.AddRequest{Schedule: req.Schedule, Prompt: req.Prompt, Target: req.Target, To: req.To,
+		CreatedBy: actor.UserID, CreatedIn: req.CreatedIn, AgentID: req.AgentID})
 	if err != nil {
-		return "", userText(err)
+		return "", err
 	}
 	return fmt.Sprintf("job %s scheduled (%s): %s", j.ID, j.Mode(), b.Describe(j)), nil
 }
 
-// ListJobs implements the list_jobs tool.
-func (b *schedulerBridge) ListJobs(ctx context.Context, conv binding.ConversationRef) (string, error) {
-	return b.List(ctx, conv)
+// ListJobs implements the list_jobs tool: /cron list's rules.
+func (b *schedulerBridge) ListJobs(ctx context.Context, actor authz.Actor) (string, error) {
+	return b.List(ctx, actor)
 }
 
-// CancelJob implements the cancel_job tool.
-func (b *schedulerBridge) CancelJob(ctx context.Context, _ binding.ConversationRef, id string) (string, error) {
-	return b.Remove(ctx, id)
+// CancelJob implements the cancel_job tool: /cron remove's rules.
+func (b *schedulerBridge) CancelJob(ctx context.Context, actor authz.Actor, id string) (string, error) {
+	return b.Remove(ctx, actor, id)
 }

@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/delivery"
@@ -160,6 +162,31 @@ type fixtureOptions struct {
 	threadsOff    bool
 	spawnSessions bool
 	turns         session.TurnLocker
+	authority     session.Authority // nil: fakeAuthority{} (everything allowed)
+}
+
+// fakeAuthority refuses posting into the conversations in deny (by id) and
+// records who asked.
+type fakeAuthority struct {
+	mu    sync.Mutex
+	deny  map[string]bool
+	asked []string // "user>conversation"
+}
+
+func (a *fakeAuthority) CanPost(_ context.Context, userID string, conv binding.ConversationRef) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.asked = append(a.asked, userID+">"+conv.ConversationID)
+	if a.deny[conv.ConversationID] || userID == "" {
+		return &authz.Refusal{Msg: "the requesting user cannot view channel " + conv.ConversationID}
+	}
+	return nil
+}
+
+func (a *fakeAuthority) calls() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.asked)
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -189,7 +216,14 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if o.spawnSessions {
 		opt.SpawnSubagentSessions = true
 	}
-	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(bs), Bindings: bs, Transcripts: tr, Store: o.registry, Turns: o.turns, Clock: clk, Log: zerolog.Nop()}
+	if o.authority == nil {
+		o.authority = &fakeAuthority{}
+	}
+	if _, ok := o.authority.(nilAuthority); ok {
+		o.authority = nil
+	}
+	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(bs), Bindings: bs, Transcripts: tr, Store: o.registry, Turns: o.turns, Clock: clk, Log: zerolog.Nop(),
+		Authority: o.authority}
 	if !o.noThreads {
 		deps.Threads = o.threads
 		if o.threadsImpl != nil {

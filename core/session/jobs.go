@@ -18,6 +18,9 @@ type JobTurn struct {
 	DeliveryID   string            // unique per run, e.g. job:<id>:run:<run>
 	Trigger      string            // "⏰ <job name>: <prompt>"
 	Meta         map[string]string // jobId, jobName, schedule
+	// CreatedBy is the job's creator: the turn's tools act with their
+	// authority ("" = nobody's: every authority-requiring call is refused).
+	CreatedBy string
 }
 
 // RunJobTurn posts the visible trigger line and runs a turn in the chat's
@@ -48,7 +51,7 @@ func (m *Manager) RunJobTurn(ctx context.Context, jt JobTurn) ([]string, error) 
 			ch <- result{err: fmt.Errorf("job trigger: %w", err)}
 			return
 		}
-		t := turnInput{key: key, conv: conv, deliveryID: jt.DeliveryID, triggerSeq: seq,
+		t := turnInput{key: key, conv: conv, deliveryID: jt.DeliveryID, triggerSeq: seq, requester: jt.CreatedBy,
 			done: func(ids []string, err error) { ch <- result{append(slices.Clone(tres.MessageIDs), ids...), err} }}
 		if bound {
 			t.bindingID = rec.ID

@@ -52,6 +52,9 @@ type Deps struct {
 	Store       Store
 	Threads     Threads // nil: no thread creation
 	Jobs        Jobs    // nil: job tools are not offered
+	// Authority decides where send_message may post (nil: nowhere but the
+	// turn's own conversation).
+	Authority Authority
 	// Turns, if set, serialises a session's work across processes sharing
 	// the store (nil: this process's queue is the only serialisation).
 	Turns TurnLocker
@@ -121,6 +124,9 @@ func New(opt Options, d Deps) *Manager {
 
 // SetJobs offers the scheduler to the model as tools. Call before Run.
 func (m *Manager) SetJobs(j Jobs) { m.d.Jobs = j }
+
+// SetAuthority sets the authority the tools ask. Call before Run.
+func (m *Manager) SetAuthority(a Authority) { m.d.Authority = a }
 
 // DefaultAgent is the first configured agent.
 func (m *Manager) DefaultAgent() Agent { return m.opt.Agents[0] }

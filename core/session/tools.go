@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/sessionkey"
@@ -49,6 +50,11 @@ func (m *Manager) runTool(ctx context.Context, t turnInput, offered []model.Tool
 		// Only offered tools run: a model may name any tool, and subagents get none.
 		out, err = m.tool(ctx, t, call)
 	}
+	if authz.IsRefusal(err) {
+		// A refusal is the tool's answer: the model tells the user why.
+		m.d.Log.Info().Str("tool", call.Name).Str("session", t.key).Str("user", t.requester).Str("reason", err.Error()).Msg("tool call refused")
+		return "refused: " + err.Error()
+	}
 	if err != nil {
 		m.d.Log.Warn().Err(err).Str("tool", call.Name).Str("session", t.key).Msg("tool call failed")
 		return "error: " + err.Error()
@@ -79,17 +85,17 @@ func (m *Manager) tool(ctx context.Context, t turnInput, call model.ToolCall) (s
 		if m.d.Jobs == nil {
 			return "", errors.New("the scheduler is disabled")
 		}
-		return m.d.Jobs.ScheduleJob(ctx, JobRequest{Schedule: args.Schedule, Prompt: args.Prompt, Target: args.Target, To: args.To, AgentID: sessionkey.Agent(t.key), CreatedBy: t.requester, CreatedIn: t.conv})
+		return m.d.Jobs.ScheduleJob(ctx, t.actor(), JobRequest{Schedule: args.Schedule, Prompt: args.Prompt, Target: args.Target, To: args.To, AgentID: sessionkey.Agent(t.key), CreatedBy: t.requester, CreatedIn: t.conv})
 	case "list_jobs":
 		if m.d.Jobs == nil {
 			return "", errors.New("the scheduler is disabled")
 		}
-		return m.d.Jobs.ListJobs(ctx, t.conv)
+		return m.d.Jobs.ListJobs(ctx, t.actor())
 	case "cancel_job":
 		if m.d.Jobs == nil {
 			return "", errors.New("the scheduler is disabled")
 		}
-		return m.d.Jobs.CancelJob(ctx, t.conv, args.ID)
+		return m.d.Jobs.CancelJob(ctx, t.actor(), args.ID)
 	}
 	return "", fmt.Errorf("unknown tool %q", call.Name)
 }
@@ -116,6 +122,15 @@ func (m *Manager) sendMessage(ctx context.Context, t turnInput, to, text, callID
 	}
 	if strings.TrimSpace(text) == "" {
 		return "", errors.New("text is empty")
+	}
+	// Invariant 13: only where the user the turn acts for can view and
+	// send (and the bot can post), whether or not it is this conversation.
+	if m.d.Authority == nil {
+		if target.Key() != t.conv.Key() {
+			return "", &authz.Refusal{Msg: "sending to other conversations is not enabled here"}
+		}
+	} else if err := m.d.Authority.CanPost(ctx, t.requester, target); err != nil {
+		return "", err
 	}
 	agent := m.agentFor(t.key)
 	d := delivery.Delivery{ID: t.deliveryID + ":tool:" + callID, Target: target, Text: text,

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/sessionkey"
@@ -28,6 +29,9 @@ type turnInput struct {
 	// done, if set, receives the reply's message ids (or the error).
 	done func(ids []string, err error)
 }
+
+// actor is who the turn's tools act for: the requester, in the turn's conversation.
+func (t turnInput) actor() authz.Actor { return authz.Actor{UserID: t.requester, Where: t.conv} }
 
 // persona returns how a session speaks in a conversation: bound subagent
 // sessions post under their own webhook persona, everything else as the bot.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/transcript"
@@ -146,11 +147,21 @@ type Threads interface {
 }
 
 // Jobs is the scheduler surface offered to the model as tools. Results are
-// short texts for the model.
+// short texts for the model. Each call carries the actor the tool acts for
+// (the user whose message started the turn; a job run's creator): the
+// implementation applies exactly the rules of /cron add|list|remove, and a
+// refusal is an authz.Refusal saying why.
 type Jobs interface {
-	ScheduleJob(ctx context.Context, req JobRequest) (string, error)
-	ListJobs(ctx context.Context, conv binding.ConversationRef) (string, error)
-	CancelJob(ctx context.Context, conv binding.ConversationRef, id string) (string, error)
+	ScheduleJob(ctx context.Context, actor authz.Actor, req JobRequest) (string, error)
+	ListJobs(ctx context.Context, actor authz.Actor) (string, error)
+	CancelJob(ctx context.Context, actor authz.Actor, id string) (string, error)
+}
+
+// Authority is what the tools need of core/authz.Authority.
+type Authority interface {
+	// CanPost refuses (an authz.Refusal) unless userID can view and send
+	// messages in conv, and the bot can too.
+	CanPost(ctx context.Context, userID string, conv binding.ConversationRef) error
 }
 
 // JobRequest is a schedule_job tool call.

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
 )
 
@@ -165,8 +164,10 @@ func (e *Emulator) dispatchLocked(t string, d any) {
 		panic(fmt.Sprintf("discordtest: marshal %s: %v", t, err))
 	}
 	guild := eventGuild(t, data)
+	memberEvent := strings.HasPrefix(t, "GUILD_MEMBER_")
 	for _, s := range e.sessions {
-		if s.wants(guild) {
+		// As Discord: member events only with the privileged GUILD_MEMBERS intent.
+		if s.wants(guild) && (!memberEvent || s.intents&intentGuildMembers != 0) {
 			s.sendLocked(t, data)
 		}
 	}
@@ -174,18 +175,28 @@ func (e *Emulator) dispatchLocked(t string, d any) {
 	e.broadcastLocked()
 }
 
-// intentMessageContent is the privileged MESSAGE_CONTENT intent bit.
-const intentMessageContent = 1 << 15
+// Privileged intent bits.
+const (
+	intentGuildMembers   = 1 << 1
+	intentMessageContent = 1 << 15
+)
 
 // dispatchMessageLocked emits MESSAGE_CREATE/MESSAGE_UPDATE. Sessions that did not identify with
 // the MESSAGE_CONTENT intent get content and embeds blanked, as Discord does, except for DMs, the
 // bot's own messages and messages mentioning the bot. Caller holds e.mu.
 func (e *Emulator) dispatchMessageLocked(t string, m *Message) {
-	full := mustJSON(m.wire())
+	wire := func() map[string]any {
+		w := m.wire()
+		if m.GuildID != "" && m.WebhookID == "" && e.world.isMember(m.GuildID, m.Author.ID) {
+			w["member"] = e.memberWireLocked(m.GuildID, m.Author.ID, false) // as Discord: a partial member
+		}
+		return w
+	}
+	full := mustJSON(wire())
 	redacted := full
 	if m.GuildID != "" && m.Author.ID != e.botUser.ID && !strings.Contains(m.Content, "<@"+e.botUser.ID+">") &&
 		!strings.Contains(m.Content, "<@!"+e.botUser.ID+">") {
-		w := m.wire()
+		w := wire()
 		w["content"], w["embeds"] = "", []any{}
 		redacted = mustJSON(w)
 	}
@@ -376,9 +387,7 @@ func (e *Emulator) guildCreateLocked(guildID string) map[string]any {
 	now := e.opts.Now().UTC().Format(tsLayout)
 	members := []any{}
 	for _, uid := range w.members[guildID] {
-		members = append(members, map[string]any{
-			"user": w.users[uid].wire(), "roles": []any{}, "joined_at": now, "deaf": false, "mute": false,
-		})
+		members = append(members, e.memberWireLocked(guildID, uid, true))
 	}
 	channels, threads := []any{}, []any{}
 	for _, id := range w.channelOrder {
@@ -398,10 +407,7 @@ func (e *Emulator) guildCreateLocked(guildID string) map[string]any {
 	return map[string]any{
 		"id": g.ID, "name": g.Name, "icon": nil, "owner_id": g.OwnerID, "unavailable": false,
 		"member_count": len(members), "large": false, "joined_at": now,
-		"roles": []any{map[string]any{
-			"id": g.ID, "name": "@everyone", "permissions": itoa(discordgo.PermissionAll), "position": 0,
-			"color": 0, "hoist": false, "managed": false, "mentionable": false,
-		}},
+		"roles":  w.rolesWire(guildID),
 		"emojis": []any{}, "stickers": []any{}, "features": []any{}, "members": members,
 		"channels": channels, "threads": threads, "presences": []any{}, "voice_states": []any{},
 		"stage_instances": []any{}, "guild_scheduled_events": []any{},

@@ -62,6 +62,7 @@ var (
 	errUnknownMessage     = func() reply { return fail(404, 10008, "Unknown Message") }
 	errUnknownWebhook     = func() reply { return fail(404, 10015, "Unknown Webhook") }
 	errUnknownGuild       = func() reply { return fail(404, 10004, "Unknown Guild") }
+	errUnknownMember      = func() reply { return fail(404, 10007, "Unknown Member") }
 	errUnknownUser        = func() reply { return fail(404, 10013, "Unknown User") }
 	errUnknownInteraction = func() reply { return fail(404, 10062, "Unknown interaction") }
 	errMissingAccess      = func() reply { return fail(403, 50001, "Missing Access") }

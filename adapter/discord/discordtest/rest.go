@@ -32,6 +32,8 @@ func (e *Emulator) buildRoutes() []route {
 		{method: "GET", tmpl: "/users/{user_id}", h: e.getUser},
 		{method: "GET", tmpl: "/guilds/{guild_id}", h: e.getGuild},
 		{method: "GET", tmpl: "/guilds/{guild_id}/channels", h: e.getGuildChannels},
+		{method: "GET", tmpl: "/guilds/{guild_id}/members/{user_id}", h: e.getGuildMember},
+		{method: "GET", tmpl: "/guilds/{guild_id}/roles", h: e.getGuildRoles},
 		{method: "GET", tmpl: "/guilds/{guild_id}/threads/active", h: e.getActiveThreads},
 		{method: "GET", tmpl: "/channels/{channel_id}", h: e.getChannel},
 		{method: "PATCH", tmpl: "/channels/{channel_id}", h: e.patchChannel},

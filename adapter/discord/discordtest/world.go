@@ -171,8 +171,11 @@ type world struct {
 	msgByID      map[string]*Message
 	webhooks     map[string]*Webhook
 	hookOrder    []string
-	deny         map[string]int64  // channel id -> permissions denied to the bot
-	nonces       map[string]string // channel\x00author\x00nonce -> message id
+	deny         map[string]int64       // channel id -> permissions denied to the bot
+	roles        map[string][]*Role     // guild id -> roles, @everyone (id = guild id) first
+	memberRoles  map[string][]string    // guild id "/" user id -> role ids
+	overwrites   map[string][]Overwrite // channel id -> permission overwrites
+	nonces       map[string]string      // channel\x00author\x00nonce -> message id
 	commands     map[string][]Command
 	interactions map[string]*Interaction // by token
 	interByID    map[string]*Interaction
@@ -189,6 +192,9 @@ func newWorld() world {
 		msgByID:      map[string]*Message{},
 		webhooks:     map[string]*Webhook{},
 		deny:         map[string]int64{},
+		roles:        map[string][]*Role{},
+		memberRoles:  map[string][]string{},
+		overwrites:   map[string][]Overwrite{},
 		nonces:       map[string]string{},
 		commands:     map[string][]Command{},
 		interactions: map[string]*Interaction{},
@@ -197,11 +203,15 @@ func newWorld() world {
 	}
 }
 
-// botDenied returns the permissions denied to the bot in a channel (threads inherit the parent's).
+// botDenied returns the permissions denied to the bot in a channel (threads inherit the parent's):
+// those DenyBot set, and every one its roles and the channel's overwrites do not grant.
 func (w *world) botDenied(ch *Channel) int64 {
 	d := w.deny[ch.ID]
 	if ch.ParentID != "" {
 		d |= w.deny[ch.ParentID]
+	}
+	if ch.GuildID != "" && ch.Type != ChannelTypeDM {
+		d |= allPerms &^ w.permissions(w.botID, ch)
 	}
 	return d
 }
@@ -282,8 +292,16 @@ func (c *Channel) wire(w *world) map[string]any {
 		m["parent_id"] = nil
 		m["rate_limit_per_user"] = 0
 		ows := []any{}
-		if d := w.deny[c.ID]; d != 0 {
-			ows = append(ows, map[string]any{"id": w.botID, "type": 1, "allow": "0", "deny": itoa(d)})
+		botDeny := w.deny[c.ID]
+		for _, o := range w.overwrites[c.ID] {
+			if o.Type == OverwriteMember && o.ID == w.botID {
+				o.Deny |= botDeny
+				botDeny = 0
+			}
+			ows = append(ows, o.wire())
+		}
+		if botDeny != 0 {
+			ows = append(ows, map[string]any{"id": w.botID, "type": 1, "allow": "0", "deny": itoa(botDeny)})
 		}
 		m["permission_overwrites"] = ows
 	}

@@ -77,6 +77,15 @@ func (e *Emulator) AddMember(guildID, username string) (User, error) {
 	return u, nil
 }
 
+// AddUser creates a (human) user who is a member of no guild: a stranger who can only DM the bot.
+func (e *Emulator) AddUser(username string) User {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	u := User{ID: e.nextIDLocked(), Username: username}
+	e.world.users[u.ID] = u
+	return u
+}
+
 // AddThread creates an active public thread under a text channel, owned by ownerID (a user id, or
 // the bot's), emitting THREAD_CREATE.
 func (e *Emulator) AddThread(parentID, name, ownerID string) (Channel, error) {
@@ -175,6 +184,9 @@ func (e *Emulator) userPost(channelID, userID, content, replyTo string) (Message
 	if ch.IsThread() && ch.Locked {
 		return Message{}, fmt.Errorf("discordtest: thread %s is locked", channelID)
 	}
+	if ch.GuildID != "" && !e.world.canPost(userID, ch) {
+		return Message{}, fmt.Errorf("discordtest: user %s may not post in %s (Discord: Missing Permissions)", userID, channelID)
+	}
 	m := &Message{Content: content, Author: u, Mentions: e.world.mentionsIn(content)}
 	if replyTo != "" {
 		target := e.world.msgByID[replyTo]
@@ -265,8 +277,12 @@ func (e *Emulator) InvokeCommand(channelID, userID, name string, opts ...Command
 	if ch.GuildID != "" {
 		d["guild_id"] = ch.GuildID
 		d["guild_locale"] = "en-US"
-		d["member"] = map[string]any{"user": u.wire(), "roles": []any{}, "joined_at": e.opts.Now().UTC().Format(tsLayout),
-			"permissions": itoa(allPerms), "deaf": false, "mute": false}
+		if !e.world.isMember(ch.GuildID, u.ID) {
+			return Interaction{}, fmt.Errorf("discordtest: %s is not a member of guild %s", u.ID, ch.GuildID)
+		}
+		mem := e.memberWireLocked(ch.GuildID, u.ID, true)
+		mem["permissions"] = itoa(e.world.permissions(u.ID, ch))
+		d["member"] = mem
 	} else {
 		d["user"] = u.wire()
 	}

@@ -1,0 +1,224 @@
+package authz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/sessionkey"
+)
+
+// Refusal is a decision against the caller; Msg is meant for the user (and
+// for the model, which tells the user). errors.As finds it.
+type Refusal struct{ Msg string }
+
+func (r *Refusal) Error() string { return r.Msg }
+
+func refuse(format string, args ...any) error { return &Refusal{Msg: fmt.Sprintf(format, args...)} }
+
+// IsRefusal reports whether err is (or wraps) a Refusal.
+func IsRefusal(err error) bool {
+	var r *Refusal
+	return errors.As(err, &r)
+}
+
+// Access is what a user and the bot may do in one conversation, computed by
+// the platform's permission model (for Discord: guild roles, @everyone,
+// channel overwrites, a thread's parent's overwrites, administrator, owner).
+type Access struct {
+	// Exists is false when the conversation is unknown (deleted, or never existed).
+	Exists bool
+	// UserView: the user can see the conversation; UserSend: and post in it
+	// (Send Messages in a channel, Send Messages in Threads in a thread).
+	UserView, UserSend bool
+	// BotView, BotSend: the same for the bot itself.
+	BotView, BotSend bool
+	// Name is a short name for messages (e.g. "#general"); may be empty.
+	Name string
+}
+
+// Member is a user's standing in the guild a conversation belongs to.
+type Member struct {
+	Roles []string
+	// ManageGuild: the member holds Manage Server (or Administrator, or owns the guild).
+	ManageGuild bool
+}
+
+// Directory answers platform questions; the adapter implements it from its
+// gateway cache, fetching over REST what is not cached. Errors are
+// transient lookups failures (the caller refuses, saying so).
+type Directory interface {
+	// Access computes what userID and the bot may do in a guild
+	// conversation (a channel or thread id; not a DM).
+	Access(ctx context.Context, userID string, conv binding.ConversationRef) (Access, error)
+	// Member returns userID's roles in the guild of a guild conversation;
+	// ok is false when the user is not a member (or conv is a DM).
+	Member(ctx context.Context, userID string, conv binding.ConversationRef) (m Member, ok bool, err error)
+}
+
+// Config is who the operators are. Both empty: members with Manage Server
+// in the guild they act in.
+type Config struct {
+	OperatorUsers []string
+	OperatorRoles []string
+}
+
+// Authority decides. Safe for concurrent use.
+type Authority struct {
+	users map[string]bool
+	roles map[string]bool
+	dir   Directory
+}
+
+// New returns an authority over dir.
+func New(cfg Config, dir Directory) *Authority {
+	a := &Authority{users: map[string]bool{}, roles: map[string]bool{}, dir: dir}
+	for _, u := range cfg.OperatorUsers {
+		a.users[u] = true
+	}
+	for _, r := range cfg.OperatorRoles {
+		a.roles[r] = true
+	}
+	return a
+}
+
+// Actor is who is acting and where: a user in a conversation (a slash
+// command's invoker, or the user whose message started a turn; for a job
+// run its creator in the job's conversation; for a subagent its spawner).
+// An empty UserID is nobody: every authority-requiring action is refused.
+type Actor struct {
+	UserID string
+	Where  binding.ConversationRef
+}
+
+// IsDM reports whether conv is a direct-message conversation.
+func IsDM(conv binding.ConversationRef) bool {
+	return strings.HasPrefix(conv.ConversationID, sessionkey.DMPrefix)
+}
+
+// dmUser is the user of a DM conversation.
+func dmUser(conv binding.ConversationRef) string {
+	return strings.TrimPrefix(conv.ConversationID, sessionkey.DMPrefix)
+}
+
+// Operator reports whether the actor is an operator: a configured operator
+// user; a member holding a configured operator role in the guild they act
+// in; or, when no operators are configured, a member with Manage Server
+// there. In a DM only operators.users count (a DM has no guild). A failed
+// lookup is not an operator (fail closed).
+func (a *Authority) Operator(ctx context.Context, actor Actor) bool {
+	if actor.UserID == "" {
+		return false
+	}
+	if a.users[actor.UserID] {
+		return true
+	}
+	if IsDM(actor.Where) || actor.Where.ConversationID == "" || a.dir == nil {
+		return false
+	}
+	m, ok, err := a.dir.Member(ctx, actor.UserID, actor.Where)
+	if err != nil || !ok {
+		return false
+	}
+	for _, r := range m.Roles {
+		if a.roles[r] {
+			return true
+		}
+	}
+	return len(a.users) == 0 && len(a.roles) == 0 && m.ManageGuild
+}
+
+// RequireOperator refuses a non-operator; what names the action ("/cron add").
+func (a *Authority) RequireOperator(ctx context.Context, actor Actor, what string) error {
+	if actor.UserID == "" {
+		return refuse("%s needs an operator, and this was not started by a user", what)
+	}
+	if !a.Operator(ctx, actor) {
+		return refuse("only operators can %s (configure discord.operators, or ask someone with Manage Server)", what)
+	}
+	return nil
+}
+
+// CanView refuses unless userID can see conv: their own DM, or a guild
+// conversation Discord's permissions let them view.
+func (a *Authority) CanView(ctx context.Context, userID string, conv binding.ConversationRef) error {
+	_, err := a.check(ctx, userID, conv, false)
+	return err
+}
+
+// CanPost refuses unless userID can view and send messages in conv and the
+// bot can too (a DM: only the user's own).
+func (a *Authority) CanPost(ctx context.Context, userID string, conv binding.ConversationRef) error {
+	_, err := a.check(ctx, userID, conv, true)
+	return err
+}
+
+func (a *Authority) check(ctx context.Context, userID string, conv binding.ConversationRef, send bool) (Access, error) {
+	if userID == "" {
+		return Access{}, refuse("no user's authority stands behind this request")
+	}
+	if conv.ConversationID == "" {
+		return Access{}, refuse("no conversation named")
+	}
+	if IsDM(conv) {
+		if dmUser(conv) != userID {
+			return Access{}, refuse("user:%s is someone else's direct messages; only they can be sent to there", dmUser(conv))
+		}
+		return Access{Exists: true, UserView: true, UserSend: true, BotView: true, BotSend: true}, nil
+	}
+	if a.dir == nil {
+		return Access{}, refuse("permissions cannot be checked here")
+	}
+	acc, err := a.dir.Access(ctx, userID, conv)
+	if err != nil {
+		return Access{}, refuse("could not check permissions in channel %s right now; try again", conv.ConversationID)
+	}
+	name := acc.Name
+	if name == "" {
+		name = "channel " + conv.ConversationID
+	}
+	switch {
+	case !acc.Exists:
+		return acc, refuse("channel %s does not exist (or the bot is not in its server)", conv.ConversationID)
+	case !acc.UserView:
+		return acc, refuse("the requesting user cannot view %s", name)
+	case send && !acc.UserSend:
+		return acc, refuse("the requesting user may not send messages in %s", name)
+	case send && (!acc.BotView || !acc.BotSend):
+		return acc, refuse("the bot itself may not send messages in %s (it needs View Channel and Send Messages there)", name)
+	}
+	return acc, nil
+}
+
+// FocusTarget is what /focus would bind to, as the session registry knows it.
+type FocusTarget struct {
+	Key string
+	// Kind: "main" (a conversation's own session), "subagent", or another kind.
+	Kind string
+	// Conversation is a main session's conversation.
+	Conversation binding.ConversationRef
+	// SpawnedBy is a subagent's spawner.
+	SpawnedBy string
+}
+
+// MayFocus: a user may bind a conversation to their own DM's session, a
+// subagent they spawned, or the session of a conversation they can view;
+// anything else needs an operator.
+func (a *Authority) MayFocus(ctx context.Context, actor Actor, t FocusTarget) error {
+	if actor.UserID == "" {
+		return refuse("no user's authority stands behind this request")
+	}
+	allowed := false
+	switch t.Kind {
+	case "subagent":
+		allowed = t.SpawnedBy != "" && t.SpawnedBy == actor.UserID
+	case "main":
+		allowed = t.Conversation.ConversationID != "" && a.CanView(ctx, actor.UserID, t.Conversation) == nil
+	}
+	if allowed || a.Operator(ctx, actor) {
+		return nil
+	}
+	return refuse("you may not focus %s: only your own DM, subagents you spawned and conversations you can view (anything else needs an operator)", t.Key)
+}
