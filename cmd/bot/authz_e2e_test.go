@@ -280,8 +280,8 @@ func TestAuthzE2EDeniedMessageMakesNoModelRequest(t *testing.T) {
 		w.cfg.Discord.Access.Deny.Roles = []string{muted.ID}
 	})
 	stranger := w.emu.AddUser("stranger")
-	w.say(t, w.general.ID, w.bob.ID, "denied user speaking")
-	w.say(t, w.general.ID, dave.ID, "denied role speaking")
+	w.refuse(w.say(t, w.general.ID, w.bob.ID, "denied user speaking"))
+	w.refuse(w.say(t, w.general.ID, dave.ID, "denied role speaking"))
 	if _, err := w.emu.UserDM(stranger.ID, "stranger in a DM"); err != nil {
 		t.Fatal(err)
 	}
@@ -340,6 +340,8 @@ func TestAuthzE2ERateLimitOneNotice(t *testing.T) {
 		last = w.say(t, w.general.ID, w.bob.ID, fmt.Sprintf("question %d", i))
 		if i < 2 {
 			w.replyTo(t, last)
+		} else {
+			w.refuse(last)
 		}
 	}
 	_ = last
@@ -419,4 +421,13 @@ func TestAuthzE2EJobTargetRecheckedAtRunTime(t *testing.T) {
 	if n := len(botMessages(w.harness, w.secret.ID, "")); n != 0 {
 		t.Fatalf("%d bot messages in #secret after alice lost access", n)
 	}
+}
+
+// refuse records a user message the access policy must refuse (finishBot's
+// Rule 1 check then requires it in no transcript).
+func (w *authzWorld) refuse(m discordtest.Message) {
+	if w.harness.refused == nil {
+		w.harness.refused = map[string]bool{}
+	}
+	w.harness.refused[m.ID] = true
 }

@@ -237,7 +237,7 @@ log: {level: warn, format: json}
 			all = append(all, th.ID)
 		}
 	}
-	problems, err := rule1Check(ctx, emu, st, all)
+	problems, err := rule1Check(ctx, emu, st, all, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,9 @@ type harness struct {
 
 	cancel context.CancelFunc
 	done   chan error
+	// refused names user messages a test expects discord.access to refuse
+	// (never routed, so in no transcript: finishBot's Rule 1 check skips them).
+	refused map[string]bool
 }
 
 // commandsRoute is where the bot registers its slash commands at start

@@ -38,7 +38,8 @@ type bindingStore interface {
 //     with exactly the entry's text (split parts concatenated) - recovered
 //     entries (finished after a crash) included;
 //   - every user message addressed to the bot (a mention with some text) is
-//     in exactly one transcript entry;
+//     in exactly one transcript entry, unless notRouted names it (refused by
+//     discord.access: never routed, so in no transcript);
 //   - every entry is in a session its channel can route to: the channel's
 //     own session (any agent's), a DM's session, or the target of a binding
 //     of that channel (when the store has bindings);
@@ -46,7 +47,7 @@ type bindingStore interface {
 //   - each session's bot entries, and its user entries, are in display
 //     order (message ids increase); an entry recovered after a crash is
 //     appended when recovered, so only the entries after it are held to it.
-func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, channels []string) ([]string, error) {
+func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, channels []string, notRouted map[string]bool) ([]string, error) {
 	keys, err := st.Sessions(ctx)
 	if err != nil {
 		return nil, err
@@ -129,9 +130,11 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 		for _, m := range emu.Messages(ch) {
 			fromBot := m.Author.ID == botID || m.WebhookID != ""
 			switch {
+			case notRouted[m.ID] && len(byMsg[m.ID]) > 0:
+				problems = append(problems, fmt.Sprintf("channel %s: refused user message %s %q is in a transcript", ch, m.ID, excerpt(m.Content)))
 			case fromBot && len(byMsg[m.ID]) == 0:
 				problems = append(problems, fmt.Sprintf("channel %s displays bot message %s %q that no transcript holds", ch, m.ID, excerpt(m.Content)))
-			case !fromBot && !m.Author.Bot && addressed(m.Content, mention) && len(byMsg[m.ID]) == 0:
+			case !fromBot && !m.Author.Bot && addressed(m.Content, mention) && len(byMsg[m.ID]) == 0 && !notRouted[m.ID]:
 				problems = append(problems, fmt.Sprintf("channel %s displays user message %s %q addressed to the bot that no transcript holds", ch, m.ID, excerpt(m.Content)))
 
 			}
