@@ -266,6 +266,7 @@ func (a *app) serveHTTP(ctx context.Context) error {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
 	mux.Handle("GET /inspect/{what}", inspectHandler(inspector{a.store}, a.cfg.HTTP.Token))
+	mux.Handle("GET /backup", backupHandler(a.store, a.cfg.HTTP.Token))
 	console.New(console.Options{Store: a.store, Location: a.cfg.HTTP.Location(), Token: a.cfg.HTTP.Token,
 		Status: func() console.State { return console.State{Ready: a.adapter.Ready(), Started: a.started} },
 		Log:    a.log.With().Str("component", "console").Logger()}).Mount(mux) // read-only pages at /

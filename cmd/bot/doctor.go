@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,21 +11,45 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/scheduler"
+	"github.com/agentbot/agentbot/store/bolt"
 )
 
 // cmdDoctor validates the config and the store: jobs whose stored mode
 // breaks Rule 2 (fixed with -fix, each listed with what it loses) and
-// bindings that point at ended sessions. Exit 0 healthy, 1 problems remain.
+// bindings that point at ended sessions. With -live, also what the bot may
+// do on Discord (discord.Checker). Exit 0 healthy, 1 problems remain.
 func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fix := fs.Bool("fix", false, "apply the job migrations")
+	live := fs.Bool("live", false, "also ask Discord what the bot may do in each served server and channel")
 	cfg, code := loadConfig(fs, args, stderr)
 	if cfg == nil {
 		return code
 	}
 	fmt.Fprintln(stdout, "✔ config is valid")
+	problems := 0
+	if *live {
+		if err := cfg.ValidateForRun(); err != nil {
+			fmt.Fprintln(stderr, "bot:", err)
+			return exitUsage
+		}
+		found, err := liveFindings(ctx, cfg, nil)
+		if err != nil {
+			fmt.Fprintln(stderr, "bot: live check:", err)
+			return exitProblems
+		}
+		if len(found) == 0 {
+			fmt.Fprintln(stdout, "✔ Discord: the token, the Message Content intent and every permission the config needs, in every served channel")
+		} else {
+			problems += printFindings(stdout, found)
+		}
+	}
 	st, err := openStore(ctx, cfg.Store, time.Second)
+	if *live && errors.Is(err, bolt.ErrLocked) {
+		fmt.Fprintln(stdout, "⚠ store is locked by the running bot: store checks skipped (stop it, or use bot inspect)")
+		return doctorExit(stdout, problems)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "bot:", err)
 		return exitUsage
@@ -32,7 +57,6 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer st.Close()
 	fmt.Fprintf(stdout, "✔ store %s opened\n", storeLabel(cfg.Store, st))
 
-	problems := 0
 	findings, err := scheduler.Diagnose(ctx, st)
 	if err != nil {
 		fmt.Fprintln(stderr, "bot: diagnose jobs:", err)
@@ -70,6 +94,10 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitProblems
 	}
 	problems += n
+	return doctorExit(stdout, problems)
+}
+
+func doctorExit(stdout io.Writer, problems int) int {
 	if problems > 0 {
 		fmt.Fprintf(stdout, "%d problem(s) remain\n", problems)
 		return exitProblems

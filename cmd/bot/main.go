@@ -3,9 +3,11 @@
 //
 // Usage:
 //
+//	bot setup   [-token T] [-config FILE]  check a token, print the invite URL, write config.yaml
 //	bot run     [-config FILE]          run the bot
 //	bot demo                            play a scripted story against the built-in Discord emulator
-//	bot doctor  [-config FILE] [-fix]   validate config and store, migrate jobs to the two modes
+//	bot doctor  [-config FILE] [-fix] [-live]  validate config and store, migrate jobs; -live asks Discord
+//	bot backup  FILE [-config FILE]     consistent copy of the bbolt store (of a running bot too)
 //	bot inspect bindings|jobs|runs [JOB]|transcript KEY [-config FILE] [-json]
 //	bot version
 package main
@@ -56,6 +58,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDoctor(ctx, args[1:], stdout, stderr)
 	case "inspect":
 		return cmdInspect(ctx, args[1:], stdout, stderr)
+	case "setup":
+		o := setupOptions{}
+		if isTerminal(os.Stdin) {
+			o.stdin = os.Stdin
+		}
+		return cmdSetup(ctx, args[1:], stdout, stderr, o)
+	case "backup":
+		return cmdBackup(ctx, args[1:], stdout, stderr)
 	case "migrate-store":
 		return cmdMigrateStore(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
@@ -72,9 +82,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
+  bot setup   [-token T] [-config FILE] [-force]   check the token ($DISCORD_TOKEN), print the invite URL, write config.yaml
   bot run     [-config FILE]          run the bot (needs discord.token / DISCORD_TOKEN)
   bot demo                            scripted story against the built-in Discord emulator (no token)
-  bot doctor  [-config FILE] [-fix]   validate config and store; migrate jobs to the two modes
+  bot doctor  [-config FILE] [-fix] [-live]   validate config and store; migrate jobs; -live: what the bot may do on Discord
+  bot backup  FILE [-config FILE]     consistent, verified copy of the bbolt store (a running bot's needs http.token)
   bot inspect bindings|jobs|runs [JOB]|transcript KEY [-config FILE] [-json]
   bot migrate-store [-config FILE] -to DSN   copy the bolt store (store.path) into an empty PostgreSQL database
   bot version
@@ -129,6 +141,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitProblems
 	}
 	log.Info().Str("version", version).Str("store", cfg.Store.Path).Msg("starting")
+	go logLiveFindings(ctx, cfg, nil, log) // the same findings as bot doctor -live, once, as warnings
 	go reloadOnHUP(ctx, configPath(fs), a, log)
 	if err := a.Run(ctx); err != nil {
 		log.Error().Err(err).Msg("stopped with an error")

@@ -46,6 +46,10 @@ type Options struct {
 	// Remaining. Zero fields take defaults: Total 1000, Remaining Total, ResetAfter 24h,
 	// MaxConcurrency 1.
 	SessionStartLimit SessionStartLimit
+	// ApplicationFlags are the application's flags (GET /applications/@me, READY); they decide
+	// which privileged intents IDENTIFY may ask for. Zero means DefaultApplicationFlags (Message
+	// Content switched on in the portal); SetApplicationFlags(0) turns every one off.
+	ApplicationFlags int
 }
 
 // SessionStartLimit is Discord's identify budget (GET /gateway/bot).
@@ -62,6 +66,7 @@ type Emulator struct {
 	opts     Options
 	botUser  User
 	appID    string
+	appOwner User
 	upgrader websocket.Upgrader
 	rtab     []route
 
@@ -84,6 +89,7 @@ type Emulator struct {
 	limits   rateLimiter
 	referee  []Violation
 	closed   bool
+	appFlags int
 }
 
 // New builds an emulator that is not yet listening. Seed the world, then call Start.
@@ -133,6 +139,12 @@ func New(opts Options) *Emulator {
 	e.botUser = User{ID: e.appID, Username: opts.BotName, Bot: true}
 	e.world.users[e.botUser.ID] = e.botUser
 	e.world.botID = e.botUser.ID
+	e.appOwner = User{ID: e.nextIDLocked(), Username: opts.BotName + "-developer"}
+	e.world.users[e.appOwner.ID] = e.appOwner
+	e.appFlags = opts.ApplicationFlags
+	if e.appFlags == 0 {
+		e.appFlags = DefaultApplicationFlags
+	}
 	e.rtab = e.buildRoutes()
 	return e
 }

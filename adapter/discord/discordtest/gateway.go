@@ -311,6 +311,10 @@ func (e *Emulator) identify(c *gwConn, raw json.RawMessage) bool {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.disallowedIntentsLocked(d.Intents) {
+		c.closeWith(4014, "Disallowed intent(s).")
+		return false
+	}
 	if e.startLim.Remaining > 0 {
 		e.startLim.Remaining--
 	}
@@ -333,7 +337,7 @@ func (e *Emulator) identify(c *gwConn, raw json.RawMessage) bool {
 	ready := map[string]any{
 		"v": 9, "user": e.botUser.wire(), "session_id": s.id, "resume_gateway_url": e.GatewayURL(),
 		"guilds": guilds, "private_channels": []any{}, "relationships": []any{},
-		"application": map[string]any{"id": e.appID, "flags": 0},
+		"application": map[string]any{"id": e.appID, "flags": e.appFlags},
 	}
 	if len(d.Shard) == 2 {
 		ready["shard"] = []int{shardID, shardCount}

@@ -84,19 +84,11 @@ func (w *world) permissions(userID string, ch *Channel) int64 {
 	if g == nil || !w.isMember(g.ID, userID) {
 		return 0
 	}
-	if g.OwnerID == userID {
+	perms := w.basePermissions(g.ID, userID)
+	if perms == allPerms {
 		return allPerms
 	}
 	roles := w.memberRolesOf(g.ID, userID)
-	perms := w.everyoneLocked(g.ID).Permissions
-	for _, id := range roles {
-		if r := w.role(g.ID, id); r != nil {
-			perms |= r.Permissions
-		}
-	}
-	if perms&discordgo.PermissionAdministrator != 0 {
-		return allPerms
-	}
 	src := ch
 	if ch.IsThread() {
 		if p := w.channels[ch.ParentID]; p != nil {
@@ -127,6 +119,29 @@ func (w *world) permissions(userID string, ch *Channel) int64 {
 	}
 	if ch.Type == 12 && perms&discordgo.PermissionManageThreads == 0 && !slices.Contains(ch.Members, userID) && ch.OwnerID != userID {
 		return 0
+	}
+	return perms
+}
+
+// basePermissions is a member's guild-wide permissions (no channel overwrites): the owner has
+// all; otherwise @everyone's and the member's roles', Administrator meaning all. A non-member has
+// none.
+func (w *world) basePermissions(guildID, userID string) int64 {
+	g := w.guilds[guildID]
+	if g == nil || !w.isMember(guildID, userID) {
+		return 0
+	}
+	if g.OwnerID == userID {
+		return allPerms
+	}
+	perms := w.everyoneLocked(guildID).Permissions
+	for _, id := range w.memberRolesOf(guildID, userID) {
+		if r := w.role(guildID, id); r != nil {
+			perms |= r.Permissions
+		}
+	}
+	if perms&discordgo.PermissionAdministrator != 0 {
+		return allPerms
 	}
 	return perms
 }

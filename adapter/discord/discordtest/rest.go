@@ -28,6 +28,8 @@ func (e *Emulator) buildRoutes() []route {
 		{method: "GET", tmpl: "/gateway", public: true, h: e.getGateway},
 		{method: "GET", tmpl: "/gateway/bot", h: e.getGatewayBot},
 		{method: "GET", tmpl: "/users/@me", h: e.getMe},
+		{method: "GET", tmpl: "/users/@me/guilds", h: e.listMyGuilds},
+		{method: "GET", tmpl: "/applications/@me", h: e.getMyApplication},
 		{method: "POST", tmpl: "/users/@me/channels", h: e.createDM},
 		{method: "GET", tmpl: "/users/{user_id}", h: e.getUser},
 		{method: "GET", tmpl: "/guilds/{guild_id}", h: e.getGuild},
