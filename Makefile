@@ -6,7 +6,7 @@ PKGS     := ./...
 SOAK_SEEDS   ?= 1-40
 SOAK_TIMEOUT ?= 60m
 
-.PHONY: help build run demo test vet fmtcheck bench soak lint clean
+.PHONY: help build run demo test vet fmtcheck bench soak lint clean image image-test
 
 help: ## list targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z]+:.*## /{printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -39,6 +39,13 @@ bench: ## the performance targets (benchmarks); figures are in the issue notes
 
 soak: ## long randomized scenario run; SOAK_SEEDS=1-200 picks the seeds (default 1-40)
 	SOAK=1 SOAK_SEEDS=$(SOAK_SEEDS) $(GO) test -race -count=1 -timeout $(SOAK_TIMEOUT) -run '^TestScenario$$' ./cmd/bot/
+
+ENGINE ?= $(shell command -v podman || command -v docker)
+image: ## build the container image agentbot:latest (docker or podman; pulls the base images)
+	$(ENGINE) build -t agentbot:latest .
+
+image-test: ## build the image and run `bot demo` in it (slow; IMAGE_LOCAL_BASES=1 offline); not part of make test
+	IMAGE_TEST=1 $(GO) test -count=1 -timeout 30m -run '^TestImageRunsDemo$$' -v ./cmd/bot/
 
 clean: ## remove build output
 	rm -rf bin

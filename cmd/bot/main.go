@@ -66,6 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdSetup(ctx, args[1:], stdout, stderr, o)
 	case "backup":
 		return cmdBackup(ctx, args[1:], stdout, stderr)
+	case "healthcheck":
+		return cmdHealthcheck(ctx, args[1:], stdout, stderr)
 	case "migrate-store":
 		return cmdMigrateStore(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
@@ -89,6 +91,7 @@ func usage(w io.Writer) {
   bot backup  FILE [-config FILE]     consistent, verified copy of the bbolt store (a running bot's needs http.token)
   bot inspect bindings|jobs|runs [JOB]|transcript KEY [-config FILE] [-json]
   bot migrate-store [-config FILE] -to DSN   copy the bolt store (store.path) into an empty PostgreSQL database
+  bot healthcheck [-config FILE]      ask the running bot's /healthz (the container HEALTHCHECK)
   bot version
 `)
 }
