@@ -88,7 +88,9 @@ func TestCheckerFindings(t *testing.T) {
 				return CheckOptions{ThreadBindings: true, AllowChannels: []string{w.general.ID, w.secret.ID}}
 			}, []string{"!#secret:View Channel"}},
 		{"denied channel not checked", InvitePermissions(),
-			func(w world) CheckOptions { return CheckOptions{ThreadBindings: true, DenyChannels: []string{w.secret.ID}} }, nil},
+			func(w world) CheckOptions {
+				return CheckOptions{ThreadBindings: true, DenyChannels: []string{w.secret.ID}}
+			}, nil},
 		{"a served guild the bot is not in", InvitePermissions(),
 			func(w world) CheckOptions { return CheckOptions{Guilds: []string{w.g.ID, "123456789012345678"}} },
 			[]string{"!:the bot is not in this server (discord.guilds lists it)", "#secret:View Channel"}},
