@@ -21,7 +21,7 @@ import (
 // setupOptions is what differs between `bot setup` and its tests.
 type setupOptions struct {
 	transport http.RoundTripper // under the adapter's rewriting transport
-	stdin     io.Reader         // a terminal to ask for the token; nil: never ask
+	stdin     *os.File          // a terminal to ask for the token (echo off); nil: never ask
 }
 
 // cmdSetup checks a bot token against Discord, says whether the Message
@@ -43,8 +43,11 @@ func cmdSetup(ctx context.Context, args []string, stdout, stderr io.Writer, o se
 		tok = os.Getenv("DISCORD_TOKEN")
 	}
 	if tok == "" && o.stdin != nil {
-		fmt.Fprint(stdout, "Bot token (Developer Portal → your application → Bot → Reset Token): ")
+		fmt.Fprint(stdout, "Bot token (Developer Portal → your application → Bot → Reset Token; not shown): ")
+		restore := noEcho(o.stdin)
 		line, _ := bufio.NewReader(o.stdin).ReadString('\n')
+		restore()
+		fmt.Fprintln(stdout)
 		tok = line
 	}
 	if strings.TrimSpace(tok) == "" {

@@ -331,3 +331,27 @@ func TestCLIBackupOfARunningBot(t *testing.T) {
 		t.Fatalf("backup of a stopped bot: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestCLISetupAsksForTheToken: on a terminal (here a pipe) without -token
+// or DISCORD_TOKEN the token is read from stdin and never printed.
+func TestCLISetupAsksForTheToken(t *testing.T) {
+	t.Setenv("DISCORD_TOKEN", "")
+	e := discordtest.NewTest(t, discordtest.Options{Token: "typed-token-xyz"})
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := w.WriteString("typed-token-xyz\n"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	var stdout, stderr bytes.Buffer
+	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+	if code := cmdSetup(t.Context(), []string{"-api-url", e.URL(), "-config", cfgPath}, &stdout, &stderr, setupOptions{stdin: r}); code != exitOK {
+		t.Fatalf("exit %d %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "Bot token") || !strings.Contains(stdout.String(), "✔ token is valid") || strings.Contains(stdout.String()+stderr.String(), "typed-token") {
+		t.Fatalf("output:\n%s\n%s", stdout.String(), stderr.String())
+	}
+}
