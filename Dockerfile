@@ -16,9 +16,9 @@ RUN ["go", "mod", "download"]
 COPY . .
 ARG VERSION=dev
 ENV CGO_ENABLED=0 GOFLAGS="-trimpath -ldflags=-X=main.version=${VERSION}"
-RUN ["go", "build", "-o", "/out/bot", "./cmd/bot"]
-# WORKDIR creates the (empty) volume directory without a shell.
+# The (empty) volume directory, made without a shell: a RUN creates its WORKDIR.
 WORKDIR /out/data
+RUN ["go", "build", "-C", "/src", "-o", "/out/bot", "./cmd/bot"]
 
 FROM ${RUNTIME_IMAGE}
 COPY --from=build /out/bot /usr/local/bin/bot
