@@ -44,6 +44,10 @@
 //     (15 webhooks per channel), 50027 (401, wrong webhook token), 40060 (interaction already
 //     acknowledged). A send into an archived, unlocked thread unarchives it. nonce+enforce_nonce
 //     returns the first message for a repeated nonce in the channel.
+//   - The application (GET /applications/@me, READY) has flags, DefaultApplicationFlags unless
+//     Options.ApplicationFlags or SetApplicationFlags say otherwise; IDENTIFY asking for a
+//     privileged intent (members, presences, message content) they do not allow is closed with
+//     4014. GET /users/@me/guilds pages the bot's guilds with its guild-wide permissions.
 //   - Rate limits are off unless configured (Options.RateLimits, GlobalLimit, SetRateLimit); when
 //     on, buckets are per method+route per top-level resource, every response carries X-RateLimit-*
 //     headers, and 429s carry retry_after (seconds), Retry-After and X-RateLimit-Scope.
