@@ -312,8 +312,15 @@ func (c *Checker) checkGuild(ctx context.Context, ref GuildRef, botID, botName, 
 		}
 		// Only what the channel's overwrites take away: the guild-wide gaps are above.
 		if miss := missing(need, p|^base); len(miss) > 0 {
-			out = append(out, Finding{Guild: rg.Name, GuildID: rg.ID, Channel: "#" + ch.Name, ChannelID: ch.ID, Missing: miss, Required: anyRequired(miss),
-				Fix: fmt.Sprintf("Edit Channel #%s → Permissions → remove the deny on (or allow) %s for %s or its role", ch.Name, names(miss), botName)})
+			f := Finding{Guild: rg.Name, GuildID: rg.ID, Channel: "#" + ch.Name, ChannelID: ch.ID, Missing: miss, Required: anyRequired(miss),
+				Fix: fmt.Sprintf("Edit Channel #%s → Permissions → remove the deny on (or allow) %s for %s or its role", ch.Name, names(miss), botName)}
+			// A read-only channel (#rules, announcements): members cannot post
+			// there either, so nobody will talk to the bot there.
+			if channelPermissions(g, "", nil, ch.PermissionOverwrites)&discordgo.PermissionSendMessages == 0 {
+				f.Required = false
+				f.Fix = "read-only for @everyone too, so probably fine; if members with a role talk to the bot here: " + f.Fix
+			}
+			out = append(out, f)
 		}
 	}
 	return out, nil

@@ -105,6 +105,21 @@ func TestCheckerFindings(t *testing.T) {
 			}
 		})
 	}
+	t.Run("read-only channel: the bot's gap there is a warning", func(t *testing.T) {
+		t.Parallel()
+		w := setup(t, InvitePermissions())
+		rules, err := w.e.AddTextChannel(w.g.ID, "rules")
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(t, w.e.SetOverwrite(rules.ID, discordtest.Overwrite{ID: w.g.ID, Type: discordtest.OverwriteRole, Deny: discordgo.PermissionSendMessages}))
+		must(t, w.e.SetOverwrite(w.general.ID, discordtest.Overwrite{ID: w.e.BotUserID(), Type: discordtest.OverwriteMember, Deny: discordgo.PermissionSendMessages}))
+		got := summary(check(t, w, CheckOptions{ThreadBindings: true, DenyChannels: []string{w.secret.ID}}))
+		// The bot's role does not override @everyone's channel deny: as Discord, a role allow would be needed.
+		if want := "!#general:Send Messages|#rules:Send Messages"; strings.Join(got, "|") != want {
+			t.Fatalf("findings %q, want %q", got, want)
+		}
+	})
 	t.Run("intent off", func(t *testing.T) {
 		t.Parallel()
 		w := setup(t, InvitePermissions())
@@ -114,4 +129,11 @@ func TestCheckerFindings(t *testing.T) {
 			t.Fatalf("findings %+v", fs)
 		}
 	})
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
