@@ -180,7 +180,7 @@ func (a *Adapter) answer(ctx context.Context, v invocation, r reply) {
 		Data: &discordgo.InteractionResponseData{Content: truncateRunes(r.text, MaxMessageLen), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}}, discordgo.WithContext(ctx))
 	if err != nil {
 		a.countError(err)
-		a.log.Warn().Err(err).Str("command", v.name).Msg("ephemeral reply failed")
+		a.log.Warn().Err(restError(err)).Str("command", v.name).Msg("ephemeral reply failed")
 	}
 }
 
