@@ -4,7 +4,7 @@ CONFIG   ?= config.yaml
 BIN      := bin/bot
 PKGS     := ./...
 
-.PHONY: help build run demo test vet fmtcheck bench soak lint clean
+.PHONY: help build run demo test vet fmtcheck bench soak fuzz lint clean
 
 help: ## list targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z]+:.*## /{printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -34,6 +34,18 @@ lint: vet fmtcheck ## static checks
 bench: ## the performance targets (benchmarks); figures are in the issue notes
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=2s ./core/... ./store/bolt/ ./store/postgres/
 	$(GO) test -run '^$$' -bench . -benchtime=1x ./cmd/bot/ ./console/
+
+# Fuzz targets as "package:FuzzName"; their seed corpora (f.Add and
+# testdata/fuzz) also run in `make test`.
+FUZZTIME    ?= 30s
+FUZZTARGETS := ./config/:FuzzLoadBytes \
+	./adapter/discord/:FuzzSplitMessage ./adapter/discord/:FuzzSlashOptions ./adapter/discord/:FuzzInboundModelText \
+	./scheduler/:FuzzParseSchedule
+
+fuzz: ## run every fuzz target for FUZZTIME each (default 30s); a finding is saved under testdata/fuzz
+	@set -e; for t in $(FUZZTARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; done
 
 soak: ## long randomized scenario run
 	SOAK=1 $(GO) test -race -count=1 -timeout 60m -run Scenario ./cmd/bot/...
