@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -66,9 +67,17 @@ func (r *Redactor) Add(secrets ...string) {
 			continue
 		}
 		r.secrets = append(r.secrets, s)
-		if q, err := json.Marshal(s); err == nil {
-			if esc := string(q[1 : len(q)-1]); esc != s {
-				r.secrets = append(r.secrets, esc)
+		// The forms a JSON log line holds: zerolog escapes like
+		// encoding/json without HTML escaping; json.Marshal escapes <>& too.
+		for _, html := range []bool{false, true} {
+			var b strings.Builder
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(html)
+			if enc.Encode(s) == nil {
+				q := strings.TrimSuffix(b.String(), "\n")
+				if esc := q[1 : len(q)-1]; esc != s && !slices.Contains(r.secrets, esc) {
+					r.secrets = append(r.secrets, esc)
+				}
 			}
 		}
 	}

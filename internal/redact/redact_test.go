@@ -106,3 +106,13 @@ func TestWriterRedactsEveryLogLine(t *testing.T) {
 		})
 	}
 }
+
+func TestWriterRedactsEscapedSecret(t *testing.T) {
+	const secret = `p<a>ss"w\ord&1234`
+	var buf bytes.Buffer
+	log := zerolog.New(New(secret).Writer(&buf))
+	log.Error().Str("dsn", "x "+secret+" y").Msg("connect")
+	if out := buf.String(); !strings.Contains(out, `"dsn":"x [redacted] y"`) {
+		t.Fatalf("want the value redacted: %s", out)
+	}
+}
