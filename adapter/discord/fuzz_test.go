@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,9 @@ func FuzzSplitMessage(f *testing.F) {
 		}
 		if b.String() != text {
 			t.Fatalf("parts do not add up to the text (%d parts)", len(parts))
+		}
+		if len(text) <= 1<<14 && !slices.Equal(parts, referenceSplit(text, limit)) {
+			t.Fatal("cuts differ from the reference (quadratic) implementation")
 		}
 		if utf8.ValidString(text) {
 			for i, p := range parts {
@@ -159,4 +163,47 @@ func FuzzInboundModelText(f *testing.F) {
 			t.Fatalf("ModelText(%q) = %q is not trimmed", content, text)
 		}
 	})
+}
+
+// referenceSplit is SplitMessage before its cuts were made linear: the
+// fuzzer checks that both cut at the same places.
+func referenceSplit(text string, limit int) []string {
+	if limit <= 0 {
+		limit = MaxMessageLen
+	}
+	var parts []string
+	for utf8.RuneCountInString(text) > limit {
+		maxOff := byteOffset(text, limit)
+		window := text[:maxOff]
+		minOff := len(window) / 2
+		outside := func(i int) bool { return strings.Count(window[:i], "```")%2 == 0 }
+		cut := maxOff
+	search:
+		for _, requireOutside := range []bool{true, false} {
+			for _, sep := range []string{"\n```", "\n\n", "\n", " "} {
+				end := len(window)
+				for {
+					i := strings.LastIndex(window[:end], sep)
+					if i < minOff {
+						break
+					}
+					c := i + len(sep)
+					if sep == "\n```" {
+						c = i + 1
+					}
+					if !requireOutside || outside(c) {
+						cut = c
+						break search
+					}
+					end = i
+				}
+			}
+		}
+		parts = append(parts, text[:cut])
+		text = text[cut:]
+	}
+	if text != "" || len(parts) == 0 {
+		parts = append(parts, text)
+	}
+	return parts
 }
