@@ -38,6 +38,8 @@ bench: ## the performance targets (benchmarks); figures are in the issue notes
 # Fuzz targets as "package:FuzzName"; their seed corpora (f.Add and
 # testdata/fuzz) also run in `make test`.
 FUZZTIME    ?= 30s
+# Minimizing each new interesting input (default 60s) would eat the budget.
+FUZZMINIMIZETIME ?= 5s
 FUZZTARGETS := ./config/:FuzzLoadBytes \
 	./adapter/discord/:FuzzSplitMessage ./adapter/discord/:FuzzSlashOptions ./adapter/discord/:FuzzInboundModelText \
 	./scheduler/:FuzzParseSchedule
@@ -45,7 +47,7 @@ FUZZTARGETS := ./config/:FuzzLoadBytes \
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s); a finding is saved under testdata/fuzz
 	@set -e; for t in $(FUZZTARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "== $$name ($$pkg, $(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; done
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg; done
 
 soak: ## long randomized scenario run
 	SOAK=1 $(GO) test -race -count=1 -timeout 60m -run Scenario ./cmd/bot/...
