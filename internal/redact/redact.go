@@ -22,8 +22,9 @@ var (
 	botToken = regexp.MustCompile(`[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{5,7}\.[A-Za-z0-9_-]{25,}`)
 	// Interaction tokens start with base64("interaction:").
 	interactionToken = regexp.MustCompile(`aW50ZXJhY3Rpb246[A-Za-z0-9_.-]*`)
-	// Authorization credentials.
-	authHeader = regexp.MustCompile(`\b(Bot|[Bb]earer|BEARER)\s+[A-Za-z0-9._~+/=-]{8,}`)
+	// Authorization credentials ("Bot " needs a token-long word: "Bot
+	// responses" is prose).
+	authHeader = regexp.MustCompile(`\b(Bot\s+[A-Za-z0-9._~+/=-]{20,}|(?:[Bb]earer|BEARER)\s+[A-Za-z0-9._~+/=-]{8,})`)
 	// URL userinfo password: scheme://user:password@host.
 	userinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s"'\\]*:)[^@/\s"'\\]+@`)
 	// Keyword DSN password: password=secret or password='se cret'.
@@ -35,7 +36,9 @@ var (
 // String applies the shape rules to s.
 func String(s string) string {
 	s = urlToken.ReplaceAllString(s, "${1}"+Mask)
-	s = authHeader.ReplaceAllString(s, "${1} "+Mask)
+	s = authHeader.ReplaceAllStringFunc(s, func(m string) string {
+		return strings.Fields(m)[0] + " " + Mask
+	})
 	s = userinfo.ReplaceAllString(s, "${1}"+Mask+"@")
 	s = dsnPassword.ReplaceAllString(s, "${1}"+Mask)
 	s = interactionToken.ReplaceAllString(s, Mask)
@@ -63,8 +66,8 @@ func (r *Redactor) Add(secrets ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range secrets {
-		if len(s) < MinSecretLen {
-			continue
+		if len(s) < MinSecretLen || slices.Contains(r.secrets, s) {
+			continue // a reload adds the same values again
 		}
 		r.secrets = append(r.secrets, s)
 		// The forms a JSON log line holds: zerolog escapes like
