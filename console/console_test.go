@@ -382,7 +382,7 @@ func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
 		"token " + fakeBotToken + " end":                           "token [redacted] end",
 		"https://discord.com/api/webhooks/123/" + fakeWebhookToken: "https://discord.com/api/webhooks/123/[redacted]",
-		"Authorization: Bearer abcdefgh12345":                      "Authorization: [redacted]",
+		"Authorization: Bearer abcdefgh12345":                      "Authorization: Bearer [redacted]",
 		fakeInteraction:                                            "[redacted]",
 		"agent:main:discord:channel:1000 stays":                    "agent:main:discord:channel:1000 stays",
 	} {

@@ -6,7 +6,6 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/internal/redact"
 	"github.com/agentbot/agentbot/scheduler"
 )
 
@@ -95,27 +95,10 @@ func preview(s string, n int) string {
 	return s
 }
 
-var tokenPatterns = []*regexp.Regexp{
-	// Discord bot/user tokens: base64 id . timestamp . hmac.
-	regexp.MustCompile(`[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{5,7}\.[A-Za-z0-9_-]{25,}`),
-	// Interaction tokens start with base64("interaction:").
-	regexp.MustCompile(`aW50ZXJhY3Rpb246[A-Za-z0-9_.-]*`),
-	// Bearer credentials.
-	regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}`),
-}
-
-// Webhook URLs keep their id; the token after it goes.
-var webhookURL = regexp.MustCompile(`(?i)(discord(?:app)?\.com/api/(?:v\d+/)?webhooks/\d+/)[A-Za-z0-9_.-]+`)
-
-// Redact replaces token-looking strings (Discord bot tokens, webhook URL
-// tokens, interaction tokens, bearer credentials) with "[redacted]".
-func Redact(s string) string {
-	s = webhookURL.ReplaceAllString(s, "${1}[redacted]")
-	for _, re := range tokenPatterns {
-		s = re.ReplaceAllString(s, "[redacted]")
-	}
-	return s
-}
+// Redact replaces token-looking strings (Discord bot tokens, webhook and
+// interaction URL tokens, interaction tokens, credentials) with
+// "[redacted]", by the rules of internal/redact.
+func Redact(s string) string { return redact.String(s) }
 
 func (c *Console) funcs() template.FuncMap {
 	return template.FuncMap{

@@ -24,6 +24,7 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/internal/redact"
 	"github.com/agentbot/agentbot/metrics"
 	"github.com/agentbot/agentbot/model"
 	"github.com/agentbot/agentbot/model/providers"
@@ -265,7 +266,7 @@ func (a *app) serveHTTP(ctx context.Context) error {
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
-	mux.Handle("GET /inspect/{what}", inspectHandler(inspector{a.store}, a.cfg.HTTP.Token))
+	mux.Handle("GET /inspect/{what}", inspectHandler(inspector{a.store, redact.New(a.cfg.Secrets()...)}, a.cfg.HTTP.Token))
 	console.New(console.Options{Store: a.store, Location: a.cfg.HTTP.Location(), Token: a.cfg.HTTP.Token,
 		Status: func() console.State { return console.State{Ready: a.adapter.Ready(), Started: a.started} },
 		Log:    a.log.With().Str("component", "console").Logger()}).Mount(mux) // read-only pages at /
