@@ -212,7 +212,7 @@ func TestCLIInspectJobsAndRunsJSON(t *testing.T) {
 	bg.State.NextRunAt = time.Time{}
 	run := scheduler.Run{JobID: "j1", RunID: "20260302T100000Z", Trigger: scheduler.TriggerCatchUp, ScheduledAt: cliT0.Add(time.Hour),
 		StartedAt: cliT0.Add(4 * time.Hour), FinishedAt: cliT0.Add(4*time.Hour + time.Second), Status: scheduler.StatusOK, Late: true, LateBy: 3 * time.Hour,
-		Delivery: scheduler.RunDelivery{Status: scheduler.DeliveryDelivered, MessageIDs: []string{"7", "8"}},
+		Delivery:    scheduler.RunDelivery{Status: scheduler.DeliveryDelivered, MessageIDs: []string{"7", "8"}},
 		Diagnostics: []scheduler.Diagnostic{{Level: "warn", Reason: "bound-to-other-agent", DeliveryID: "job:j1:run:20260302T100000Z", Detail: "sent, no transcript entry"}}}
 	failed := scheduler.Run{JobID: "j2", RunID: "m1", Trigger: scheduler.TriggerManual, StartedAt: cliT0, FinishedAt: cliT0, Status: scheduler.StatusError,
 		Error: "delivery failed: 404", Delivery: scheduler.RunDelivery{Status: scheduler.DeliveryFailed, Error: "404"}}
