@@ -142,6 +142,7 @@ type Adapter struct {
 	stopping  atomic.Bool
 	connected chan struct{}  // closed at the first READY
 	wg        sync.WaitGroup // interaction goroutines
+	rotated   chan struct{}  // SetToken changed the token: re-identify (see rotate.go)
 }
 
 // Compile-time interface guards.
@@ -174,6 +175,7 @@ func New(opt Options, d Deps) *Adapter {
 		a.shard.Count = max(opt.Shard.Count, 1)
 	}
 	a.connected = make(chan struct{})
+	a.rotated = make(chan struct{}, 1)
 	a.hooks = &webhookManager{a: a, cache: map[string]webhookCreds{}}
 	a.threads = &threadManager{a: a}
 	return a
@@ -198,8 +200,18 @@ func (a *Adapter) SetDeps(d Deps) {
 }
 
 // SetToken rotates the bot token (config reload). Every later REST call,
-// including those of the reused thread and webhook managers, uses it.
-func (a *Adapter) SetToken(tok string) { a.token.Set(tok) }
+// including those of the reused thread and webhook managers, uses it, and
+// the running adapter re-identifies the gateway with it (rotate.go).
+func (a *Adapter) SetToken(tok string) {
+	if tok == a.token.Get() {
+		return
+	}
+	a.token.Set(tok)
+	select {
+	case a.rotated <- struct{}{}:
+	default: // a rotation is already due: it reads the newest token
+	}
+}
 
 // Connected is closed once the first gateway session is ready.
 func (a *Adapter) Connected() <-chan struct{} { return a.connected }
@@ -232,6 +244,10 @@ func (a *Adapter) Run(ctx context.Context) error {
 	a.events = newEventQueue(a)
 	defer a.events.close() // every return path ends the worker (drain closes it first)
 	a.register(s, readyCh)
+	select {
+	case <-a.rotated: // a token set before Run: the session already has it
+	default:
+	}
 	if err := a.connect(ctx, s); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -240,7 +256,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	}
 	defer func() {
 		a.ready.Store(false)
-		if err := s.Close(); err != nil {
+		if err := a.session().Close(); err != nil { // the current one (a rotation replaces it)
 			a.log.Warn().Err(err).Msg("discord: close gateway")
 		}
 	}()
@@ -263,6 +279,8 @@ func (a *Adapter) Run(ctx context.Context) error {
 			return a.drain()
 		case <-t.C:
 			a.Sweep(ctx)
+		case <-a.rotated:
+			a.reidentify(ctx)
 		}
 	}
 }

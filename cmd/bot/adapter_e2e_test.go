@@ -255,7 +255,11 @@ func TestNewestTokenAfterManagerReuse(t *testing.T) {
 	if !sawRotated {
 		t.Fatal("no bot REST call after rotation")
 	}
+	// Rotating back re-identifies the gateway (an interaction sent while
+	// it reconnects would be lost, as on Discord): wait for it.
+	ids := h.emu.GatewayStats().Identifies
 	a.SetToken(h.emu.Token())
+	waitUntil(t, h, "the IDENTIFY with the valid token", func() bool { return h.emu.GatewayStats().Identifies > ids })
 	mark = len(h.emu.Requests())
 	thread := adSpawnThread(t, h, "second", "two")
 	for _, q := range h.emu.Requests()[mark:] {
