@@ -22,7 +22,9 @@ func TestRotatedTokenReachesTheGateway(t *testing.T) {
 	h.emu.GatewayDrop()
 	waitUntil(t, h, "a resume after the drop", func() bool { return h.emu.GatewayStats().Resumes > st1.Resumes })
 	adSay(t, h, h.general.ID, adMention(h)+"still there after the rotation?")
-	waitUntil(t, h, "the reply", func() bool { return countContaining(h.emu.Messages(h.general.ID), "still there after the rotation?") == 2 })
+	waitUntil(t, h, "the reply", func() bool {
+		return countContaining(h.emu.Messages(h.general.ID), "still there after the rotation?") == 2
+	})
 	if st := h.emu.GatewayStats(); st.AuthFailures != 0 {
 		t.Fatalf("gateway authentication refused %d times: %+v", st.AuthFailures, st)
 	}
