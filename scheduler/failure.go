@@ -12,12 +12,12 @@ import (
 // kind of failure only; the full error stays in the run record (/cron runs,
 // inspect, the console), never in a chat.
 const (
-	SummaryInterrupted   = "interrupted: the bot stopped during the run"
-	SummaryInternal      = "internal error"
-	SummaryNoTarget      = "the job's target names no chat"
-	SummaryNothingShown  = "nothing was displayed"
-	summaryModelPrefix   = "model error"
-	summaryDeliveryPrefx = "delivery failed"
+	SummaryInterrupted    = "interrupted: the bot stopped during the run"
+	SummaryInternal       = "internal error"
+	SummaryNoTarget       = "the job's target names no chat"
+	SummaryNothingShown   = "nothing was displayed"
+	summaryModelPrefix    = "model error"
+	summaryDeliveryPrefix = "delivery failed"
 )
 
 // FailureSummary classifies a run's error into a short text for a chat:
@@ -33,19 +33,19 @@ func FailureSummary(err error) string {
 	}
 	switch {
 	case errors.Is(err, delivery.ErrDestinationGone):
-		return summaryDeliveryPrefx + ": chat deleted, archived or locked"
+		return summaryDeliveryPrefix + ": chat deleted, archived or locked"
 	case errors.Is(err, delivery.ErrForbidden):
-		return summaryDeliveryPrefx + ": missing permission"
+		return summaryDeliveryPrefix + ": missing permission"
 	case errors.Is(err, delivery.ErrRejected):
-		return summaryDeliveryPrefx + ": message rejected by Discord"
+		return summaryDeliveryPrefix + ": message rejected by Discord"
 	case errors.Is(err, delivery.ErrTransient):
-		return summaryDeliveryPrefx + ": Discord did not confirm the send"
+		return summaryDeliveryPrefix + ": Discord did not confirm the send"
 	case errors.Is(err, delivery.ErrClaimed):
-		return summaryDeliveryPrefx + ": another process holds the delivery"
+		return summaryDeliveryPrefix + ": another process holds the delivery"
 	}
 	var fe *delivery.FailedError
 	if errors.As(err, &fe) {
-		return summaryDeliveryPrefx
+		return summaryDeliveryPrefix
 	}
 	if errors.Is(err, ErrTurnFailed) {
 		return "the job's turn failed"

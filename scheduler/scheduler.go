@@ -734,8 +734,8 @@ func (s *Scheduler) performBackground(ctx context.Context, j Job, r *Run) {
 		// The result did not reach the chat: the run failed at what it is for.
 		r.Status, r.Error = StatusError, "delivery failed: "+err.Error()
 		r.Summary = FailureSummary(err)
-		if !strings.HasPrefix(r.Summary, summaryDeliveryPrefx) {
-			r.Summary = summaryDeliveryPrefx
+		if !strings.HasPrefix(r.Summary, summaryDeliveryPrefix) {
+			r.Summary = summaryDeliveryPrefix
 		}
 		r.Delivery.Status, r.Delivery.Error = DeliveryFailed, err.Error()
 		return
