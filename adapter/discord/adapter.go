@@ -300,7 +300,13 @@ func (a *Adapter) drain() error {
 }
 
 func (a *Adapter) newSession() (*discordgo.Session, error) {
-	s, err := discordgo.New("Bot " + a.token.Get())
+	return a.newSessionWith(a.token.Get())
+}
+
+// newSessionWith builds a session that identifies with tok (REST calls
+// carry the newest token whatever tok is: see transport).
+func (a *Adapter) newSessionWith(tok string) (*discordgo.Session, error) {
+	s, err := discordgo.New("Bot " + tok)
 	if err != nil {
 		return nil, fmt.Errorf("discord: new session: %w", err)
 	}

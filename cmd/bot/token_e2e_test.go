@@ -15,7 +15,7 @@ func TestRotatedTokenReachesTheGateway(t *testing.T) {
 
 	h.emu.SetTokens("rotated-token")
 	a.SetToken("rotated-token")
-	waitUntil(t, h, "an IDENTIFY with the rotated token", func() bool { return h.emu.GatewayStats().Identifies > st0.Identifies })
+	waitUntil(t, h, "an IDENTIFY with the rotated token", func() bool { return h.emu.GatewayStats().Identifies > st0.Identifies && a.Ready() })
 
 	// The next reconnect resumes with the token the session identified with.
 	st1 := h.emu.GatewayStats()
@@ -29,16 +29,17 @@ func TestRotatedTokenReachesTheGateway(t *testing.T) {
 		t.Fatalf("gateway authentication refused %d times: %+v", st.AuthFailures, st)
 	}
 
-	// A token the gateway refuses (a typo in the reloaded file): the
-	// session of the previous token comes back (it resumes).
+	// A token the gateway refuses (a typo in the reloaded file): the bot
+	// identifies again with the token the gateway accepted.
 	st2 := h.emu.GatewayStats()
 	a.SetToken("typo-token")
-	waitUntil(t, h, "the refused IDENTIFY and the resume of the previous session", func() bool {
+	waitUntil(t, h, "the refused IDENTIFY and the one with the previous token", func() bool {
 		st := h.emu.GatewayStats()
-		return st.AuthFailures == 1 && st.Resumes > st2.Resumes && st.Connections == 1
+		return st.AuthFailures == 1 && st.Identifies > st2.Identifies && st.Connections == 1 && a.Ready()
 	})
+	st3 := h.emu.GatewayStats()
 	a.SetToken("rotated-token")
-	waitUntil(t, h, "an IDENTIFY with the valid token again", func() bool { return h.emu.GatewayStats().Identifies > st2.Identifies })
+	waitUntil(t, h, "an IDENTIFY with the valid token again", func() bool { return h.emu.GatewayStats().Identifies > st3.Identifies && a.Ready() })
 	adSay(t, h, h.general.ID, adMention(h)+"and after the typo?")
 	waitUntil(t, h, "the reply", func() bool { return countContaining(h.emu.Messages(h.general.ID), "and after the typo?") == 2 })
 	finishBot(t, h, h.general.ID)
