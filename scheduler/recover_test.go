@@ -127,3 +127,41 @@ func TestCrashAfterReplyRecordsTheRun(t *testing.T) {
 		t.Fatalf("posted %+v after a run that had finished", e.out.deliveries())
 	}
 }
+
+// TestCrashDuringBackgroundRunEndsVisibly: the store as a kill during a
+// background run leaves it (instant claimed, run `running`, no result
+// delivery): the restart records the failure and tells the delivery target.
+func TestCrashDuringBackgroundRunEndsVisibly(t *testing.T) {
+	e := newEnv(t)
+	j := e.add(scheduler.AddRequest{Name: "report", Schedule: "every 10m", Target: "isolated", To: otherChannel})
+	at := e.job(j.ID).State.NextRunAt
+	e.clk.Set(at.Add(time.Second))
+	if ok, err := e.store.ClaimInstant(ctx, j.ID, at); err != nil || !ok {
+		t.Fatalf("claim %v %v", ok, err)
+	}
+	run := scheduler.Run{JobID: j.ID, RunID: "20260302T090000Z", Trigger: scheduler.TriggerSchedule, ScheduledAt: at, StartedAt: at,
+		Status: scheduler.StatusRunning, Delivery: scheduler.RunDelivery{Status: scheduler.DeliveryNotRequested, MessageIDs: []string{}}}
+	if err := e.store.PutRun(ctx, run, 50); err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.newScheduler().RecoverInterrupted(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("recovered %d, %v", n, err)
+	}
+	ds := e.out.deliveries()
+	if len(ds) != 1 || ds[0].Target.ConversationID != "200" || !strings.Contains(ds[0].Text, "interrupted") {
+		t.Fatalf("deliveries %+v", ds)
+	}
+	r := e.runs(j.ID)[0]
+	if r.Status != scheduler.StatusError || r.Summary != scheduler.SummaryInterrupted || r.Delivery.Target != otherChannel {
+		t.Fatalf("run %+v", r)
+	}
+	if e.job(j.ID).State.ConsecutiveFailures != 1 || !e.job(j.ID).State.NextRunAt.After(at) {
+		t.Fatalf("job %+v", e.job(j.ID).State)
+	}
+	// The restarted scheduler's trigger pass does not run the claimed instant again.
+	e.tick()
+	if len(e.bg.runs()) != 0 {
+		t.Fatalf("the interrupted instant ran again: %+v", e.bg.runs())
+	}
+}
