@@ -312,13 +312,25 @@ type deliveryRow struct {
 	Target                                                    convView
 	Created, Updated                                          string
 	Bad                                                       bool // failed or still pending/sent
+	// Warn is the Rule 1 exception of a delivered record ("" when none):
+	// displayed, and no transcript holds it.
+	Warn string
 }
 
 func (c *Console) deliveryRow(r delivery.Record) deliveryRow {
 	return deliveryRow{ID: r.Delivery.ID, State: string(r.State), Source: string(r.Delivery.Producer.Source), Session: r.SessionKey,
 		Reason: r.Reason, Error: r.Error, Text: preview(r.Delivery.Text, 140), Messages: strings.Join(r.MessageIDs, ", "),
 		Target: conversation(r.Delivery.Target, ""), Created: c.fmtTime(r.CreatedAt), Updated: c.fmtTime(r.UpdatedAt),
-		Bad: r.State == delivery.StateFailed || r.State == delivery.StatePending || r.State == delivery.StateSent}
+		Bad: r.State == delivery.StateFailed || r.State == delivery.StatePending || r.State == delivery.StateSent, Warn: warnText(r)}
+}
+
+// warnText describes a delivery's Rule 1 exception, if it is one.
+func warnText(r delivery.Record) string {
+	d, ok := delivery.RecordDiagnostic(r)
+	if !ok {
+		return ""
+	}
+	return d.Level + ": " + d.Detail
 }
 
 type deliveriesPage struct {
@@ -401,6 +413,8 @@ type runRow struct {
 	Missed                                      int
 	Delivery, DeliveryError, Messages, DeliveTo string
 	Bad                                         bool
+	// Diagnostics are the run's warnings ("warn: <reason>: <detail>").
+	Diagnostics []string
 }
 
 type jobRow struct {
@@ -431,6 +445,9 @@ func (c *Console) runRow(r scheduler.Run) runRow {
 		Delivery: string(r.Delivery.Status), DeliveryError: preview(r.Delivery.Error, 200), Messages: strings.Join(r.Delivery.MessageIDs, ", "),
 		DeliveTo: r.Delivery.Target,
 		Bad:      r.Status == scheduler.StatusError || r.Delivery.Status == scheduler.DeliveryFailed}
+	for _, d := range r.Diagnostics {
+		row.Diagnostics = append(row.Diagnostics, d.Level+": "+d.Reason+": "+d.Detail)
+	}
 	if r.Late {
 		row.Late = "late"
 		if r.LateBy > 0 {

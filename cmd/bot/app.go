@@ -117,8 +117,9 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	a.outbound = delivery.NewOutbound(delivery.OutboundConfig{
 		Sender: a.adapter, Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
 		DefaultAgent: agents[0].ID, Clock: o.Clock, Log: log.With().Str("component", "outbound").Logger(),
-		Observe: func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
-		Claimer: a.cluster.claimer(), Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
+		Observe:  func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
+		Diagnose: func(d delivery.Diagnostic) { a.metrics.Rule1Exception(d.Reason) },
+		Claimer:  a.cluster.claimer(), Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
 	})
 	a.sessions = session.New(session.Options{
 		Channel: "discord", AccountID: "default", Agents: agents,

@@ -149,7 +149,7 @@ func configPath(fs *flag.FlagSet) string { return fs.Lookup("config").Value.Stri
 
 // reloadOnHUP re-reads the config on SIGHUP and applies what can change
 // while running: the bot token (every later REST call uses it, through the
-// same thread and webhook managers). Other changes need a restart, and the
+// same thread and webhook managers, and the gateway re-identifies with it). Other changes need a restart, and the
 // log says so. A bad file is reported and changes nothing.
 func reloadOnHUP(ctx context.Context, path string, a *app, log zerolog.Logger, red *redact.Redactor) {
 	hup := make(chan os.Signal, 1)
