@@ -6,7 +6,7 @@ PKGS     := ./...
 SOAK_SEEDS   ?= 1-40
 SOAK_TIMEOUT ?= 60m
 
-.PHONY: help build run demo test vet fmtcheck bench soak lint clean image image-test
+.PHONY: help build run demo test vet fmtcheck bench soak fuzz lint clean image image-test
 
 help: ## list targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z]+:.*## /{printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -36,6 +36,20 @@ lint: vet fmtcheck ## static checks
 bench: ## the performance targets (benchmarks); figures are in the issue notes
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=2s ./core/... ./store/bolt/ ./store/postgres/
 	$(GO) test -run '^$$' -bench . -benchtime=1x ./cmd/bot/ ./console/
+
+# Fuzz targets as "package:FuzzName"; their seed corpora (f.Add and
+# testdata/fuzz) also run in `make test`.
+FUZZTIME    ?= 30s
+# Minimizing each new interesting input (default 60s) would eat the budget.
+FUZZMINIMIZETIME ?= 5s
+FUZZTARGETS := ./config/:FuzzLoadBytes \
+	./adapter/discord/:FuzzSplitMessage ./adapter/discord/:FuzzSlashOptions ./adapter/discord/:FuzzInboundModelText \
+	./scheduler/:FuzzParseSchedule
+
+fuzz: ## run every fuzz target for FUZZTIME each (default 30s); a finding is saved under testdata/fuzz
+	@set -e; for t in $(FUZZTARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg; done
 
 soak: ## long randomized scenario run; SOAK_SEEDS=1-200 picks the seeds (default 1-40)
 	SOAK=1 SOAK_SEEDS=$(SOAK_SEEDS) $(GO) test -race -count=1 -timeout $(SOAK_TIMEOUT) -run '^TestScenario$$' ./cmd/bot/

@@ -382,7 +382,7 @@ func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
 		"token " + fakeBotToken + " end":                           "token [redacted] end",
 		"https://discord.com/api/webhooks/123/" + fakeWebhookToken: "https://discord.com/api/webhooks/123/[redacted]",
-		"Authorization: Bearer abcdefgh12345":                      "Authorization: [redacted]",
+		"Authorization: Bearer abcdefgh12345":                      "Authorization: Bearer [redacted]",
 		fakeInteraction:                                            "[redacted]",
 		"agent:main:discord:channel:1000 stays":                    "agent:main:discord:channel:1000 stays",
 	} {
@@ -407,4 +407,29 @@ func TestMountKeepsOtherRoutes(t *testing.T) {
 	if code, _ := get(t, mux, "POST", "/bindings"); code != 405 {
 		t.Errorf("POST /bindings = %d", code)
 	}
+}
+
+// TestRule1ExceptionsShowAsWarnings: a delivery displayed without a
+// transcript entry and a job run that had one are shown as warn
+// diagnostics with their reason.
+func TestRule1ExceptionsShowAsWarnings(t *testing.T) {
+	st := openStore(t)
+	seed(t, st, 0, 1, 0)
+	ctx := context.Background()
+	chat := binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: "1000"}
+	if err := st.PutDelivery(ctx, delivery.Record{Delivery: delivery.Delivery{ID: "job:job-ok:run:r2", Target: chat, Text: "into a thread bound elsewhere",
+		Producer: delivery.Producer{Source: transcript.SourceJob, AgentID: "main"}}, State: delivery.StateDelivered, Reason: delivery.SkipOtherAgent,
+		MessageIDs: []string{"8888"}, CreatedAt: t0.Add(-time.Minute), UpdatedAt: t0.Add(-time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutRun(ctx, scheduler.Run{JobID: "job-ok", RunID: "r2", Trigger: scheduler.TriggerSchedule, StartedAt: t0.Add(-time.Minute), FinishedAt: t0,
+		Status: scheduler.StatusOK, Delivery: scheduler.RunDelivery{Status: scheduler.DeliveryDelivered, MessageIDs: []string{"8888"}},
+		Diagnostics: []scheduler.Diagnostic{{Level: "warn", Reason: delivery.SkipOtherAgent, DeliveryID: "job:job-ok:run:r2", Detail: "bound to a different agent"}}}, 50); err != nil {
+		t.Fatal(err)
+	}
+	h := newTestConsole(t, st, "")
+	_, body := get(t, h, http.MethodGet, "/deliveries")
+	mustContain(t, "/deliveries", body, `class="pill warn">warn: the conversation is bound to a different agent`)
+	_, body = get(t, h, http.MethodGet, "/jobs/job-ok")
+	mustContain(t, "/jobs/job-ok", body, `class="pill warn">warn: bound-to-other-agent: bound to a different agent`)
 }

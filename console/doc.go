@@ -23,7 +23,8 @@
 //     never appear in a page. The console does not read webhook credentials,
 //     interaction data is not persisted, and any free text it shows
 //     (transcripts, errors, reasons) passes through Redact, which replaces
-//     token-looking strings with "[redacted]".
+//     token-looking strings with "[redacted]" by the rules of
+//     internal/redact, the one redactor of the process.
 //   - Loopback or token: CheckAccess refuses a non-loopback http.listen
 //     without http.token, and when a token is set every request must carry it
 //     in the Authorization header, either "Bearer <token>" (scripts, curl) or

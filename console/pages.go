@@ -6,7 +6,6 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/internal/redact"
 	"github.com/agentbot/agentbot/scheduler"
 )
 
@@ -95,27 +95,10 @@ func preview(s string, n int) string {
 	return s
 }
 
-var tokenPatterns = []*regexp.Regexp{
-	// Discord bot/user tokens: base64 id . timestamp . hmac.
-	regexp.MustCompile(`[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{5,7}\.[A-Za-z0-9_-]{25,}`),
-	// Interaction tokens start with base64("interaction:").
-	regexp.MustCompile(`aW50ZXJhY3Rpb246[A-Za-z0-9_.-]*`),
-	// Bearer credentials.
-	regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}`),
-}
-
-// Webhook URLs keep their id; the token after it goes.
-var webhookURL = regexp.MustCompile(`(?i)(discord(?:app)?\.com/api/(?:v\d+/)?webhooks/\d+/)[A-Za-z0-9_.-]+`)
-
-// Redact replaces token-looking strings (Discord bot tokens, webhook URL
-// tokens, interaction tokens, bearer credentials) with "[redacted]".
-func Redact(s string) string {
-	s = webhookURL.ReplaceAllString(s, "${1}[redacted]")
-	for _, re := range tokenPatterns {
-		s = re.ReplaceAllString(s, "[redacted]")
-	}
-	return s
-}
+// Redact replaces token-looking strings (Discord bot tokens, webhook and
+// interaction URL tokens, interaction tokens, credentials) with
+// "[redacted]", by the rules of internal/redact.
+func Redact(s string) string { return redact.String(s) }
 
 func (c *Console) funcs() template.FuncMap {
 	return template.FuncMap{
@@ -329,13 +312,25 @@ type deliveryRow struct {
 	Target                                                    convView
 	Created, Updated                                          string
 	Bad                                                       bool // failed or still pending/sent
+	// Warn is the Rule 1 exception of a delivered record ("" when none):
+	// displayed, and no transcript holds it.
+	Warn string
 }
 
 func (c *Console) deliveryRow(r delivery.Record) deliveryRow {
 	return deliveryRow{ID: r.Delivery.ID, State: string(r.State), Source: string(r.Delivery.Producer.Source), Session: r.SessionKey,
 		Reason: r.Reason, Error: r.Error, Text: preview(r.Delivery.Text, 140), Messages: strings.Join(r.MessageIDs, ", "),
 		Target: conversation(r.Delivery.Target, ""), Created: c.fmtTime(r.CreatedAt), Updated: c.fmtTime(r.UpdatedAt),
-		Bad: r.State == delivery.StateFailed || r.State == delivery.StatePending || r.State == delivery.StateSent}
+		Bad: r.State == delivery.StateFailed || r.State == delivery.StatePending || r.State == delivery.StateSent, Warn: warnText(r)}
+}
+
+// warnText describes a delivery's Rule 1 exception, if it is one.
+func warnText(r delivery.Record) string {
+	d, ok := delivery.RecordDiagnostic(r)
+	if !ok {
+		return ""
+	}
+	return d.Level + ": " + d.Detail
 }
 
 type deliveriesPage struct {
@@ -418,6 +413,8 @@ type runRow struct {
 	Missed                                      int
 	Delivery, DeliveryError, Messages, DeliveTo string
 	Bad                                         bool
+	// Diagnostics are the run's warnings ("warn: <reason>: <detail>").
+	Diagnostics []string
 }
 
 type jobRow struct {
@@ -448,6 +445,9 @@ func (c *Console) runRow(r scheduler.Run) runRow {
 		Delivery: string(r.Delivery.Status), DeliveryError: preview(r.Delivery.Error, 200), Messages: strings.Join(r.Delivery.MessageIDs, ", "),
 		DeliveTo: r.Delivery.Target,
 		Bad:      r.Status == scheduler.StatusError || r.Delivery.Status == scheduler.DeliveryFailed}
+	for _, d := range r.Diagnostics {
+		row.Diagnostics = append(row.Diagnostics, d.Level+": "+d.Reason+": "+d.Detail)
+	}
 	if r.Late {
 		row.Late = "late"
 		if r.LateBy > 0 {

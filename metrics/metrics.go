@@ -20,6 +20,7 @@ type Metrics struct {
 	ActiveBindings  prometheus.GaugeFunc
 	TurnSeconds     prometheus.Histogram
 	Inbound         *prometheus.CounterVec // decision
+	Rule1Exceptions *prometheus.CounterVec // reason
 }
 
 // New creates and registers the collectors; activeBindings reports the gauge.
@@ -39,8 +40,10 @@ func New(reg prometheus.Registerer, activeBindings func() float64) *Metrics {
 			Help: "Turn latency from dequeue to confirmed reply.", Buckets: prometheus.ExponentialBuckets(0.05, 2, 12)}),
 		Inbound: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbot_inbound_messages_total",
 			Help: "Inbound messages by decision (routed, ignored-*)."}, []string{"decision"}),
+		Rule1Exceptions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbot_rule1_exceptions_total",
+			Help: "Deliveries displayed without a transcript entry (Rule 1 exceptions, warn diagnostics) by reason."}, []string{"reason"}),
 	}
-	reg.MustRegister(m.Deliveries, m.RouterDecisions, m.RESTErrors, m.RateLimited, m.ActiveBindings, m.TurnSeconds, m.Inbound)
+	reg.MustRegister(m.Deliveries, m.RouterDecisions, m.RESTErrors, m.RateLimited, m.ActiveBindings, m.TurnSeconds, m.Inbound, m.Rule1Exceptions)
 	return m
 }
 
@@ -84,5 +87,13 @@ func (m *Metrics) InboundDecision(d string) {
 func (m *Metrics) Turn(seconds float64) {
 	if m != nil {
 		m.TurnSeconds.Observe(seconds)
+	}
+}
+
+// Rule1Exception counts a delivery displayed without a transcript entry,
+// by its reason (bound-to-other-agent, native-only).
+func (m *Metrics) Rule1Exception(reason string) {
+	if m != nil {
+		m.Rule1Exceptions.WithLabelValues(reason).Inc()
 	}
 }

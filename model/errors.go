@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+
+	"github.com/agentbot/agentbot/internal/redact"
 )
 
 // ErrorKind classifies provider failures.
@@ -132,31 +134,11 @@ func NewError(provider string, status int, err error, secrets ...string) *Error 
 	return &Error{Kind: kind, Status: status, Provider: provider, Err: Redact(err, secrets...)}
 }
 
-// Redact wraps err so that its text has every non-empty secret replaced by
-// "[redacted]". errors.Is/As still see err.
-func Redact(err error, secrets ...string) error {
-	if err == nil {
-		return nil
-	}
-	return &redacted{err: err, secrets: secrets}
-}
-
-type redacted struct {
-	err     error
-	secrets []string
-}
-
-func (r *redacted) Error() string {
-	s := r.err.Error()
-	for _, k := range r.secrets {
-		if k != "" {
-			s = strings.ReplaceAll(s, k, "[redacted]")
-		}
-	}
-	return s
-}
-
-func (r *redacted) Unwrap() error { return r.err }
+// Redact wraps err so that its text has every secret (of at least
+// redact.MinSecretLen characters) and every credential-shaped string
+// replaced by "[redacted]" (the rules of internal/redact). errors.Is/As
+// still see err.
+func Redact(err error, secrets ...string) error { return redact.Error(err, secrets...) }
 
 // UserText is a short notice for chat describing err. It never includes
 // credentials or provider response bodies. It returns "" for nil.

@@ -11,6 +11,7 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/model"
 	"github.com/agentbot/agentbot/scheduler"
 )
 
@@ -290,7 +291,7 @@ func TestBackoffAndAutoDisable(t *testing.T) {
 
 func TestFailureAlertThresholdAndCooldown(t *testing.T) {
 	e := newEnv(t) // after 2, cooldown 1h
-	e.chat.err = errBoom
+	e.chat.err = &model.Error{Kind: model.KindTimeout, Provider: "openai", Err: errors.New("dial tcp 10.1.2.3:443: i/o timeout")}
 	j := e.add(scheduler.AddRequest{Name: "news", Schedule: "every 10m", Target: "main"})
 	alerts := func() []delivery.Delivery {
 		var out []delivery.Delivery
@@ -316,8 +317,15 @@ func TestFailureAlertThresholdAndCooldown(t *testing.T) {
 	}
 	r := e.runs(j.ID)[0]
 	if as[0].ID != "job:"+j.ID+":alert:"+r.RunID || as[0].Target.ConversationID != "100" ||
-		!strings.Contains(as[0].Text, "failed 2 times") || !strings.Contains(as[0].Text, "model unreachable") || as[0].Producer.Meta["jobId"] != j.ID {
+		!strings.Contains(as[0].Text, "failed 2 times") || as[0].Producer.Meta["jobId"] != j.ID {
 		t.Fatalf("alert %+v", as[0])
+	}
+	// The alert names the kind of failure; the error text stays in the run.
+	if !strings.Contains(as[0].Text, "model error (timeout)") || strings.Contains(as[0].Text, "dial tcp") || strings.Contains(as[0].Text, "10.1.2.3") {
+		t.Fatalf("alert text %q", as[0].Text)
+	}
+	if !strings.Contains(r.Error, "dial tcp 10.1.2.3:443") || r.Summary != "model error (timeout)" {
+		t.Fatalf("run keeps error %q summary %q", r.Error, r.Summary)
 	}
 	step() // within cooldown
 	step()

@@ -91,6 +91,10 @@ type fakeDeliverer struct {
 	byID  map[string]delivery.Result
 	fail  error
 	calls int
+	// skip is the SkipReason of every confirmed delivery (Rule 1 exceptions).
+	skip string
+	// done, when set, receives each delivery it confirmed.
+	done chan delivery.Delivery
 }
 
 func (f *fakeDeliverer) Deliver(_ context.Context, d delivery.Delivery, _ delivery.CommitFunc) (delivery.Result, error) {
@@ -107,8 +111,11 @@ func (f *fakeDeliverer) Deliver(_ context.Context, d delivery.Delivery, _ delive
 		return delivery.Result{}, &delivery.FailedError{DeliveryID: d.ID, Target: d.Target, Err: f.fail}
 	}
 	f.sent = append(f.sent, d)
-	r := delivery.Result{MessageIDs: []string{fmt.Sprintf("msg-%d", len(f.sent))}}
+	r := delivery.Result{MessageIDs: []string{fmt.Sprintf("msg-%d", len(f.sent))}, SkipReason: f.skip}
 	f.byID[d.ID] = r
+	if f.done != nil {
+		f.done <- d
+	}
 	return r, nil
 }
 
@@ -174,7 +181,7 @@ func (e *env) newScheduler() *scheduler.Scheduler {
 	n := 0
 	var mu sync.Mutex
 	return scheduler.New(scheduler.Config{
-		Store: e.store, Clock: e.clk, Runner: e.chat, Background: e.bg, Deliverer: e.out, History: e.hist,
+		Store: e.store, Clock: e.clk, Runner: e.chat, Background: e.bg, Deliverer: e.out, History: e.hist, Outbox: e.store,
 		Log: zerolog.Nop(), Settings: e.set, DefaultAgent: "main", Authorizer: e.auth,
 		NewID: func() string { mu.Lock(); defer mu.Unlock(); n++; return fmt.Sprintf("id%d", n) },
 	})

@@ -152,6 +152,9 @@ type Run struct {
 	FinishedAt  time.Time `json:"finishedAt,omitzero"`
 	Status      RunStatus `json:"status"`
 	Error       string    `json:"error,omitempty"`
+	// Summary is the failure's kind in a few words (FailureSummary): what
+	// alerts and notices in a chat say; Error keeps the full text.
+	Summary string `json:"summary,omitempty"`
 	// Late is set when the run started more than LateAfter after its instant.
 	Late   bool          `json:"late"`
 	LateBy time.Duration `json:"lateBy,omitempty"`
@@ -160,6 +163,17 @@ type Run struct {
 	Missed     int         `json:"missed,omitempty"`
 	SessionKey string      `json:"sessionKey,omitempty"`
 	Delivery   RunDelivery `json:"delivery"`
+	// Diagnostics are warnings about the run that are not failures: a
+	// Rule 1 exception of one of its deliveries (sent, no transcript entry).
+	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
+}
+
+// Diagnostic is a warning recorded with a run.
+type Diagnostic struct {
+	Level      string `json:"level"`  // "warn"
+	Reason     string `json:"reason"` // e.g. delivery.SkipOtherAgent
+	DeliveryID string `json:"deliveryId,omitempty"`
+	Detail     string `json:"detail,omitempty"` // what happened, for a person
 }
 
 // Store persists jobs, their run history and the instant ledger.

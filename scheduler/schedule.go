@@ -2,8 +2,12 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/robfig/cron/v3"
 )
@@ -106,14 +110,26 @@ func parseEvery(text, arg string, tz string, now time.Time) (Schedule, error) {
 
 func (e everySchedule) Spec() ScheduleSpec { return e.spec }
 
-// Next is the first anchor + k*interval strictly after t.
+// Next is the first anchor + k*interval strictly after t. It steps from
+// the last instant not after t: (k+1)*interval overflows a Duration for a
+// long interval (found by FuzzParseSchedule: `every 2562047h` went back to
+// 2026 after its first run), and t.Sub saturates beyond ~292 years.
 func (e everySchedule) Next(t time.Time) time.Time {
 	a, iv := e.spec.Anchor, e.spec.Every
 	if t.Before(a) {
 		return a
 	}
-	k := t.Sub(a)/iv + 1
-	return a.Add(k * iv)
+	for {
+		d := t.Sub(a)
+		a = a.Add(d / iv * iv) // (d/iv)*iv <= d: no overflow
+		if d < math.MaxInt64 {
+			break // not saturated: a is the last instant not after t
+		}
+	}
+	for !a.After(t) {
+		a = a.Add(iv)
+	}
+	return a
 }
 
 // ---- at ----
@@ -181,7 +197,7 @@ func parseCron(expr string, loc *time.Location, tz string) (Schedule, error) {
 		return nil, userErrorf("put the time zone in the tz option (e.g. tz `Europe/Berlin`) and write only the 5 cron fields, e.g. `30 9 * * *`")
 	}
 	if strings.HasPrefix(lower, "@every") {
-		return nil, userErrorf("write intervals as `every 10m`, not `%s`", expr)
+		return nil, userErrorf("write intervals as `every 10m`, not %q", expr)
 	}
 	if !strings.HasPrefix(expr, "@") {
 		if n := len(strings.Fields(expr)); n != 5 {
@@ -194,7 +210,7 @@ func parseCron(expr string, loc *time.Location, tz string) (Schedule, error) {
 	}
 	s, err := cronParser.Parse("CRON_TZ=" + loc.String() + " " + expr)
 	if err != nil {
-		return nil, userErrorf("%q is not a valid cron expression (%v): write 5 fields, minute hour day-of-month month day-of-week, e.g. `30 9 * * 1-5`, or `every 10m`, or `at 2026-05-01T09:00:00Z`", expr, err)
+		return nil, userErrorf("%q is not a valid cron expression (%s): write 5 fields, minute hour day-of-month month day-of-week, e.g. `30 9 * * 1-5`, or `every 10m`, or `at 2026-05-01T09:00:00Z`", expr, readable(err.Error()))
 	}
 	spec, ok := s.(*cron.SpecSchedule)
 	if !ok {
@@ -309,4 +325,16 @@ func shortDuration(d time.Duration) string {
 		s = s[:len(s)-2]
 	}
 	return s
+}
+
+// readable makes text that may echo user input (the cron parser's errors
+// do) one printable line: control characters and invalid UTF-8 are
+// escaped (found by FuzzParseSchedule: "@\x85" and newlines reached the
+// chat verbatim).
+func readable(s string) string {
+	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) < 0 {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }

@@ -116,6 +116,12 @@ type Deliverer interface {
 	Deliver(ctx context.Context, d delivery.Delivery, commit delivery.CommitFunc) (delivery.Result, error)
 }
 
+// DeliveryRecords reads outbox records (the store): what a run that a crash
+// interrupted had displayed.
+type DeliveryRecords interface {
+	GetDelivery(ctx context.Context, id string) (delivery.Record, bool, error)
+}
+
 // HistoryReader reads a chat's model-visible history (transcript.Service),
 // used to snapshot the creating chat for target current.
 type HistoryReader interface {
@@ -129,6 +135,9 @@ type Config struct {
 	Runner     ChatRunner
 	Background BackgroundRunner
 	Deliverer  Deliverer
+	// Outbox lets RecoverInterrupted see what an interrupted run displayed;
+	// nil: it is taken as nothing (the run fails with a notice).
+	Outbox DeliveryRecords
 	// History and Routes serve target current's snapshot; Routes may be nil
 	// (then the creating chat's own session is read).
 	History HistoryReader
@@ -208,6 +217,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		s.log.Info().Msg("scheduler disabled")
 		<-ctx.Done()
 		return nil
+	}
+	if _, err := s.RecoverInterrupted(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.log.Error().Err(err).Msg("finish runs interrupted by a restart")
 	}
 	if err := s.RunDue(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -476,6 +491,12 @@ func (s *Scheduler) execute(ctx context.Context, j Job, sched Schedule, at time.
 
 	s.perform(ctx, j, &r)
 	r.FinishedAt = s.clk.Now()
+	return s.finish(ctx, j, sched, r)
+}
+
+// finish records a finished run and the job's new state, and posts the
+// failure alert or auto-disable notice the outcome calls for.
+func (s *Scheduler) finish(ctx context.Context, j Job, sched Schedule, r Run) (Run, error) {
 	if r.Delivery.MessageIDs == nil {
 		r.Delivery.MessageIDs = []string{}
 	}
@@ -499,7 +520,7 @@ func (s *Scheduler) execute(ctx context.Context, j Job, sched Schedule, at time.
 	s.jobMu.Unlock()
 
 	if notice != nil {
-		s.postNotice(wctx, cur, r, *notice)
+		s.postNotice(wctx, cur, &r, *notice)
 	}
 	s.log.Info().Str("job", j.ID).Str("run", r.RunID).Str("status", string(r.Status)).
 		Str("delivery", string(r.Delivery.Status)).Bool("late", r.Late).Msg("job run finished")
@@ -555,7 +576,10 @@ func (s *Scheduler) applyOutcome(j *Job, sched Schedule, r Run) *noticeKind {
 // postNotice delivers a failure alert or the auto-disable notice to the
 // job's delivery target through Outbound (so it lands in that chat's
 // transcript once). Its delivery id is fixed per (job, run).
-func (s *Scheduler) postNotice(ctx context.Context, j Job, r Run, kind noticeKind) {
+//
+// The notice names the failure's kind (r.Summary), never the error text:
+// that stays in the run record.
+func (s *Scheduler) postNotice(ctx context.Context, j Job, r *Run, kind noticeKind) {
 	target, err := DeliveryTarget(j)
 	if err != nil {
 		s.log.Warn().Err(err).Str("job", j.ID).Msg("failure alert: no target")
@@ -566,21 +590,26 @@ func (s *Scheduler) postNotice(ctx context.Context, j Job, r Run, kind noticeKin
 	switch kind {
 	case noticeDisabled:
 		id = "job:" + j.ID + ":disabled:" + r.RunID
-		text = fmt.Sprintf("⚠️ Job %s (`%s`) failed %d times in a row and was turned off. Last error (run at %s): %s\n"+
+		text = fmt.Sprintf("⚠️ Job %s (`%s`) failed %d times in a row and was turned off. Last failure (run at %s): %s\n"+
 			"See `/cron runs %s`; to try again use `/cron run %s`, or remove it with `/cron remove %s` and add it anew.",
-			j.Name, j.ID, j.State.ConsecutiveFailures, when, oneLine(r.Error), j.ID, j.ID, j.ID)
+			j.Name, j.ID, j.State.ConsecutiveFailures, when, summaryOf(*r), j.ID, j.ID, j.ID)
 	default:
 		id = "job:" + j.ID + ":alert:" + r.RunID
-		text = fmt.Sprintf("⚠️ Job %s (`%s`) failed %d times in a row. Last error (run at %s): %s\nSee `/cron runs %s`.",
-			j.Name, j.ID, j.State.ConsecutiveFailures, when, oneLine(r.Error), j.ID)
+		text = fmt.Sprintf("⚠️ Job %s (`%s`) failed %d times in a row. Last failure (run at %s): %s\nSee `/cron runs %s`.",
+			j.Name, j.ID, j.State.ConsecutiveFailures, when, summaryOf(*r), j.ID)
 	}
 	res, err := s.cfg.Deliverer.Deliver(ctx, delivery.Delivery{
 		ID: id, Target: target, Text: text,
-		Producer: delivery.Producer{Source: transcript.SourceAlert, AgentID: j.AgentID, Meta: jobMeta(j, r)},
+		Producer: delivery.Producer{Source: transcript.SourceAlert, AgentID: j.AgentID, Meta: jobMeta(j, *r)},
 	}, nil)
 	if err != nil || len(res.MessageIDs) == 0 {
 		s.log.Warn().Err(err).Str("job", j.ID).Str("delivery", id).Msg("failure alert not delivered")
 		return
+	}
+	if s.diagnose(r, res, id) {
+		if err := s.st.PutRun(ctx, *r, s.keep); err != nil {
+			s.log.Warn().Err(err).Str("job", j.ID).Msg("record the alert's diagnostic")
+		}
 	}
 	if kind == noticeAlert {
 		if err := s.updateJob(ctx, j.ID, func(j *Job) { j.State.LastAlertAt = r.FinishedAt }); err != nil {
@@ -589,12 +618,15 @@ func (s *Scheduler) postNotice(ctx context.Context, j Job, r Run, kind noticeKin
 	}
 }
 
-func oneLine(s string) string {
-	s = strings.ReplaceAll(strings.TrimSpace(s), "\n", " ")
-	if len(s) > 300 {
-		s = s[:300] + "…"
+// diagnose records a delivery's Rule 1 exception with the run (a warn
+// diagnostic) and says whether there was one.
+func (s *Scheduler) diagnose(r *Run, res delivery.Result, deliveryID string) bool {
+	d, ok := res.Diagnostic(deliveryID)
+	if !ok {
+		return false
 	}
-	return s
+	r.Diagnostics = append(r.Diagnostics, Diagnostic{Level: d.Level, Reason: d.Reason, DeliveryID: d.DeliveryID, Detail: d.Detail})
+	return true
 }
 
 func (s *Scheduler) jobLoc(j Job) *time.Location {
@@ -625,7 +657,7 @@ func (s *Scheduler) perform(ctx context.Context, j Job, r *Run) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error().Str("job", j.ID).Str("run", r.RunID).Interface("panic", p).Bytes("stack", debug.Stack()).Msg("job run panicked")
-			r.Status, r.Error = StatusError, fmt.Sprintf("panic: %v", p)
+			r.Status, r.Error, r.Summary = StatusError, fmt.Sprintf("panic: %v", p), SummaryInternal
 			if r.Delivery.Status == "" {
 				r.Delivery.Status = DeliveryNotRequested
 			}
@@ -648,7 +680,7 @@ func (s *Scheduler) perform(ctx context.Context, j Job, r *Run) {
 func (s *Scheduler) performInChat(ctx context.Context, j Job, r *Run) {
 	chat, ok := chatOf(j)
 	if !ok {
-		r.Status, r.Error = StatusError, fmt.Sprintf("in-chat target %q names no conversation", j.Target)
+		r.Status, r.Error, r.Summary = StatusError, fmt.Sprintf("in-chat target %q names no conversation", j.Target), SummaryNoTarget
 		return
 	}
 	key := sessionkey.ForConversation(j.AgentID, chat)
@@ -664,6 +696,7 @@ func (s *Scheduler) performInChat(ctx context.Context, j Job, r *Run) {
 		Meta:    jobMeta(j, *r), ScheduledAt: r.ScheduledAt, Late: r.Late, LateBy: r.LateBy, CreatedBy: j.CreatedBy,
 	})
 	r.Delivery.MessageIDs = slices.Clone(ids)
+	r.Summary = FailureSummary(err)
 	switch {
 	case errors.Is(err, ErrTurnFailed) && len(ids) > 0:
 		// The turn failed, and the chat displayed the trigger and a
@@ -674,7 +707,7 @@ func (s *Scheduler) performInChat(ctx context.Context, j Job, r *Run) {
 		r.Status, r.Error = StatusError, err.Error()
 		r.Delivery.Status, r.Delivery.Error = DeliveryFailed, err.Error()
 	case len(ids) == 0:
-		r.Status, r.Error = StatusError, "the turn returned no message ids: nothing was displayed"
+		r.Status, r.Error, r.Summary = StatusError, "the turn returned no message ids: nothing was displayed", SummaryNothingShown
 		r.Delivery.Status, r.Delivery.Error = DeliveryFailed, r.Error
 	default:
 		r.Status = StatusOK
@@ -685,7 +718,7 @@ func (s *Scheduler) performInChat(ctx context.Context, j Job, r *Run) {
 func (s *Scheduler) performBackground(ctx context.Context, j Job, r *Run) {
 	target, err := DeliveryTarget(j)
 	if err != nil {
-		r.Status, r.Error = StatusError, err.Error()
+		r.Status, r.Error, r.Summary = StatusError, err.Error(), SummaryNoTarget
 		return
 	}
 	r.SessionKey = sessionkey.CronRun(j.AgentID, j.ID, r.RunID)
@@ -696,7 +729,7 @@ func (s *Scheduler) performBackground(ctx context.Context, j Job, r *Run) {
 	}
 	result, err := s.cfg.Background.RunBackground(ctx, in)
 	if err != nil {
-		r.Status, r.Error = StatusError, err.Error()
+		r.Status, r.Error, r.Summary = StatusError, err.Error(), FailureSummary(err)
 		return
 	}
 	result = strings.TrimSpace(result)
@@ -719,9 +752,14 @@ func (s *Scheduler) performBackground(ctx context.Context, j Job, r *Run) {
 	if err != nil {
 		// The result did not reach the chat: the run failed at what it is for.
 		r.Status, r.Error = StatusError, "delivery failed: "+err.Error()
+		r.Summary = FailureSummary(err)
+		if !strings.HasPrefix(r.Summary, summaryDeliveryPrefix) {
+			r.Summary = summaryDeliveryPrefix
+		}
 		r.Delivery.Status, r.Delivery.Error = DeliveryFailed, err.Error()
 		return
 	}
+	s.diagnose(r, res, "job:"+j.ID+":run:"+r.RunID)
 	r.Status = StatusOK
 	r.Delivery.Status, r.Delivery.MessageIDs = DeliveryDelivered, slices.Clone(res.MessageIDs)
 }

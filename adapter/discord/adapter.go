@@ -154,6 +154,7 @@ type Adapter struct {
 	guildsCaughtUp map[string]bool
 	work           work.Group    // interaction goroutines; closed by drain
 	connected      chan struct{} // closed at the first READY
+	rotated        chan struct{} // SetToken changed the token: re-identify (see rotate.go)
 }
 
 // Compile-time interface guards.
@@ -188,6 +189,7 @@ func New(opt Options, d Deps) *Adapter {
 		a.shard.Count = max(opt.Shard.Count, 1)
 	}
 	a.connected = make(chan struct{})
+	a.rotated = make(chan struct{}, 1)
 	a.hooks = &webhookManager{a: a, cache: map[string]webhookCreds{}}
 	a.threads = &threadManager{a: a}
 	return a
@@ -218,8 +220,18 @@ func (a *Adapter) SetDeps(d Deps) {
 func (a *Adapter) Authority() *authz.Authority { return a.auth }
 
 // SetToken rotates the bot token (config reload). Every later REST call,
-// including those of the reused thread and webhook managers, uses it.
-func (a *Adapter) SetToken(tok string) { a.token.Set(tok) }
+// including those of the reused thread and webhook managers, uses it, and
+// the running adapter re-identifies the gateway with it (rotate.go).
+func (a *Adapter) SetToken(tok string) {
+	if tok == a.token.Get() {
+		return
+	}
+	a.token.Set(tok)
+	select {
+	case a.rotated <- struct{}{}:
+	default: // a rotation is already due: it reads the newest token
+	}
+}
 
 // Connected is closed once the first gateway session is ready.
 func (a *Adapter) Connected() <-chan struct{} { return a.connected }
@@ -253,6 +265,10 @@ func (a *Adapter) Run(ctx context.Context) error {
 	defer a.events.close() // every return path ends the worker (drain closes it first)
 	defer a.work.Close()   // and refuses interactions: a session that outlives Run (a discordgo reconnect racing Close) must not reach closed stores
 	a.register(s, readyCh)
+	select {
+	case <-a.rotated: // a token set before Run: the session already has it
+	default:
+	}
 	if err := a.connect(ctx, s); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -261,7 +277,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	}
 	defer func() {
 		a.ready.Store(false)
-		if err := s.Close(); err != nil {
+		if err := a.session().Close(); err != nil { // the current one (a rotation replaces it)
 			a.log.Warn().Err(err).Msg("discord: close gateway")
 		}
 	}()
@@ -284,6 +300,8 @@ func (a *Adapter) Run(ctx context.Context) error {
 			return a.drain()
 		case <-t.C:
 			a.Sweep(ctx)
+		case <-a.rotated:
+			a.reidentify(ctx)
 		}
 	}
 }
@@ -303,7 +321,13 @@ func (a *Adapter) drain() error {
 }
 
 func (a *Adapter) newSession() (*discordgo.Session, error) {
-	s, err := discordgo.New("Bot " + a.token.Get())
+	return a.newSessionWith(a.token.Get())
+}
+
+// newSessionWith builds a session that identifies with tok (REST calls
+// carry the newest token whatever tok is: see transport).
+func (a *Adapter) newSessionWith(tok string) (*discordgo.Session, error) {
+	s, err := discordgo.New("Bot " + tok)
 	if err != nil {
 		return nil, fmt.Errorf("discord: new session: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/internal/redact"
 )
 
 func opt(t discordgo.ApplicationCommandOptionType, name, desc string, required bool) *discordgo.ApplicationCommandOption {
@@ -112,33 +113,40 @@ type invocation struct {
 	conv   binding.ConversationRef
 }
 
+// str is a string option's value ("" when absent or of another type:
+// discordgo's StringValue panics on a mismatched type, and an interaction
+// for a stale command registration can carry one).
 func (v invocation) str(name string) string {
-	if o, ok := v.opts[name]; ok {
-		return strings.TrimSpace(o.StringValue())
+	if o, ok := v.opts[name]; ok && o.Type == discordgo.ApplicationCommandOptionString {
+		if s, ok := o.Value.(string); ok {
+			return strings.TrimSpace(s)
+		}
 	}
 	return ""
 }
 
+// boolPtr is a boolean option's value, nil when absent or of another type.
 func (v invocation) boolPtr(name string) *bool {
-	if o, ok := v.opts[name]; ok {
-		b := o.BoolValue()
-		return &b
+	if o, ok := v.opts[name]; ok && o.Type == discordgo.ApplicationCommandOptionBoolean {
+		if b, ok := o.Value.(bool); ok {
+			return &b
+		}
 	}
 	return nil
 }
 
-func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) {
-	if in.Type != discordgo.InteractionApplicationCommand {
-		return
-	}
+// parseInvocation reads a slash command's name, subcommand and options.
+func parseInvocation(in *discordgo.Interaction) invocation {
 	data := in.ApplicationCommandData()
 	v := invocation{in: in, name: data.Name, opts: map[string]*discordgo.ApplicationCommandInteractionDataOption{}}
 	options := data.Options
-	if len(options) == 1 && options[0].Type == discordgo.ApplicationCommandOptionSubCommand {
+	if len(options) == 1 && options[0] != nil && options[0].Type == discordgo.ApplicationCommandOptionSubCommand {
 		v.sub, options = options[0].Name, options[0].Options
 	}
 	for _, o := range options {
-		v.opts[o.Name] = o
+		if o != nil {
+			v.opts[o.Name] = o
+		}
 	}
 	switch {
 	case in.Member != nil && in.Member.User != nil:
@@ -146,6 +154,14 @@ func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) 
 	case in.User != nil:
 		v.userID = in.User.ID
 	}
+	return v
+}
+
+func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) {
+	if in.Type != discordgo.InteractionApplicationCommand {
+		return
+	}
+	v := parseInvocation(in)
 	v.conv = a.conversationOf(in.GuildID, in.ChannelID, v.userID)
 	if in.Member != nil {
 		a.noteMember(a.session(), in.GuildID, in.Member, in.Member.User) // fresh roles for the authority
@@ -155,7 +171,7 @@ func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) 
 		var ue *userError
 		text := "⚠️ Something went wrong; the bot logged the details."
 		if errors.As(err, &ue) {
-			text = "⚠️ " + ue.msg
+			text = "⚠️ " + redact.String(ue.msg) // scheduler errors are shown verbatim
 		} else {
 			a.log.Error().Err(err).Str("command", v.name).Msg("slash command failed")
 		}
@@ -184,7 +200,7 @@ func (a *Adapter) answer(ctx context.Context, v invocation, r reply) {
 		Data: &discordgo.InteractionResponseData{Content: truncateRunes(r.text, MaxMessageLen), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}}, discordgo.WithContext(ctx))
 	if err != nil {
 		a.countError(err)
-		a.log.Warn().Err(err).Str("command", v.name).Msg("ephemeral reply failed")
+		a.log.Warn().Err(restError(err)).Str("command", v.name).Msg("ephemeral reply failed")
 	}
 }
 

@@ -20,7 +20,8 @@
 //     ends its binding without posting.
 //   - Every handler runs under a recover; every REST call uses the newest
 //     token (SetToken), so reused thread and webhook managers never use a
-//     stale one; discordgo's global endpoints are never changed.
+//     stale one, and a new token re-identifies the gateway (rotate.go);
+//     discordgo's global endpoints are never changed.
 //   - Public slash-command replies go through core/delivery.Outbound (they
 //     are displayed, so they are transcript entries); ephemeral ones do not.
 package discord

@@ -52,6 +52,7 @@ func classify(err error) error {
 	if err == nil {
 		return nil
 	}
+	err = restError(err)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w: %w", delivery.ErrTransient, err)
 	}

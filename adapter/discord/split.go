@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -17,9 +18,12 @@ func SplitMessage(text string, limit int) []string {
 		limit = MaxMessageLen
 	}
 	var parts []string
-	for utf8.RuneCountInString(text) > limit {
+	// Runes are counted once, not per part: a long text was quadratic
+	// (found by FuzzSplitMessage: 120 KB at a small limit took seconds).
+	for n := utf8.RuneCountInString(text); n > limit; {
 		cut := cutPoint(text, limit)
 		parts = append(parts, text[:cut])
+		n -= utf8.RuneCountInString(text[:cut])
 		text = text[cut:]
 	}
 	if text != "" || len(parts) == 0 {
@@ -35,7 +39,23 @@ func cutPoint(text string, limit int) int {
 	window := text[:max]
 	// Never leave a tiny first part: a boundary in the first half is not worth it.
 	min := len(window) / 2
-	outside := func(i int) bool { return strings.Count(window[:i], "```")%2 == 0 }
+	// Fence positions, found once per window: counting them for every
+	// candidate cut was quadratic in the window for a long code block.
+	var fences []int // end offsets of the "```" occurrences, left to right
+	for i := 0; ; {
+		j := strings.Index(window[i:], "```")
+		if j < 0 {
+			break
+		}
+		i += j + 3
+		fences = append(fences, i)
+	}
+	// outside reports whether a cut at i is outside a code block: an even
+	// number of fences ends at or before i (as strings.Count(window[:i])).
+	outside := func(i int) bool {
+		n, _ := slices.BinarySearch(fences, i+1)
+		return n%2 == 0
+	}
 	for _, requireOutside := range []bool{true, false} {
 		for _, sep := range []string{"\n```", "\n\n", "\n", " "} {
 			end := len(window)

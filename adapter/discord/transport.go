@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+
+	"github.com/agentbot/agentbot/internal/redact"
 )
 
 // tokenSource holds the bot token; every REST call reads the newest value,
@@ -63,3 +65,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return t.base.RoundTrip(r)
 }
+
+// restError is the one exit of a discordgo REST failure (classify applies
+// it, and so every retried call): on a network error or a timeout Go's
+// http.Client returns a *url.Error whose text holds the whole request URL,
+// and webhook and interaction URLs carry their token
+// (/webhooks/{id}/{token}, /interactions/{id}/{token}/callback,
+// /webhooks/{app}/{token}/messages/@original). The returned error's text
+// has those tokens (and any other credential shape, see internal/redact)
+// replaced; errors.Is/As still see the original, so classification is
+// unchanged. The transport itself cannot do this: http.Client builds the
+// url.Error from the caller's request after RoundTrip returns.
+func restError(err error) error { return redact.Error(err) }

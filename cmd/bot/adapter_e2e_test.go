@@ -234,7 +234,15 @@ func TestNewestTokenAfterManagerReuse(t *testing.T) {
 	t.Parallel()
 	h := startBot(t, nil, nil)
 	a := h.app.adapter
+	// The gateway refuses the rotated token; the adapter identifies again
+	// with the previous one (an interaction sent meanwhile would be lost,
+	// as on Discord): wait for it.
+	ids0 := h.emu.GatewayStats().Identifies
 	a.SetToken("rotated-token")
+	waitUntil(t, h, "the refused IDENTIFY and the one with the previous token", func() bool {
+		st := h.emu.GatewayStats()
+		return st.AuthFailures == 1 && st.Identifies > ids0
+	})
 	mark := len(h.emu.Requests())
 	in := adInvoke(t, h, h.general.ID, "spawn", adOpt("task", "first"), adOpt("label", "one"), adOpt("thread", true))
 	r := adResponded(t, h, in)
@@ -255,7 +263,11 @@ func TestNewestTokenAfterManagerReuse(t *testing.T) {
 	if !sawRotated {
 		t.Fatal("no bot REST call after rotation")
 	}
+	// Rotating back re-identifies the gateway (an interaction sent while
+	// it reconnects would be lost, as on Discord): wait for it.
+	ids := h.emu.GatewayStats().Identifies
 	a.SetToken(h.emu.Token())
+	waitUntil(t, h, "the IDENTIFY with the valid token", func() bool { return h.emu.GatewayStats().Identifies > ids })
 	mark = len(h.emu.Requests())
 	thread := adSpawnThread(t, h, "second", "two")
 	for _, q := range h.emu.Requests()[mark:] {

@@ -24,6 +24,7 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/internal/redact"
 	"github.com/agentbot/agentbot/metrics"
 	"github.com/agentbot/agentbot/model"
 	"github.com/agentbot/agentbot/model/providers"
@@ -116,8 +117,9 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	a.outbound = delivery.NewOutbound(delivery.OutboundConfig{
 		Sender: a.adapter, Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
 		DefaultAgent: agents[0].ID, Clock: o.Clock, Log: log.With().Str("component", "outbound").Logger(),
-		Observe: func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
-		Claimer: a.cluster.claimer(), Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
+		Observe:  func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
+		Diagnose: func(d delivery.Diagnostic) { a.metrics.Rule1Exception(d.Reason) },
+		Claimer:  a.cluster.claimer(), Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
 	})
 	a.sessions = session.New(session.Options{
 		Channel: "discord", AccountID: "default", Agents: agents,
@@ -265,7 +267,7 @@ func (a *app) serveHTTP(ctx context.Context) error {
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
-	mux.Handle("GET /inspect/{what}", inspectHandler(inspector{a.store}, a.cfg.HTTP.Token))
+	mux.Handle("GET /inspect/{what}", inspectHandler(inspector{a.store, redact.New(a.cfg.Secrets()...)}, a.cfg.HTTP.Token))
 	mux.Handle("GET /backup", backupHandler(a.store, a.cfg.HTTP.Token))
 	console.New(console.Options{Store: a.store, Location: a.cfg.HTTP.Location(), Token: a.cfg.HTTP.Token,
 		Status: func() console.State { return console.State{Ready: a.adapter.Ready(), Started: a.started} },

@@ -212,7 +212,8 @@ func TestCLIInspectJobsAndRunsJSON(t *testing.T) {
 	bg.State.NextRunAt = time.Time{}
 	run := scheduler.Run{JobID: "j1", RunID: "20260302T100000Z", Trigger: scheduler.TriggerCatchUp, ScheduledAt: cliT0.Add(time.Hour),
 		StartedAt: cliT0.Add(4 * time.Hour), FinishedAt: cliT0.Add(4*time.Hour + time.Second), Status: scheduler.StatusOK, Late: true, LateBy: 3 * time.Hour,
-		Delivery: scheduler.RunDelivery{Status: scheduler.DeliveryDelivered, MessageIDs: []string{"7", "8"}}}
+		Delivery:    scheduler.RunDelivery{Status: scheduler.DeliveryDelivered, MessageIDs: []string{"7", "8"}},
+		Diagnostics: []scheduler.Diagnostic{{Level: "warn", Reason: "bound-to-other-agent", DeliveryID: "job:j1:run:20260302T100000Z", Detail: "sent, no transcript entry"}}}
 	failed := scheduler.Run{JobID: "j2", RunID: "m1", Trigger: scheduler.TriggerManual, StartedAt: cliT0, FinishedAt: cliT0, Status: scheduler.StatusError,
 		Error: "delivery failed: 404", Delivery: scheduler.RunDelivery{Status: scheduler.DeliveryFailed, Error: "404"}}
 	cliSeed(t, storePath, func(st *bolt.Store) {
@@ -264,6 +265,19 @@ func TestCLIInspectJobsAndRunsJSON(t *testing.T) {
 		!mustRFC3339(t, "finishedAt", r["finishedAt"]).Equal(run.FinishedAt) || d["status"] != "delivered" || fmt.Sprint(d["messageIds"]) != "[7 8]" {
 		t.Fatalf("run = %v", r)
 	}
+	// Its Rule 1 exception is a warn diagnostic with its reason.
+	diags, _ := r["diagnostics"].([]any)
+	if len(diags) != 1 {
+		t.Fatalf("run diagnostics = %v", r["diagnostics"])
+	}
+	dg, _ := diags[0].(map[string]any)
+	requireKeys(t, "diagnostic", dg, "level", "reason", "deliveryId", "detail")
+	if dg["level"] != "warn" || dg["reason"] != "bound-to-other-agent" || dg["deliveryId"] != "job:j1:run:20260302T100000Z" {
+		t.Fatalf("diagnostic = %v", dg)
+	}
+	if code, out, errOut := cliRun(t, "inspect", "runs", "j1", "-config", cfg); code != 0 || !strings.Contains(out, "DIAGNOSTICS") || !strings.Contains(out, "warn:bound-to-other-agent") {
+		t.Fatalf("runs j1 text: exit %d %s\n%s", code, errOut, out)
+	}
 
 	// All runs: the failed manual run has no scheduled time and [] message ids.
 	code, out, errOut = cliRun(t, "inspect", "runs", "-json", "-config", cfg)
@@ -281,6 +295,9 @@ func TestCLIInspectJobsAndRunsJSON(t *testing.T) {
 	}
 	if ids, ok := fd["messageIds"].([]any); !ok || len(ids) != 0 {
 		t.Fatalf("failed run messageIds = %v", fd["messageIds"])
+	}
+	if ds, ok := f["diagnostics"].([]any); !ok || len(ds) != 0 {
+		t.Fatalf("failed run diagnostics = %v", f["diagnostics"])
 	}
 	// An unknown job exits 1.
 	if code, _, errOut := cliRun(t, "inspect", "runs", "nope", "-json", "-config", cfg); code != 1 || !strings.Contains(errOut, "nope") {

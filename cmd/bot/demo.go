@@ -15,6 +15,7 @@ import (
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/sessionkey"
+	"github.com/agentbot/agentbot/internal/redact"
 	"github.com/agentbot/agentbot/store/bolt"
 )
 
@@ -36,7 +37,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer os.RemoveAll(dir)
 	log := zerolog.Nop()
 	if *verbose {
-		log = newLogger(defaultLogConfig(), stderr)
+		log = newLogger(defaultLogConfig(), stderr, redact.New())
 	}
 	problems, err := playDemo(ctx, dir, log, stdout)
 	if err != nil {

@@ -25,7 +25,16 @@ func startBot(t *testing.T, p model.Provider, configure func(*config.Config)) *h
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = h.close() })
+	t.Cleanup(func() {
+		_ = h.close()
+		// Every test, finished with finishBot or not: no send or edit may
+		// lack allowed_mentions (the emulator answered it 400 too).
+		for _, v := range h.emu.Violations() {
+			if v.Kind == "allowed_mentions" {
+				t.Errorf("ping guard: %s", v)
+			}
+		}
+	})
 	if err := h.start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

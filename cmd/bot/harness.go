@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"time"
 
@@ -28,6 +29,7 @@ type harness struct {
 	general discordtest.Channel
 	alice   discordtest.User
 	prov    model.Provider
+	base    http.RoundTripper
 	shared  bool // the emulator belongs to the caller: not seeded, started or closed here
 
 	cancel context.CancelFunc
@@ -57,6 +59,9 @@ type harnessOptions struct {
 	Configure func(*config.Config)
 	Emulator  discordtest.Options
 	Provider  model.Provider // replaces every agent's provider when set
+	// BaseTransport, when set, is the HTTP transport under the bot's
+	// Discord REST client (tests inject network failures with it).
+	BaseTransport http.RoundTripper
 	// Shared, when set, is a started emulator several harnesses use (one
 	// per shard process); it is not seeded and close leaves it running.
 	Shared *discordtest.Emulator
@@ -99,13 +104,13 @@ func configureHarness(o harnessOptions, emu *discordtest.Emulator, g discordtest
 		}
 		return nil, err
 	}
-	h := &harness{emu: emu, cfg: cfg, log: o.Log, clock: o.Clock, guild: g, general: general, alice: alice, prov: o.Provider, shared: o.Shared != nil}
+	h := &harness{emu: emu, cfg: cfg, log: o.Log, clock: o.Clock, guild: g, general: general, alice: alice, prov: o.Provider, base: o.BaseTransport, shared: o.Shared != nil}
 	return h, nil
 }
 
 // start builds and runs the bot; it returns once the gateway is ready.
 func (h *harness) start(ctx context.Context) error {
-	a, err := newApp(h.cfg, h.log, appOptions{Clock: h.clock, RetryBackoff: 10 * time.Millisecond, Provider: h.prov})
+	a, err := newApp(h.cfg, h.log, appOptions{Clock: h.clock, RetryBackoff: 10 * time.Millisecond, Provider: h.prov, BaseTransport: h.base})
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/internal/redact"
 	"github.com/agentbot/agentbot/store/bolt"
 )
 
@@ -71,9 +72,11 @@ func timePtr(t time.Time) *time.Time {
 // running bot's /inspect endpoint (the same code answers both).
 type inspector struct {
 	store botStore
+	red   *redact.Redactor // every byte written passes through it (nil: the shape rules only)
 }
 
 func (in inspector) write(ctx context.Context, w io.Writer, what string, args []string, asJSON bool) error {
+	w = in.red.Writer(w)
 	switch what {
 	case "bindings":
 		return in.bindings(ctx, w, asJSON)
@@ -181,7 +184,7 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitUsage
 	}
 	defer st.Close()
-	return inspectExit(inspector{st}.write(ctx, stdout, what, pos, *asJSON), stderr)
+	return inspectExit(inspector{st, redact.New(cfg.Secrets()...)}.write(ctx, stdout, what, pos, *asJSON), stderr)
 }
 
 func inspectExit(err error, stderr io.Writer) int {

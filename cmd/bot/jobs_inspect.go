@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -35,11 +36,34 @@ type runJSON struct {
 	Status      string     `json:"status"`
 	Late        bool       `json:"late"`
 	Error       string     `json:"error,omitempty"`
+	Summary     string     `json:"summary,omitempty"`
 	Delivery    struct {
 		Status     string   `json:"status"`
 		MessageIDs []string `json:"messageIds"`
 		Error      string   `json:"error"`
 	} `json:"delivery"`
+	// Diagnostics are the run's warnings (Rule 1 exceptions); always present.
+	Diagnostics []diagnosticJSON `json:"diagnostics"`
+}
+
+// diagnosticJSON is one run diagnostic in the scripting contract.
+type diagnosticJSON struct {
+	Level      string `json:"level"`
+	Reason     string `json:"reason"`
+	DeliveryID string `json:"deliveryId"`
+	Detail     string `json:"detail"`
+}
+
+// diagnosticsText is the DIAGNOSTICS column: level:reason, comma separated.
+func diagnosticsText(ds []scheduler.Diagnostic) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.Level + ":" + d.Reason
+	}
+	return strings.Join(parts, ",")
 }
 
 func inspectJobs(ctx context.Context, st botStore, w io.Writer, asJSON bool) error {
@@ -90,7 +114,7 @@ func inspectRuns(ctx context.Context, st botStore, w io.Writer, jobID string, as
 	enc := json.NewEncoder(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if !asJSON {
-		fmt.Fprintln(tw, "JOB\tRUN\tSCHEDULED\tSTARTED\tSTATUS\tLATE\tDELIVERY\tMESSAGES")
+		fmt.Fprintln(tw, "JOB\tRUN\tSCHEDULED\tSTARTED\tSTATUS\tLATE\tDELIVERY\tMESSAGES\tDIAGNOSTICS")
 	}
 	for _, id := range ids {
 		runs, err := st.Runs(ctx, id, 0)
@@ -100,7 +124,10 @@ func inspectRuns(ctx context.Context, st botStore, w io.Writer, jobID string, as
 		for _, r := range runs {
 			if asJSON {
 				out := runJSON{JobID: r.JobID, RunID: r.RunID, ScheduledAt: timePtr(r.ScheduledAt), StartedAt: r.StartedAt, FinishedAt: timePtr(r.FinishedAt),
-					Status: string(r.Status), Late: r.Late, Error: r.Error}
+					Status: string(r.Status), Late: r.Late, Error: r.Error, Summary: r.Summary, Diagnostics: []diagnosticJSON{}}
+				for _, d := range r.Diagnostics {
+					out.Diagnostics = append(out.Diagnostics, diagnosticJSON(d))
+				}
 				out.Delivery.Status, out.Delivery.MessageIDs, out.Delivery.Error = string(r.Delivery.Status), r.Delivery.MessageIDs, r.Delivery.Error
 				if out.Delivery.MessageIDs == nil {
 					out.Delivery.MessageIDs = []string{}
@@ -110,8 +137,8 @@ func inspectRuns(ctx context.Context, st botStore, w io.Writer, jobID string, as
 				}
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%s\t%v\n", r.JobID, r.RunID, r.ScheduledAt.UTC().Format(time.RFC3339), r.StartedAt.UTC().Format(time.RFC3339),
-				r.Status, r.Late, r.Delivery.Status, r.Delivery.MessageIDs)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%s\t%v\t%s\n", r.JobID, r.RunID, r.ScheduledAt.UTC().Format(time.RFC3339), r.StartedAt.UTC().Format(time.RFC3339),
+				r.Status, r.Late, r.Delivery.Status, r.Delivery.MessageIDs, diagnosticsText(r.Diagnostics))
 		}
 	}
 	return tw.Flush()

@@ -84,6 +84,7 @@ type Outbound struct {
 	clock        clock.Clock
 	log          zerolog.Logger
 	observe      func(Record)
+	diagnose     func(Diagnostic)
 	claimer      Claimer
 	owner        string
 	lease        time.Duration
@@ -117,6 +118,9 @@ type OutboundConfig struct {
 	Log          zerolog.Logger
 	// Observe, if set, sees every finished delivery record (metrics).
 	Observe func(Record)
+	// Diagnose, if set, sees each Rule 1 exception once, when the delivery
+	// is first confirmed (metrics).
+	Diagnose func(Diagnostic)
 	// Claimer, if set, makes this process claim each delivery (as Owner,
 	// for Lease, default DefaultClaimLease) before sending it, so a
 	// process recovering the outbox never sends what another live process
@@ -134,12 +138,15 @@ func NewOutbound(c OutboundConfig) *Outbound {
 	if c.Observe == nil {
 		c.Observe = func(Record) {}
 	}
+	if c.Diagnose == nil {
+		c.Diagnose = func(Diagnostic) {}
+	}
 	if c.Lease <= 0 {
 		c.Lease = DefaultClaimLease
 	}
 	return &Outbound{
 		sender: c.Sender, outbox: c.Outbox, transcripts: c.Transcripts, bindings: c.Bindings,
-		defaultAgent: c.DefaultAgent, clock: c.Clock, log: c.Log, observe: c.Observe,
+		defaultAgent: c.DefaultAgent, clock: c.Clock, log: c.Log, observe: c.Observe, diagnose: c.Diagnose,
 		claimer: c.Claimer, owner: c.Owner, lease: c.Lease,
 	}
 }
@@ -274,11 +281,10 @@ func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, comm
 		}
 	case d.Producer.AgentID != "" && agent != "" && agent != d.Producer.AgentID:
 		res.SkipReason = SkipOtherAgent
-		o.log.Warn().Str("delivery", d.ID).Str("session", key).Str("agent", d.Producer.AgentID).
-			Msg("destination is bound to a different agent: sent, no transcript entry")
+		o.exception(rec, res, key)
 	case d.Text == "":
 		res.SkipReason = SkipNativeOnly
-		o.log.Warn().Str("delivery", d.ID).Str("session", key).Msg("native-only payload: sent, no transcript entry")
+		o.exception(rec, res, key)
 	default:
 		e, err := o.transcripts.Append(ctx, key, transcript.Entry{
 			Role:       transcript.RoleAssistant,
@@ -305,6 +311,20 @@ func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, comm
 	}
 	o.observe(rec)
 	return res, nil
+}
+
+// exception reports a Rule 1 exception as a warn diagnostic, once: when
+// the delivery is first confirmed (a repeated Deliver of a delivered id
+// returns it in the Result again without reporting it twice).
+func (o *Outbound) exception(rec Record, res Result, key string) {
+	if rec.State == StateDelivered {
+		return
+	}
+	diag, _ := res.Diagnostic(rec.Delivery.ID)
+	diag.SessionKey = key
+	o.log.Warn().Str("delivery", rec.Delivery.ID).Str("session", key).Str("agent", rec.Delivery.Producer.AgentID).
+		Str("reason", diag.Reason).Msg("Rule 1 exception: " + diag.Detail)
+	o.diagnose(diag)
 }
 
 func metaFor(m map[string]string, recovered bool) map[string]string {

@@ -51,7 +51,7 @@ func (m *Manager) RunJobTurn(ctx context.Context, jt JobTurn) ([]string, error) 
 			ch <- result{err: fmt.Errorf("job trigger: %w", err)}
 			return
 		}
-		t := turnInput{key: key, conv: conv, deliveryID: jt.DeliveryID, triggerSeq: seq, requester: jt.CreatedBy,
+		t := turnInput{key: key, conv: conv, deliveryID: jt.DeliveryID, triggerSeq: seq, requester: jt.CreatedBy, inChatJob: true,
 			done: func(ids []string, err error) { ch <- result{append(slices.Clone(tres.MessageIDs), ids...), err} }}
 		if bound {
 			t.bindingID = rec.ID
@@ -99,4 +99,15 @@ func (m *Manager) RunBackground(ctx context.Context, agentID, key, prompt string
 func (m *Manager) Snapshot(ctx context.Context, conv binding.ConversationRef, n int) ([]transcript.Entry, error) {
 	key, _, _ := m.d.Outbound.SessionFor(conv)
 	return m.d.Transcripts.History(ctx, key, n)
+}
+
+// turnTools is what a turn is offered. An in-chat job's turn delivers only
+// into its own chat (Rule 2): send_message, which posts into any chat, is
+// not offered (and so refused by runTool if called); its reply is its
+// output.
+func turnTools(ts []model.Tool, t turnInput) []model.Tool {
+	if !t.inChatJob {
+		return ts
+	}
+	return slices.DeleteFunc(slices.Clone(ts), func(tl model.Tool) bool { return tl.Name == "send_message" })
 }

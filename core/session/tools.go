@@ -13,6 +13,7 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/internal/redact"
 	"github.com/agentbot/agentbot/model"
 )
 
@@ -57,7 +58,7 @@ func (m *Manager) runTool(ctx context.Context, t turnInput, offered []model.Tool
 	}
 	if err != nil {
 		m.d.Log.Warn().Err(err).Str("tool", call.Name).Str("session", t.key).Msg("tool call failed")
-		return "error: " + err.Error()
+		return "error: " + redact.String(err.Error()) // the model, the transcript and the console see it
 	}
 	return out
 }

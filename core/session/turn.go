@@ -26,6 +26,9 @@ type turnInput struct {
 	deliveryID  string
 	triggerSeq  uint64
 	requester   string
+	// inChatJob marks an in-chat job's turn (Rule 2: it delivers only into
+	// its own chat, so it is offered no tool that posts elsewhere).
+	inChatJob bool
 	// done, if set, receives the reply's message ids (or the error).
 	done func(ids []string, err error)
 }
@@ -129,7 +132,7 @@ func (m *Manager) reply(ctx context.Context, t turnInput, text string, source tr
 func (m *Manager) complete(ctx context.Context, agent Agent, t turnInput, history []transcript.Entry) (string, error) {
 	req := model.Request{System: m.systemPrompt(agent, t.key), Messages: m.toMessages(ctx, t, history)}
 	if agent.MaxToolSteps > 0 {
-		req.Tools = m.tools(t.key)
+		req.Tools = turnTools(m.tools(t.key), t)
 	}
 	for step := 0; ; step++ {
 		resp, err := agent.Provider.Complete(ctx, req)

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	sess "github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
+	secret "github.com/agentbot/agentbot/internal/redact"
 	"github.com/agentbot/agentbot/scheduler"
 )
 
@@ -93,12 +94,12 @@ func open(ctx context.Context, dsn string, opts Options, migs []migration) (*Sto
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: connect %s: %w", redact(cfg), err)
+		return nil, fmt.Errorf("postgres: connect %s: %w", redact(cfg), secret.Error(err, cfg.ConnConfig.Password))
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: connect %s: %w", redact(cfg), err)
+		return nil, fmt.Errorf("postgres: connect %s: %w", redact(cfg), secret.Error(err, cfg.ConnConfig.Password))
 	}
 	version, err := migrate(ctx, conn.Conn(), migs)
 	conn.Release()
@@ -109,7 +110,8 @@ func open(ctx context.Context, dsn string, opts Options, migs []migration) (*Sto
 	return &Store{pool: pool, version: version}, nil
 }
 
-// redact names the server without credentials, for error messages.
+// redact names the server without credentials, for error messages (the
+// driver's error itself passes through internal/redact with the password).
 func redact(cfg *pgxpool.Config) string {
 	c := cfg.ConnConfig
 	return fmt.Sprintf("host=%s port=%d database=%s user=%s", c.Host, c.Port, c.Database, c.User)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -90,6 +91,11 @@ type Emulator struct {
 	referee  []Violation
 	closed   bool
 	appFlags int
+
+	// tokens are the bot tokens accepted now (REST, IDENTIFY, RESUME);
+	// Options.Token at start, replaced by SetTokens (a token reset).
+	tokMu  sync.RWMutex
+	tokens []string
 }
 
 // New builds an emulator that is not yet listening. Seed the world, then call Start.
@@ -131,6 +137,7 @@ func New(opts Options) *Emulator {
 		sessions: map[string]*gwSession{},
 		conns:    map[*gwConn]struct{}{},
 		upgrader: websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }},
+		tokens:   []string{opts.Token},
 	}
 	e.world = newWorld()
 	e.startLim = opts.SessionStartLimit
@@ -203,8 +210,27 @@ func (e *Emulator) GatewayURL() string {
 	return "ws" + strings.TrimPrefix(e.baseURL, "http") + "/gateway"
 }
 
-// Token is the bot token (without "Bot ") the emulator accepts.
-func (e *Emulator) Token() string { return e.opts.Token }
+// Token is the bot token (without "Bot ") the emulator accepts (the first,
+// when SetTokens gave several).
+func (e *Emulator) Token() string {
+	e.tokMu.RLock()
+	defer e.tokMu.RUnlock()
+	return e.tokens[0]
+}
+
+// SetTokens replaces the bot tokens the emulator accepts, like a token
+// reset in the developer portal: from now on every REST call, IDENTIFY and
+// RESUME must carry one of them (others get 401 / close 4004). Connections
+// that already identified stay up, so a bot that never re-identifies
+// notices only at its next reconnect, when its resume is refused.
+func (e *Emulator) SetTokens(valid ...string) {
+	if len(valid) == 0 {
+		panic("discordtest: SetTokens needs at least one token")
+	}
+	e.tokMu.Lock()
+	e.tokens = slices.Clone(valid)
+	e.tokMu.Unlock()
+}
 
 // BotUserID is the bot's user id; it equals ApplicationID, as for real bots.
 func (e *Emulator) BotUserID() string { return e.botUser.ID }
@@ -230,7 +256,7 @@ func (e *Emulator) HTTPClient() *http.Client {
 // ShouldReconnectOnError=false and intents Guilds|GuildMessages|DirectMessages|MessageContent.
 // Change fields before Open, never after.
 func (e *Emulator) NewSession() (*discordgo.Session, error) {
-	s, err := discordgo.New("Bot " + e.opts.Token)
+	s, err := discordgo.New("Bot " + e.Token())
 	if err != nil {
 		return nil, err
 	}

@@ -250,7 +250,7 @@ func TestThreadAndWebhookFlow(t *testing.T) {
 	if m := <-webhookMsgs; m.ID != msg.ID || m.WebhookID != wh.ID {
 		t.Fatalf("gateway webhook message = %+v", m)
 	}
-	nowait, err := s.WebhookExecute(wh.ID, wh.Token, false, &discordgo.WebhookParams{Content: "nowait"})
+	nowait, err := s.WebhookExecute(wh.ID, wh.Token, false, &discordgo.WebhookParams{AllowedMentions: quiet(), Content: "nowait"})
 	must(t, err)
 	if nowait != nil {
 		t.Fatalf("wait=false returned %+v", nowait)
@@ -274,7 +274,7 @@ func TestThreadAndWebhookFlow(t *testing.T) {
 		t.Fatal("not archived")
 	}
 	// Webhook execute into an archived thread unarchives it.
-	_, err = s.WebhookThreadExecute(wh.ID, wh.Token, true, th.ID, &discordgo.WebhookParams{Content: "wake"})
+	_, err = s.WebhookThreadExecute(wh.ID, wh.Token, true, th.ID, &discordgo.WebhookParams{AllowedMentions: quiet(), Content: "wake"})
 	must(t, err)
 	if c, _ := f.e.Channel(th.ID); c.Archived {
 		t.Fatal("webhook send did not unarchive")
@@ -305,11 +305,11 @@ func TestErrorCodes(t *testing.T) {
 		_, err := e.AddWebhook(full.ID, "other")
 		must(t, err)
 	}
-	botMsg, err := s.ChannelMessageSend(f.thread.ID, "in thread")
+	botMsg, err := sendQuiet(s, f.thread.ID, "in thread")
 	must(t, err)
 	archivedTh, err := e.AddThread(f.ch.ID, "archived", f.alice.ID)
 	must(t, err)
-	archMsg, err := s.ChannelMessageSend(archivedTh.ID, "before archive")
+	archMsg, err := sendQuiet(s, archivedTh.ID, "before archive")
 	must(t, err)
 	must(t, e.ArchiveThread(archivedTh.ID))
 	lockedTh, err := e.AddThread(f.ch.ID, "locked", f.alice.ID)
@@ -323,30 +323,30 @@ func TestErrorCodes(t *testing.T) {
 		call         func() error
 		status, code int
 	}{
-		{"unknown channel", func() error { _, err := s.ChannelMessageSend("123", "x"); return err }, 404, 10003},
+		{"unknown channel", func() error { _, err := sendQuiet(s, "123", "x"); return err }, 404, 10003},
 		{"unknown message", func() error { _, err := s.ChannelMessage(f.ch.ID, "123"); return err }, 404, 10008},
 		{"unknown webhook", func() error {
-			_, err := s.WebhookExecute("123", "tok", true, &discordgo.WebhookParams{Content: "x"})
+			_, err := s.WebhookExecute("123", "tok", true, &discordgo.WebhookParams{AllowedMentions: quiet(), Content: "x"})
 			return err
 		}, 404, 10015},
 		{"wrong webhook token", func() error {
-			_, err := s.WebhookExecute(wh.ID, "nope", true, &discordgo.WebhookParams{Content: "x"})
+			_, err := s.WebhookExecute(wh.ID, "nope", true, &discordgo.WebhookParams{AllowedMentions: quiet(), Content: "x"})
 			return err
 		}, 401, 50027},
-		{"missing access", func() error { _, err := s.ChannelMessageSend(hidden.ID, "x"); return err }, 403, 50001},
-		{"missing send permission", func() error { _, err := s.ChannelMessageSend(denied.ID, "x"); return err }, 403, 50013},
+		{"missing access", func() error { _, err := sendQuiet(s, hidden.ID, "x"); return err }, 403, 50001},
+		{"missing send permission", func() error { _, err := sendQuiet(s, denied.ID, "x"); return err }, 403, 50013},
 		{"missing manage webhooks", func() error { _, err := s.WebhookCreate(denied.ID, "relay", ""); return err }, 403, 50013},
-		{"empty message", func() error { _, err := s.ChannelMessageSend(f.ch.ID, ""); return err }, 400, 50006},
-		{"too long", func() error { _, err := s.ChannelMessageSend(f.ch.ID, strings.Repeat("é", 2001)); return err }, 400, 50035},
+		{"empty message", func() error { _, err := sendQuiet(s, f.ch.ID, ""); return err }, 400, 50006},
+		{"too long", func() error { _, err := sendQuiet(s, f.ch.ID, strings.Repeat("é", 2001)); return err }, 400, 50035},
 		{"edit too long", func() error {
-			_, err := s.ChannelMessageEdit(f.thread.ID, botMsg.ID, strings.Repeat("x", 2001))
+			_, err := editQuiet(s, f.thread.ID, botMsg.ID, strings.Repeat("x", 2001))
 			return err
 		}, 400, 50035},
 		{"edit in archived thread", func() error {
-			_, err := s.ChannelMessageEdit(archivedTh.ID, archMsg.ID, "edited")
+			_, err := editQuiet(s, archivedTh.ID, archMsg.ID, "edited")
 			return err
 		}, 400, 50083},
-		{"send to locked thread", func() error { _, err := s.ChannelMessageSend(lockedTh.ID, "x"); return err }, 403, 160005},
+		{"send to locked thread", func() error { _, err := sendQuiet(s, lockedTh.ID, "x"); return err }, 403, 160005},
 		{"too many webhooks", func() error { _, err := s.WebhookCreate(full.ID, "relay", ""); return err }, 400, 30007},
 	}
 	for _, tc := range cases {
@@ -356,19 +356,19 @@ func TestErrorCodes(t *testing.T) {
 		}
 	}
 	// A bot send to an archived, unlocked thread unarchives it.
-	_, err = s.ChannelMessageSend(archivedTh.ID, "wake up")
+	_, err = sendQuiet(s, archivedTh.ID, "wake up")
 	must(t, err)
 	if c, _ := e.Channel(archivedTh.ID); c.Archived {
 		t.Fatal("send did not unarchive")
 	}
-	if _, err := s.ChannelMessageEdit(archivedTh.ID, archMsg.ID, "edited"); err != nil {
+	if _, err := editQuiet(s, archivedTh.ID, archMsg.ID, "edited"); err != nil {
 		t.Fatalf("edit after unarchive: %v", err)
 	}
 	if m, _ := e.Message(archMsg.ID); m.Content != "edited" || len(m.History) != 1 {
 		t.Fatalf("edited message = %+v", m)
 	}
 	// Too long error body carries the field error like Discord.
-	_, err = s.ChannelMessageSend(f.ch.ID, strings.Repeat("x", 2001))
+	_, err = sendQuiet(s, f.ch.ID, strings.Repeat("x", 2001))
 	var re *discordgo.RESTError
 	if !errors.As(err, &re) || !strings.Contains(string(re.ResponseBody), `"content"`) {
 		t.Fatalf("50035 body = %s", re.ResponseBody)
@@ -381,11 +381,11 @@ func TestRateLimits(t *testing.T) {
 		{Method: "POST", Route: "/channels/{channel_id}/messages", Limit: 1, Window: 300 * time.Millisecond},
 	}})
 	first := restSession(t, f.e)
-	_, err := first.ChannelMessageSend(f.ch.ID, "one")
+	_, err := sendQuiet(first, f.ch.ID, "one")
 	must(t, err)
 	// A second Session has its own limiter, so it hits the emulator's bucket and gets a 429.
 	second := restSession(t, f.e)
-	_, err = second.ChannelMessageSend(f.ch.ID, "two", discordgo.WithRetryOnRatelimit(false))
+	_, err = sendQuiet(second, f.ch.ID, "two", discordgo.WithRetryOnRatelimit(false))
 	var rle *discordgo.RateLimitError
 	if !errors.As(err, &rle) || rle.RetryAfter <= 0 || rle.RetryAfter > 300*time.Millisecond {
 		t.Fatalf("want RateLimitError, got %v", err)
@@ -393,11 +393,11 @@ func TestRateLimits(t *testing.T) {
 	// Another channel is a different bucket.
 	other, err := f.e.AddTextChannel(f.guild.ID, "other")
 	must(t, err)
-	_, err = second.ChannelMessageSend(other.ID, "elsewhere", discordgo.WithRetryOnRatelimit(false))
+	_, err = sendQuiet(second, other.ID, "elsewhere", discordgo.WithRetryOnRatelimit(false))
 	must(t, err)
 	third := restSession(t, f.e)
 	start := time.Now()
-	_, err = third.ChannelMessageSend(f.ch.ID, "three") // 429, sleeps retry_after, succeeds
+	_, err = sendQuiet(third, f.ch.ID, "three") // 429, sleeps retry_after, succeeds
 	must(t, err)
 	if time.Since(start) > 2*time.Second {
 		t.Fatalf("retry took %v", time.Since(start))
@@ -449,7 +449,7 @@ func TestInjectedFaultsAndAmbiguousCreate(t *testing.T) {
 	f := newFixture(t, discordtest.Options{})
 	s := restSession(t, f.e)
 	f.e.InjectFault(discordtest.Fault{Method: "POST", Path: "/channels/*/messages", Mode: discordtest.FaultDropAfterCommit})
-	_, err := s.ChannelMessageSend(f.ch.ID, "ambiguous")
+	_, err := sendQuiet(s, f.ch.ID, "ambiguous")
 	if err == nil {
 		t.Fatal("dropped response returned no error")
 	}
@@ -459,13 +459,13 @@ func TestInjectedFaultsAndAmbiguousCreate(t *testing.T) {
 		t.Fatalf("list after ambiguous create = %+v", list)
 	}
 	f.e.InjectFault(discordtest.Fault{Method: "POST", Path: "/channels/{channel_id}/messages", Mode: discordtest.Fault500AfterCommit})
-	_, err = s.ChannelMessageSend(f.ch.ID, "committed-500")
+	_, err = sendQuiet(s, f.ch.ID, "committed-500")
 	if st, _ := restCode(t, err); st != 500 {
 		t.Fatalf("status %d", st)
 	}
 	f.e.InjectFault(discordtest.Fault{Path: "/channels/*/messages", Times: 2, Status: 403, Code: 50013, Message: "Missing Permissions"})
 	for i := 0; i < 2; i++ {
-		_, err = s.ChannelMessageSend(f.ch.ID, "rejected")
+		_, err = sendQuiet(s, f.ch.ID, "rejected")
 		if _, code := restCode(t, err); code != 50013 {
 			t.Fatalf("code %d", code)
 		}
@@ -473,7 +473,7 @@ func TestInjectedFaultsAndAmbiguousCreate(t *testing.T) {
 	f.e.InjectFault(discordtest.Fault{Path: "/channels/*/messages", Status: 429, RetryAfter: 50 * time.Millisecond})
 	f.e.InjectFault(discordtest.Fault{Path: "/channels/*/messages", Latency: 50 * time.Millisecond})
 	start := time.Now()
-	_, err = s.ChannelMessageSend(f.ch.ID, "after 429")
+	_, err = sendQuiet(s, f.ch.ID, "after 429")
 	must(t, err)
 	if d := time.Since(start); d < 100*time.Millisecond {
 		t.Fatalf("429 + latency took only %v", d)
@@ -499,9 +499,10 @@ func TestInjectedFaultsAndAmbiguousCreate(t *testing.T) {
 }
 
 type nonceSend struct {
-	Content      string `json:"content"`
-	Nonce        string `json:"nonce"`
-	EnforceNonce bool   `json:"enforce_nonce"`
+	Content         string                            `json:"content"`
+	AllowedMentions *discordgo.MessageAllowedMentions `json:"allowed_mentions"`
+	Nonce           string                            `json:"nonce"`
+	EnforceNonce    bool                              `json:"enforce_nonce"`
 }
 
 func TestNonceDedupe(t *testing.T) {
@@ -510,7 +511,7 @@ func TestNonceDedupe(t *testing.T) {
 	s := restSession(t, f.e)
 	send := func(content string) *discordgo.Message {
 		ep := discordgo.EndpointChannelMessages(f.ch.ID)
-		b, err := s.RequestWithBucketID("POST", ep, nonceSend{Content: content, Nonce: "delivery-1", EnforceNonce: true}, ep)
+		b, err := s.RequestWithBucketID("POST", ep, nonceSend{Content: content, AllowedMentions: quiet(), Nonce: "delivery-1", EnforceNonce: true}, ep)
 		must(t, err)
 		var m discordgo.Message
 		must(t, json.Unmarshal(b, &m))
@@ -598,17 +599,17 @@ func TestInteractions(t *testing.T) {
 			if d.Name == "quiet" {
 				check(t, s.InteractionRespond(ic.Interaction, &discordgo.InteractionResponse{
 					Type: discordgo.InteractionResponseChannelMessageWithSource,
-					Data: &discordgo.InteractionResponseData{Content: "only you", Flags: discordgo.MessageFlagsEphemeral},
+					Data: &discordgo.InteractionResponseData{AllowedMentions: quiet(), Content: "only you", Flags: discordgo.MessageFlagsEphemeral},
 				}))
 				return
 			}
 			check(t, s.InteractionRespond(ic.Interaction, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}))
 			content := "started " + topic
-			_, err := s.InteractionResponseEdit(ic.Interaction, &discordgo.WebhookEdit{Content: &content})
+			_, err := s.InteractionResponseEdit(ic.Interaction, &discordgo.WebhookEdit{Content: &content, AllowedMentions: quiet()})
 			check(t, err)
-			_, err = s.FollowupMessageCreate(ic.Interaction, true, &discordgo.WebhookParams{Content: "secret", Flags: discordgo.MessageFlagsEphemeral})
+			_, err = s.FollowupMessageCreate(ic.Interaction, true, &discordgo.WebhookParams{AllowedMentions: quiet(), Content: "secret", Flags: discordgo.MessageFlagsEphemeral})
 			check(t, err)
-			_, err = s.FollowupMessageCreate(ic.Interaction, true, &discordgo.WebhookParams{Content: "public follow-up"})
+			_, err = s.FollowupMessageCreate(ic.Interaction, true, &discordgo.WebhookParams{AllowedMentions: quiet(), Content: "public follow-up"})
 			check(t, err)
 		})
 	})
@@ -655,7 +656,7 @@ func TestDirectMessages(t *testing.T) {
 	if dm.Type != discordgo.ChannelTypeDM || len(dm.Recipients) != 1 || dm.Recipients[0].ID != f.alice.ID {
 		t.Fatalf("dm = %+v", dm)
 	}
-	_, err = s.ChannelMessageSend(dm.ID, "hi alice")
+	_, err = sendQuiet(s, dm.ID, "hi alice")
 	must(t, err)
 	in, err := f.e.UserDM(f.alice.ID, "hi bot")
 	must(t, err)
@@ -669,7 +670,7 @@ func TestRefereeFlagsBadRequests(t *testing.T) {
 	f := newFixture(t, discordtest.Options{})
 	c := f.e.HTTPClient()
 	req, _ := http.NewRequest("POST", "https://discord.com/api/v9/channels/"+f.ch.ID+"/messages?bogus=1",
-		strings.NewReader(`{"content":"x","not_a_field":true}`))
+		strings.NewReader(`{"content":"x","not_a_field":true,"allowed_mentions":{"parse":[]}}`))
 	req.Header.Set("Authorization", "Bot "+f.e.Token())
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
@@ -755,6 +756,19 @@ func TestZombieConnectionResumes(t *testing.T) {
 	must(t, f.e.WaitHeartbeats(ctx, hb+1))
 }
 
+// quiet is the allowed_mentions every bot send carries (the emulator rejects a send without it).
+func quiet() *discordgo.MessageAllowedMentions {
+	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
+}
+
+func sendQuiet(s *discordgo.Session, channelID, content string, opts ...discordgo.RequestOption) (*discordgo.Message, error) {
+	return s.ChannelMessageSendComplex(channelID, &discordgo.MessageSend{Content: content, AllowedMentions: quiet()}, opts...)
+}
+
+func editQuiet(s *discordgo.Session, channelID, messageID, content string) (*discordgo.Message, error) {
+	return s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: messageID, Channel: channelID, Content: &content, AllowedMentions: quiet()})
+}
+
 // A fault with After lets that many matching calls through first: the
 // second part of a split reply can be refused while the first is shown.
 func TestFaultAfterSkipsMatchingCalls(t *testing.T) {
@@ -763,7 +777,7 @@ func TestFaultAfterSkipsMatchingCalls(t *testing.T) {
 	s := restSession(t, f.e)
 	f.e.InjectFault(discordtest.Fault{Method: "POST", Path: "/channels/*/messages", After: 1, Status: 403, Code: 50013, Message: "Missing Permissions"})
 	send := func(text string) error {
-		_, err := s.ChannelMessageSendComplex(f.ch.ID, &discordgo.MessageSend{Content: text, AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}})
+		_, err := sendQuiet(s, f.ch.ID, text)
 		return err
 	}
 	must(t, send("part 1"))

@@ -152,9 +152,11 @@ type GatewayStats struct {
 	Resumes     int // successful resumes
 	Heartbeats  int // op 1 frames received
 	Events      int // dispatches emitted (counted once per event, not per session)
+	// AuthFailures counts IDENTIFY and RESUME refused for their token (close 4004).
+	AuthFailures int
 }
 
-type gwCounters struct{ identifies, resumes, heartbeats, events, sessionSeq int }
+type gwCounters struct{ identifies, resumes, heartbeats, events, sessionSeq, authFailures int }
 
 // dispatchLocked emits a dispatch event to every session whose shard owns the event's guild.
 // Caller holds e.mu.
@@ -286,8 +288,27 @@ func (e *Emulator) serveGateway(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// tokenOK reports whether tok (with or without "Bot ") is a token the
+// emulator accepts now.
 func (e *Emulator) tokenOK(tok string) bool {
-	return tok == "Bot "+e.opts.Token || tok == e.opts.Token
+	e.tokMu.RLock()
+	defer e.tokMu.RUnlock()
+	for _, v := range e.tokens {
+		if tok == "Bot "+v || tok == v {
+			return true
+		}
+	}
+	return false
+}
+
+// refuseAuth closes a connection whose IDENTIFY or RESUME carried a token
+// the emulator does not accept, and counts it.
+func (e *Emulator) refuseAuth(c *gwConn) {
+	e.mu.Lock()
+	e.gw.authFailures++
+	e.broadcastLocked()
+	e.mu.Unlock()
+	c.closeWith(4004, "Authentication failed.")
 }
 
 func (e *Emulator) identify(c *gwConn, raw json.RawMessage) bool {
@@ -298,7 +319,7 @@ func (e *Emulator) identify(c *gwConn, raw json.RawMessage) bool {
 	}
 	_ = json.Unmarshal(raw, &d)
 	if !e.tokenOK(d.Token) {
-		c.closeWith(4004, "Authentication failed.")
+		e.refuseAuth(c)
 		return false
 	}
 	shardID, shardCount := 0, 1
@@ -358,7 +379,7 @@ func (e *Emulator) resume(c *gwConn, raw json.RawMessage) bool {
 	}
 	_ = json.Unmarshal(raw, &d)
 	if !e.tokenOK(d.Token) {
-		c.closeWith(4004, "Authentication failed.")
+		e.refuseAuth(c)
 		return false
 	}
 	e.mu.Lock()
@@ -499,7 +520,7 @@ func (e *Emulator) GatewayStats() GatewayStats {
 	defer e.mu.Unlock()
 	return GatewayStats{
 		Connections: len(e.conns), Sessions: len(e.sessions), Identifies: e.gw.identifies,
-		Resumes: e.gw.resumes, Heartbeats: e.gw.heartbeats, Events: e.gw.events,
+		Resumes: e.gw.resumes, Heartbeats: e.gw.heartbeats, Events: e.gw.events, AuthFailures: e.gw.authFailures,
 	}
 }
 

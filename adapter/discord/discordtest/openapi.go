@@ -18,7 +18,7 @@ var specJSON []byte
 type Violation struct {
 	Method string
 	Path   string
-	Kind   string // "unknown-route", "unknown-method", "unknown-query", "unknown-body-field", "unimplemented"
+	Kind   string // "unknown-route", "unknown-method", "unknown-query", "unknown-body-field", "unimplemented", "allowed_mentions"
 	Detail string
 }
 

@@ -295,6 +295,48 @@ func validArchiveDuration(d int) bool { return d == 60 || d == 1440 || d == 4320
 
 // ---- messages ----
 
+// allowedMentions is the allowed_mentions object of a message body.
+type allowedMentions struct {
+	Parse       *[]string `json:"parse"`
+	Roles       []string  `json:"roles"`
+	Users       []string  `json:"users"`
+	RepliedUser bool      `json:"replied_user"`
+}
+
+// mentionsLocked enforces the bot's no-ping rule (invariant 12) on a body
+// that creates or edits a message: allowed_mentions must be present, with
+// parse an empty array, no roles, at most one user (a command that
+// explicitly allows one user mention) and replied_user not true. This is
+// stricter than Discord, which parses every mention when the field is
+// absent: a send path that forgot it would ping in production. A violation
+// answers 400 and is recorded in Violations (kind "allowed_mentions"), which
+// the end-to-end teardown and NewTest assert empty.
+func (e *Emulator) mentionsLocked(c *call, raw json.RawMessage) reply {
+	problem := ""
+	var am allowedMentions
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		problem = "no allowed_mentions: every mention in the content would ping"
+	case json.Unmarshal(raw, &am) != nil:
+		problem = "allowed_mentions is not an object"
+	case am.Parse == nil:
+		problem = "allowed_mentions.parse is missing or null; want []"
+	case len(*am.Parse) != 0:
+		problem = fmt.Sprintf("allowed_mentions.parse = %v; want []", *am.Parse)
+	case len(am.Roles) != 0:
+		problem = "allowed_mentions.roles is not empty"
+	case len(am.Users) > 1:
+		problem = "allowed_mentions.users names more than one user"
+	case am.RepliedUser:
+		problem = "allowed_mentions.replied_user is true"
+	}
+	if problem == "" {
+		return reply{}
+	}
+	e.referee = append(e.referee, Violation{Method: c.r.Method, Path: strings.TrimPrefix(c.r.URL.Path, APIPrefix), Kind: "allowed_mentions", Detail: problem})
+	return formError("allowed_mentions", "ALLOWED_MENTIONS_REQUIRED", problem)
+}
+
 // msgBody is the create/edit message body (and the webhook execute body, which adds persona fields).
 type msgBody struct {
 	Content          *string           `json:"content"`
@@ -385,6 +427,9 @@ func (e *Emulator) createMessage(c *call) reply {
 	}
 	var b msgBody
 	if r := c.decode(&b); r.status != 0 {
+		return r
+	}
+	if r := e.mentionsLocked(c, b.AllowedMentions); r.status != 0 {
 		return r
 	}
 	if r := validateContent(&b); r.status != 0 {
@@ -527,6 +572,9 @@ func (e *Emulator) applyEditLocked(c *call, ch *Channel, m *Message) reply {
 	}
 	var b msgBody
 	if r := c.decode(&b); r.status != 0 {
+		return r
+	}
+	if r := e.mentionsLocked(c, b.AllowedMentions); r.status != 0 {
 		return r
 	}
 	next := *m
@@ -863,6 +911,9 @@ func (e *Emulator) executeWebhook(c *call) reply {
 	if r := c.decode(&b); r.status != 0 {
 		return r
 	}
+	if r := e.mentionsLocked(c, b.AllowedMentions); r.status != 0 {
+		return r
+	}
 	if r := validateContent(&b); r.status != 0 {
 		return r
 	}
@@ -935,6 +986,9 @@ func (e *Emulator) editWebhookMessage(c *call) reply {
 		// Ephemeral originals are not displayed; record the edit only.
 		var b msgBody
 		if r := c.decode(&b); r.status != 0 {
+			return r
+		}
+		if r := e.mentionsLocked(c, b.AllowedMentions); r.status != 0 {
 			return r
 		}
 		in.Responses = append(in.Responses, InteractionResponse{Kind: "edit-original", Content: b.content(), Ephemeral: true, Raw: c.body})
@@ -1055,6 +1109,9 @@ func (e *Emulator) interactionCallback(c *call) reply {
 	resp := InteractionResponse{Kind: "callback", Type: b.Type, Content: data.content(), Flags: flags, Ephemeral: flags&FlagEphemeral != 0, Raw: c.body}
 	switch b.Type {
 	case 4:
+		if r := e.mentionsLocked(c, data.AllowedMentions); r.status != 0 {
+			return r
+		}
 		if r := validateContent(data); r.status != 0 {
 			return r
 		}
@@ -1096,6 +1153,9 @@ func (e *Emulator) followup(c *call) reply {
 	}
 	var b msgBody
 	if r := c.decode(&b); r.status != 0 {
+		return r
+	}
+	if r := e.mentionsLocked(c, b.AllowedMentions); r.status != 0 {
 		return r
 	}
 	if r := validateContent(&b); r.status != 0 {
