@@ -155,8 +155,15 @@ type Interaction struct {
 	Options    []CommandOption
 	Responses  []InteractionResponse
 	OriginalID string // id of the displayed original response message, if any
+	Created    time.Time
 	acked      bool
 	ephemeral  bool // the original response is ephemeral
+}
+
+// nonceRec is the message an enforced nonce created, and when.
+type nonceRec struct {
+	id string
+	at time.Time
 }
 
 type world struct {
@@ -172,7 +179,7 @@ type world struct {
 	webhooks     map[string]*Webhook
 	hookOrder    []string
 	deny         map[string]int64  // channel id -> permissions denied to the bot
-	nonces       map[string]string // channel\x00author\x00nonce -> message id
+	nonces       map[string]nonceRec // channel\x00author\x00nonce -> message
 	commands     map[string][]Command
 	interactions map[string]*Interaction // by token
 	interByID    map[string]*Interaction
@@ -189,7 +196,7 @@ func newWorld() world {
 		msgByID:      map[string]*Message{},
 		webhooks:     map[string]*Webhook{},
 		deny:         map[string]int64{},
-		nonces:       map[string]string{},
+		nonces:       map[string]nonceRec{},
 		commands:     map[string][]Command{},
 		interactions: map[string]*Interaction{},
 		interByID:    map[string]*Interaction{},

@@ -251,7 +251,7 @@ func (e *Emulator) InvokeCommand(channelID, userID, name string, opts ...Command
 	}
 	in := &Interaction{
 		ID: e.nextIDLocked(), ChannelID: ch.ID, GuildID: ch.GuildID, User: u, Command: name,
-		Options: append([]CommandOption(nil), opts...),
+		Options: append([]CommandOption(nil), opts...), Created: e.opts.Now(),
 	}
 	in.Token = "itok-" + in.ID
 	e.world.interactions[in.Token] = in
