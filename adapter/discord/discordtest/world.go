@@ -178,7 +178,7 @@ type world struct {
 	msgByID      map[string]*Message
 	webhooks     map[string]*Webhook
 	hookOrder    []string
-	deny         map[string]int64  // channel id -> permissions denied to the bot
+	deny         map[string]int64    // channel id -> permissions denied to the bot
 	nonces       map[string]nonceRec // channel\x00author\x00nonce -> message
 	commands     map[string][]Command
 	interactions map[string]*Interaction // by token
