@@ -222,7 +222,7 @@ func (a *Adapter) catchUp(s *discordgo.Session) {
 		slices.SortFunc(msgs, func(x, y *discordgo.Message) int { return compareIDs(x.ID, y.ID) })
 		for _, m := range msgs {
 			m.GuildID = guildID
-			a.events.push("catch_up", func(ctx context.Context) { a.onMessage(ctx, m) })
+			a.events.push(channelID, "catch_up", func(ctx context.Context) { a.onMessage(ctx, m) })
 			queued++
 		}
 	}

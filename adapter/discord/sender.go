@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -47,6 +49,51 @@ func nonceFor(deliveryID string, part int) string {
 // earlier attempt confirmed. When a later part fails, the receipt still
 // lists the parts displayed and their text, with the error.
 func (a *Adapter) Send(ctx context.Context, d delivery.Delivery) (delivery.Receipt, error) {
+	r, err := a.send(ctx, d)
+	a.claimed.add(r.MessageIDs...)
+	return r, err
+}
+
+// claimedIDs remembers the message ids recent sends confirmed: each
+// belongs to its delivery, so reconciliation never takes one for another
+// delivery's (an identical text said a moment before).
+type claimedIDs struct {
+	mu   sync.Mutex
+	set  map[string]struct{}
+	ring []string
+	next int
+}
+
+// claimedCap bounds how many confirmed ids are remembered.
+const claimedCap = 8192
+
+func (c *claimedIDs) add(ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.set == nil {
+		c.set, c.ring = map[string]struct{}{}, make([]string, claimedCap)
+	}
+	for _, id := range ids {
+		if _, ok := c.set[id]; ok || id == "" {
+			continue
+		}
+		if old := c.ring[c.next]; old != "" {
+			delete(c.set, old)
+		}
+		c.ring[c.next] = id
+		c.next = (c.next + 1) % claimedCap
+		c.set[id] = struct{}{}
+	}
+}
+
+func (c *claimedIDs) has(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.set[id]
+	return ok
+}
+
+func (a *Adapter) send(ctx context.Context, d delivery.Delivery) (delivery.Receipt, error) {
 	s := a.session()
 	if s == nil {
 		return delivery.Receipt{}, fmt.Errorf("%w: not connected to Discord", delivery.ErrTransient)
@@ -147,6 +194,10 @@ func (a *Adapter) botSend(ctx context.Context, s *discordgo.Session, channelID s
 		ids = found
 	}
 	endpoint := discordgo.EndpointChannelMessages(channelID)
+	// Until something of this delivery is (or may be) displayed, waiting out
+	// a 429 releases the conversation's send lock: other deliveries to it
+	// go first and the display order still equals the transcript order.
+	untouched := !d.Resend && len(ids) == 0
 	for i := len(ids); i < len(parts); i++ {
 		body := messageCreate{Content: parts[i], AllowedMentions: noMentions(), Nonce: nonceFor(d.ID, i), EnforceNonce: true}
 		if i == 0 && d.ReplyTo != "" {
@@ -155,23 +206,55 @@ func (a *Adapter) botSend(ctx context.Context, s *discordgo.Session, channelID s
 		}
 		var msg discordgo.Message
 		err := a.retry(ctx, func() error {
-			raw, err := s.RequestWithBucketID("POST", endpoint, body, endpoint, discordgo.WithContext(ctx))
-			if err != nil {
-				return err
+			for {
+				raw, err := s.RequestWithBucketID("POST", endpoint, body, endpoint, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
+				var rl *discordgo.RateLimitError
+				if errors.As(err, &rl) && rl.RateLimit != nil && rl.TooManyRequests != nil {
+					// A 429 committed nothing: wait it out and send again.
+					a.d.Metrics.RESTError(0, http.StatusTooManyRequests)
+					if err := a.waitRateLimit(ctx, rl.RetryAfter, untouched); err != nil {
+						return err
+					}
+					continue
+				}
+				if err != nil {
+					untouched = false // a failed create may have been committed
+					return err
+				}
+				return json.Unmarshal(raw, &msg)
 			}
-			return json.Unmarshal(raw, &msg)
 		})
 		if err != nil {
 			return ids, fmt.Errorf("send part %d/%d to %s: %w", i+1, len(parts), channelID, err)
 		}
 		ids = append(ids, msg.ID)
+		untouched = false
 	}
 	return ids, nil
 }
 
+// waitRateLimit waits out a 429's retry_after; with unlocked, the
+// conversation's send lock is released meanwhile (delivery.Pause).
+func (a *Adapter) waitRateLimit(ctx context.Context, d time.Duration, unlocked bool) error {
+	if d <= 0 {
+		d = time.Second
+	}
+	if unlocked {
+		return delivery.Pause(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // reconcileSkew is how far Discord's clock may be behind the bot's when a
 // resend looks for messages created since the delivery's first attempt.
-const reconcileSkew = time.Minute
+const reconcileSkew = 10 * time.Second
 
 // reconcilePages bounds how many pages of 100 messages a reconciliation reads.
 const reconcilePages = 10
@@ -179,7 +262,8 @@ const reconcilePages = 10
 // reconcile reads the channel for the parts after ids that this delivery
 // could have created: messages by the same author (mine), with exactly the
 // part's content, created after the delivery's first attempt (a snowflake
-// lower bound) and after the parts already known, in order. It returns ids
+// lower bound) and after the parts already known, in order, and not
+// confirmed for another delivery by this process. It returns ids
 // extended by what it found. A failed read is an error (retried later)
 // rather than a guess; a channel whose history the bot may not read is
 // taken as holding none of them.
@@ -222,7 +306,7 @@ func (a *Adapter) reconcile(ctx context.Context, s *discordgo.Session, channelID
 		}
 	}
 	slices.SortFunc(msgs, func(x, y *discordgo.Message) int { return compareIDs(x.ID, y.ID) })
-	return matchParts(msgs, parts, ids, mine), nil
+	return matchParts(msgs, parts, ids, func(m *discordgo.Message) bool { return !a.claimed.has(m.ID) && mine(m) }), nil
 }
 
 // matchParts extends ids with the messages (ascending) that display the

@@ -177,3 +177,38 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// TestRateLimitStormInOneChannelStallsNoOther (defect 16): while #general
+// answers every message create with 429, another channel's message is
+// answered, and a slash command in #general itself is answered within
+// Discord's 3 s: one conversation's retries hold up no other work.
+func TestRateLimitStormInOneChannelStallsNoOther(t *testing.T) {
+	t.Parallel()
+	h := startBot(t, nil, nil)
+	other, err := h.emu.AddTextChannel(h.guild.ID, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.emu.InjectFault(discordtest.Fault{Method: "POST", Path: "/channels/" + h.general.ID + "/messages", Status: 429, RetryAfter: 30 * time.Millisecond, Times: -1})
+	stormed := func() int { return len(h.emu.RequestsTo("POST", "/channels/{channel_id}/messages")) }
+	adSay(t, h, h.general.ID, adMention(h)+"first in the storm")
+	waitUntil(t, h, "the storm to start", func() bool { return stormed() >= 2 })
+	adSay(t, h, h.general.ID, adMention(h)+"second in the storm")
+	adSay(t, h, other.ID, adMention(h)+"calm here")
+	waitUntil(t, h, "the reply in the calm channel", func() bool {
+		return countContaining(h.emu.Messages(other.ID), "echo:") == 1
+	})
+	in := adInvoke(t, h, h.general.ID, "reset")
+	if r := adResponded(t, h, in); !strings.Contains(r.Content, resetText) {
+		t.Fatalf("/reset answered %q", r.Content)
+	}
+	// Ordering, not speed: all this happened while #general still could not post.
+	if n := countContaining(h.emu.Messages(h.general.ID), "echo:"); n != 0 {
+		t.Fatalf("#general shows %d replies during the storm", n)
+	}
+	h.emu.ClearFaults()
+	waitUntil(t, h, "#general's replies after the storm", func() bool {
+		return countContaining(h.emu.Messages(h.general.ID), "echo:") == 2
+	})
+	finishBot(t, h, h.general.ID, other.ID)
+}

@@ -175,8 +175,10 @@ func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (
 		return Result{}, fmt.Errorf("deliver %q: %w", d.ID, ErrInvalidDelivery)
 	}
 	d.Target = d.Target.Normalize()
-	unlock := o.locks.lock(d.Target.Key())
-	defer unlock()
+	held := &heldLock{locks: &o.locks, key: d.Target.Key()}
+	held.unlock = o.locks.lock(held.key)
+	defer func() { held.unlock() }()
+	ctx = context.WithValue(ctx, heldLockKey{}, held)
 
 	prev, found, err := o.outbox.GetDelivery(ctx, d.ID)
 	if err != nil {
@@ -427,6 +429,38 @@ func (o *Outbound) Recover(ctx context.Context, before time.Time) (recovered int
 		recovered++
 	}
 	return recovered, nil
+}
+
+// heldLock is the conversation lock a Deliver holds, as its Sender sees it
+// through the context (see Pause).
+type heldLock struct {
+	locks  *keyedMutex
+	key    string
+	unlock func()
+}
+
+type heldLockKey struct{}
+
+// Pause waits d (or until ctx ends). Called by a Sender inside Deliver, it
+// releases the conversation's send lock while it waits, so other
+// deliveries to the conversation (an interaction's reply, a notice) are not
+// held up by this one's rate limit. A Sender may call it only while none of
+// this delivery is displayed or possibly displayed (nothing sent yet, or
+// only failures that committed nothing, such as a 429): the display order
+// then still equals the transcript order. Otherwise it waits with the lock.
+func Pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	if h, ok := ctx.Value(heldLockKey{}).(*heldLock); ok {
+		h.unlock()
+		defer func() { h.unlock = h.locks.lock(h.key) }()
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // keyedMutex serialises work per key without growing without bound.
