@@ -142,9 +142,8 @@ func (a *Adapter) send(ctx context.Context, d delivery.Delivery) (delivery.Recei
 				return shownReceipt(ids, parts, err)
 			}
 			a.log.Warn().Err(err).Str("delivery", d.ID).Str("channel", channelID).Msg("webhook unusable: posting as the bot instead")
-			// Parts the webhook displayed stay; the rest is posted by the bot
-			// (a resend reads the channel for them first).
-			d.Shown, reconcile = ids, reconcile || len(ids) > 0
+			// Parts the webhook displayed stay; the rest is posted by the bot.
+			d.Shown = ids
 		}
 	}
 	ids, err := a.botSend(ctx, s, channelID, d, parts, reconcile)
@@ -181,7 +180,7 @@ func (a *Adapter) botSend(ctx context.Context, s *discordgo.Session, channelID s
 	ids := make([]string, 0, len(parts))
 	ids = append(ids, d.Shown...)
 	botID, _ := a.ids()
-	if d.Resend && len(ids) < len(parts) && (reconcile || a.d.Clock.Now().Sub(d.FirstAttempt) >= nonceTrust) {
+	if len(ids) < len(parts) && (reconcile || d.Resend && a.d.Clock.Now().Sub(d.FirstAttempt) >= nonceTrust) {
 		found, err := a.reconcile(ctx, s, channelID, d.FirstAttempt, parts, ids, func(m *discordgo.Message) bool {
 			return m.Author != nil && m.Author.ID == botID
 		})
@@ -365,7 +364,25 @@ func (a *Adapter) sendInteraction(ctx context.Context, s *discordgo.Session, d d
 	in := &discordgo.Interaction{ID: d.Interaction.ID, Token: d.Interaction.Token, AppID: appID}
 	ids := slices.Clone(d.Shown)
 	unsure := d.Resend
-	if len(ids) == 0 || d.Resend {
+	if d.Interaction.Deferred && len(ids) == 0 {
+		// Deferred (type 5): the reply is an edit of @original, which is
+		// idempotent, so every attempt (and a resend) simply edits again.
+		content := parts[0]
+		var m *discordgo.Message
+		err := a.retry(ctx, func() error {
+			var err error
+			m, err = s.InteractionResponseEdit(in, &discordgo.WebhookEdit{Content: &content, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
+			return err
+		})
+		if err != nil {
+			if errors.Is(err, errWebhookUnusable) { // 10015/50027: the token expired
+				return nil, &interactionGone{unsure: true, err: err}
+			}
+			return nil, fmt.Errorf("edit deferred reply: %w", err)
+		}
+		ids = []string{m.ID}
+	}
+	if len(ids) == 0 || d.Resend && !d.Interaction.Deferred {
 		// A previous attempt may have answered already: reuse that answer.
 		var orig *discordgo.Message
 		known := true
@@ -397,6 +414,7 @@ func (a *Adapter) sendInteraction(ctx context.Context, s *discordgo.Session, d d
 	}
 	for i := len(ids); i < len(parts); i++ {
 		attempts := 0
+		maybeShown := unsure
 		var m *discordgo.Message
 		err := a.retry(ctx, func() error {
 			attempts++
@@ -424,7 +442,7 @@ func (a *Adapter) sendInteraction(ctx context.Context, s *discordgo.Session, d d
 		unsure = false
 		if err != nil {
 			if code, _, _ := restCode(err); code == codeInvalidWebhook || code == codeUnknownWebhook {
-				return ids, &interactionGone{unsure: attempts > 1, err: err}
+				return ids, &interactionGone{unsure: maybeShown || attempts > 1, err: err}
 			}
 			return ids, fmt.Errorf("interaction followup %d/%d: %w", i+1, len(parts), err)
 		}

@@ -212,3 +212,33 @@ func TestRateLimitStormInOneChannelStallsNoOther(t *testing.T) {
 	})
 	finishBot(t, h, h.general.ID, other.ID)
 }
+
+// TestSlowCommandIsDeferred (invariant 15): a command still running after
+// 1.5 s is deferred (type 5) within Discord's 3 s, and its public reply
+// edits @original: displayed once, in the transcript.
+func TestSlowCommandIsDeferred(t *testing.T) {
+	t.Parallel()
+	h := startBot(t, nil, nil)
+	h.emu.InjectFault(discordtest.Fault{Method: "POST", Path: "/channels/*/threads", Latency: 2500 * time.Millisecond})
+	in := adInvoke(t, h, h.general.ID, "spawn", adOpt("task", "slow"), adOpt("label", "slow"), adOpt("thread", true))
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	got, err := h.emu.WaitResponses(ctx, in.ID, 2)
+	if err != nil {
+		t.Fatalf("responses: %v", err)
+	}
+	if r := got.Responses[0]; r.Kind != "callback" || r.Type != 5 {
+		t.Fatalf("first response %+v, want a deferred callback", r)
+	}
+	if r := got.Responses[1]; r.Kind != "edit-original" || !strings.Contains(r.Content, "Started subagent") {
+		t.Fatalf("second response %+v, want the reply as an edit of @original", r)
+	}
+	waitUntil(t, h, "the thread's intro", func() bool {
+		ths := h.emu.Threads(h.general.ID)
+		return len(ths) == 1 && countContaining(h.emu.Messages(ths[0].ID), "session active") == 1
+	})
+	if n := countContaining(h.emu.Messages(h.general.ID), "Started subagent"); n != 1 {
+		t.Fatalf("reply displayed %d times", n)
+	}
+	finishBot(t, h, h.general.ID, h.emu.Threads(h.general.ID)[0].ID)
+}

@@ -69,6 +69,9 @@ type Delivery struct {
 type Interaction struct {
 	ID    string `json:"id"`
 	Token string `json:"token"`
+	// Deferred: the interaction was answered with a deferred response
+	// (type 5); the reply edits @original.
+	Deferred bool `json:"deferred,omitempty"`
 }
 
 // Receipt is Discord's confirmation of a send.
