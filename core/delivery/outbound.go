@@ -319,7 +319,7 @@ func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, comm
 	if rec.DisplayedText != "" {
 		text = rec.DisplayedText
 	}
-	receipt.Text = text
+	receipt.Text, receipt.Recovered = text, recovered
 	key, b, bound := o.SessionFor(d.Target)
 	res := Result{MessageIDs: slices.Clone(rec.MessageIDs)}
 	if bound {

@@ -358,6 +358,9 @@ func TestOutboundResendKeepsFirstAttemptText(t *testing.T) {
 			}
 			var committed []string
 			commit := func(ctx context.Context, r delivery.Receipt) error {
+				if !r.Recovered || r.EntryMeta(nil)["recovered"] != "true" {
+					t.Errorf("resent turn reply's receipt %+v is not marked recovered", r)
+				}
 				committed = append(committed, r.Text)
 				_, err := f.tr.Append(ctx, key, transcript.Entry{Role: transcript.RoleAssistant, Text: r.Text, MessageIDs: r.MessageIDs, DeliveryID: "turn:1"})
 				return err

@@ -85,6 +85,17 @@ type Receipt struct {
 	// Outbound sets it on the receipt it hands to a CommitFunc: the
 	// delivery's text as fixed at its first attempt, or the parts shown.
 	Text string
+	// Recovered is set by Outbound when an earlier attempt (maybe another
+	// process's) may have displayed the messages: the entry is appended
+	// now, possibly after entries of messages displayed later, and is
+	// marked with EntryMeta.
+	Recovered bool
+}
+
+// EntryMeta returns the meta for the transcript entry of this receipt: m,
+// plus recovered=true for a recovered delivery.
+func (r Receipt) EntryMeta(m map[string]string) map[string]string {
+	return metaFor(m, r.Recovered)
 }
 
 // Failure kinds a Sender reports by wrapping these sentinels.

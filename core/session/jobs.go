@@ -40,7 +40,7 @@ func (m *Manager) RunJobTurn(ctx context.Context, jt JobTurn) ([]string, error) 
 		var seq uint64
 		tres, err := m.d.Outbound.Deliver(qctx, trig, func(ctx context.Context, r delivery.Receipt) error {
 			e, err := m.d.Transcripts.Append(ctx, key, transcript.Entry{Role: transcript.RoleUser, Author: "scheduler", Text: r.Text,
-				MessageIDs: r.MessageIDs, Source: transcript.SourceJobTrigger, DeliveryID: trig.ID, Meta: maps.Clone(jt.Meta)})
+				MessageIDs: r.MessageIDs, Source: transcript.SourceJobTrigger, DeliveryID: trig.ID, Meta: r.EntryMeta(maps.Clone(jt.Meta))})
 			seq = e.Seq
 			return err
 		})
