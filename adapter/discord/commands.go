@@ -152,7 +152,7 @@ func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) 
 	// Discord forgets an interaction not answered within 3 s: a command
 	// still running after deferAfter is deferred (type 5) and its reply
 	// later edits @original (invariant 15).
-	df := &deferral{ephemeral: !publicCommand(v)}
+	df := &deferral{}
 	timer := time.AfterFunc(deferAfter, func() { a.deferReply(ctx, v, df) })
 	r, err := a.command(ctx, v)
 	timer.Stop()
@@ -176,35 +176,38 @@ func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) 
 // answer sends the reply: public ones through Outbound (one writer),
 // ephemeral ones straight to the interaction.
 func (a *Adapter) answer(ctx context.Context, v invocation, r reply) {
-	deferred, deferredEphemeral := v.deferred.state()
-	if r.public && !(deferred && deferredEphemeral) {
+	deferred := v.deferred.done()
+	s := a.session()
+	if r.public {
 		_, err := a.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "cmd:" + v.in.ID, Target: v.conv, Text: r.text,
 			Interaction: &delivery.Interaction{ID: v.in.ID, Token: v.in.Token, Deferred: deferred},
 			Producer:    delivery.Producer{Source: transcript.SourceCommand}}, nil)
 		if err != nil {
 			a.log.Error().Err(err).Str("command", v.name).Msg("public command reply failed")
 		}
+		if deferred && s != nil {
+			// Settle the caller's "thinking" placeholder (best effort).
+			text := "✅ Answered in the channel."
+			if err != nil {
+				text = "⚠️ The answer could not be posted; the bot logged the details."
+			}
+			if _, err := s.InteractionResponseEdit(v.in, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()}, discordgo.WithContext(ctx)); err != nil {
+				a.countError(err)
+			}
+		}
 		return
 	}
-	s := a.session()
 	if s == nil {
 		return
 	}
 	text := truncateRunes(r.text, MaxMessageLen)
 	var err error
-	switch {
-	case !deferred:
-		err = s.InteractionRespond(v.in, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
-			Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}}, discordgo.WithContext(ctx))
-	case deferredEphemeral:
+	if deferred {
 		// Deferred as ephemeral: the edit is shown to the caller only.
 		_, err = s.InteractionResponseEdit(v.in, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
-	default:
-		// Deferred publicly but the answer is private (an error): remove the
-		// public placeholder and answer the caller alone.
-		if err = s.InteractionResponseDelete(v.in, discordgo.WithContext(ctx)); err == nil {
-			_, err = s.FollowupMessageCreate(v.in, true, &discordgo.WebhookParams{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
-		}
+	} else {
+		err = s.InteractionRespond(v.in, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+			Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}}, discordgo.WithContext(ctx))
 	}
 	if err != nil {
 		a.countError(err)
@@ -216,32 +219,23 @@ func (a *Adapter) answer(ctx context.Context, v invocation, r reply) {
 // deferred: well inside Discord's 3 s, with room for the callback.
 const deferAfter = 1500 * time.Millisecond
 
-// deferral is an interaction's deferred-response state.
+// deferral is an interaction's deferred-response state. A deferral is
+// always ephemeral (only the caller sees "thinking"): a public answer is
+// then a followup, a new message displayed when it is posted, so the
+// transcript order stays the display order.
 type deferral struct {
-	mu        sync.Mutex
-	ephemeral bool // the deferral (and so the final reply) is ephemeral
-	settled   bool // the command finished: too late to defer
-	deferred  bool
+	mu       sync.Mutex
+	settled  bool // the command finished: too late to defer
+	deferred bool
 }
 
-func (d *deferral) state() (deferred, ephemeral bool) {
+func (d *deferral) done() bool {
 	if d == nil {
-		return false, false
+		return false
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.deferred, d.ephemeral
-}
-
-// publicCommand reports whether a command answers publicly when it succeeds.
-func publicCommand(v invocation) bool {
-	switch v.name {
-	case "spawn", "reset", "focus":
-		return true
-	case "cron":
-		return slices.Contains([]string{"add", "remove", "run"}, v.sub)
-	}
-	return false
+	return d.deferred
 }
 
 // deferReply sends the deferred response (type 5) unless the command
@@ -254,10 +248,8 @@ func (a *Adapter) deferReply(ctx context.Context, v invocation, d *deferral) {
 	if d.settled || s == nil {
 		return
 	}
-	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}
-	if d.ephemeral {
-		resp.Data = &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral}
-	}
+	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral}}
 	err := s.InteractionRespond(v.in, resp, discordgo.WithContext(ctx))
 	code, _, _ := restCode(err)
 	if err != nil && code != codeAlreadyAcked {

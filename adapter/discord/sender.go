@@ -364,25 +364,10 @@ func (a *Adapter) sendInteraction(ctx context.Context, s *discordgo.Session, d d
 	in := &discordgo.Interaction{ID: d.Interaction.ID, Token: d.Interaction.Token, AppID: appID}
 	ids := slices.Clone(d.Shown)
 	unsure := d.Resend
-	if d.Interaction.Deferred && len(ids) == 0 {
-		// Deferred (type 5): the reply is an edit of @original, which is
-		// idempotent, so every attempt (and a resend) simply edits again.
-		content := parts[0]
-		var m *discordgo.Message
-		err := a.retry(ctx, func() error {
-			var err error
-			m, err = s.InteractionResponseEdit(in, &discordgo.WebhookEdit{Content: &content, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
-			return err
-		})
-		if err != nil {
-			if errors.Is(err, errWebhookUnusable) { // 10015/50027: the token expired
-				return nil, &interactionGone{unsure: true, err: err}
-			}
-			return nil, fmt.Errorf("edit deferred reply: %w", err)
-		}
-		ids = []string{m.ID}
-	}
-	if len(ids) == 0 || d.Resend && !d.Interaction.Deferred {
+	// A deferred interaction (an ephemeral "thinking" placeholder) takes
+	// the public reply as followups: each is a new message, displayed where
+	// it is created, so the transcript order is the display order.
+	if !d.Interaction.Deferred && (len(ids) == 0 || d.Resend) {
 		// A previous attempt may have answered already: reuse that answer.
 		var orig *discordgo.Message
 		known := true

@@ -206,11 +206,11 @@ func (s *scenario) addJob(ch string, opts ...discordtest.CommandOption) (string,
 	}
 	wctx, cancel := context.WithTimeout(s.ctx, 20*time.Second)
 	defer cancel()
-	got, err := s.h.emu.WaitResponses(wctx, in.ID, 1)
+	answer, _, err := s.h.emu.WaitAnswer(wctx, in.ID)
 	if err != nil {
 		return "", fmt.Errorf("/cron add got no answer: %w", err)
 	}
-	text := got.Responses[0].Content
+	text := answer.Content
 	i := strings.Index(text, "`")
 	j := strings.Index(text[i+1:], "`")
 	if i < 0 || j < 0 {

@@ -214,8 +214,9 @@ func TestRateLimitStormInOneChannelStallsNoOther(t *testing.T) {
 }
 
 // TestSlowCommandIsDeferred (invariant 15): a command still running after
-// 1.5 s is deferred (type 5) within Discord's 3 s, and its public reply
-// edits @original: displayed once, in the transcript.
+// 1.5 s is deferred (type 5, ephemeral "thinking") within Discord's 3 s; its
+// public reply is a followup, displayed once where it is posted and in the
+// transcript in display order, and the placeholder is settled.
 func TestSlowCommandIsDeferred(t *testing.T) {
 	t.Parallel()
 	h := startBot(t, nil, nil)
@@ -223,15 +224,18 @@ func TestSlowCommandIsDeferred(t *testing.T) {
 	in := adInvoke(t, h, h.general.ID, "spawn", adOpt("task", "slow"), adOpt("label", "slow"), adOpt("thread", true))
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	got, err := h.emu.WaitResponses(ctx, in.ID, 2)
+	got, err := h.emu.WaitResponses(ctx, in.ID, 3)
 	if err != nil {
 		t.Fatalf("responses: %v", err)
 	}
-	if r := got.Responses[0]; r.Kind != "callback" || r.Type != 5 {
-		t.Fatalf("first response %+v, want a deferred callback", r)
+	if r := got.Responses[0]; r.Kind != "callback" || r.Type != 5 || !r.Ephemeral {
+		t.Fatalf("first response %+v, want an ephemeral deferred callback", r)
 	}
-	if r := got.Responses[1]; r.Kind != "edit-original" || !strings.Contains(r.Content, "Started subagent") {
-		t.Fatalf("second response %+v, want the reply as an edit of @original", r)
+	if r := got.Responses[1]; r.Kind != "followup" || r.Ephemeral || !strings.Contains(r.Content, "Started subagent") {
+		t.Fatalf("second response %+v, want the public reply as a followup", r)
+	}
+	if r := got.Responses[2]; r.Kind != "edit-original" || !r.Ephemeral {
+		t.Fatalf("third response %+v, want the placeholder settled", r)
 	}
 	waitUntil(t, h, "the thread's intro", func() bool {
 		ths := h.emu.Threads(h.general.ID)
