@@ -277,13 +277,19 @@ func (s *scenario) threadState() error {
 
 func (s *scenario) fault() error {
 	f := discordtest.Fault{Method: "POST", Path: "/channels/*/messages", Times: 1}
-	switch s.rng.IntN(4) {
+	switch s.rng.IntN(6) {
 	case 0:
 		f.Status, f.RetryAfter = 429, 20*time.Millisecond
 	case 1:
 		f.Status = 500
 	case 2:
 		f.Mode = discordtest.FaultDropAfterCommit
+	case 3:
+		// A slash command's answer displayed, its response lost.
+		f.Path, f.Mode = "/interactions/*/*/callback", discordtest.FaultDropAfterCommit
+	case 4:
+		// The answer's id cannot be read at once.
+		f.Method, f.Path, f.Status, f.Times = "GET", "/webhooks/*/*/messages/@original", 500, 2
 	default:
 		f.Path, f.Mode = "/webhooks/*/*", discordtest.FaultDropAfterCommit
 	}
