@@ -54,6 +54,11 @@ func (a *Adapter) Send(ctx context.Context, d delivery.Delivery) (delivery.Recei
 	return r, err
 }
 
+// RememberConfirmed tells the adapter message ids confirmed for earlier
+// deliveries (by a previous process): reconciliation never takes them for
+// another delivery's.
+func (a *Adapter) RememberConfirmed(ids ...string) { a.claimed.add(ids...) }
+
 // claimedIDs remembers the message ids recent sends confirmed: each
 // belongs to its delivery, so reconciliation never takes one for another
 // delivery's (an identical text said a moment before).
