@@ -143,6 +143,7 @@ type Adapter struct {
 	dms        sync.Map // user id -> DM channel id
 	members    sync.Map // guild id "/" user id -> when Discord last reported the member (see memberTTL)
 	nonMembers sync.Map // guild id "/" user id -> when Discord said "Unknown Member"
+	claimed    claimedIDs
 
 	shard      Shard        // Count 0 until known (auto); guarded by mu
 	identifies atomic.Int64 // connect attempts (see connect)
@@ -348,10 +349,11 @@ func (a *Adapter) newSessionWith(tok string) (*discordgo.Session, error) {
 
 // register installs every gateway handler in one place. discordgo runs
 // them inline (SyncEvents) so they see events in gateway order; each only
-// queues its event: messages and thread changes go through one ordered
-// queue (a conversation's messages are handled in the order Discord sent
-// them), interactions run on their own goroutine (Discord wants an answer
-// within 3 s). Every handler and every worker runs under a recover.
+// queues its event: messages and thread changes go through a queue ordered
+// per conversation (a conversation's messages are handled in the order
+// Discord sent them; one slow conversation never holds up another),
+// interactions run on their own goroutine, behind no queue (Discord wants
+// an answer within 3 s). Every handler and every worker runs under a recover.
 func (a *Adapter) register(s *discordgo.Session, readyCh chan struct{}) {
 	s.SyncEvents = true
 	s.AddHandler(func(s *discordgo.Session, r *discordgo.Ready) {
@@ -386,19 +388,19 @@ func (a *Adapter) register(s *discordgo.Session, readyCh chan struct{}) {
 	})
 	s.AddHandler(func(s *discordgo.Session, m *discordgo.MessageCreate) {
 		defer a.recoverHandler("message_create")
-		a.events.push("message_create", func(ctx context.Context) { a.onMessage(ctx, m.Message) })
+		a.events.push(m.ChannelID, "message_create", func(ctx context.Context) { a.onMessage(ctx, m.Message) })
 	})
 	s.AddHandler(func(s *discordgo.Session, t *discordgo.ThreadUpdate) {
 		defer a.recoverHandler("thread_update")
-		a.events.push("thread_update", func(ctx context.Context) { a.onThreadState(ctx, t.Channel) })
+		a.events.push(t.Channel.ID, "thread_update", func(ctx context.Context) { a.onThreadState(ctx, t.Channel) })
 	})
 	s.AddHandler(func(s *discordgo.Session, t *discordgo.ThreadDelete) {
 		defer a.recoverHandler("thread_delete")
-		a.events.push("thread_delete", func(ctx context.Context) { a.onGone(ctx, t.Channel.ID) })
+		a.events.push(t.Channel.ID, "thread_delete", func(ctx context.Context) { a.onGone(ctx, t.Channel.ID) })
 	})
 	s.AddHandler(func(s *discordgo.Session, c *discordgo.ChannelDelete) {
 		defer a.recoverHandler("channel_delete")
-		a.events.push("channel_delete", func(ctx context.Context) { a.onGone(ctx, c.Channel.ID) })
+		a.events.push(c.Channel.ID, "channel_delete", func(ctx context.Context) { a.onGone(ctx, c.Channel.ID) })
 	})
 	s.AddHandler(func(s *discordgo.Session, _ *discordgo.RateLimit) {
 		// discordgo waits out 429s itself and returns no error; count them here.

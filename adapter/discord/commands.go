@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -111,6 +112,8 @@ type invocation struct {
 	opts   map[string]*discordgo.ApplicationCommandInteractionDataOption
 	userID string
 	conv   binding.ConversationRef
+	// deferred is set once the command ran: whether its interaction was deferred.
+	deferred *deferral
 }
 
 // str is a string option's value ("" when absent or of another type:
@@ -166,7 +169,17 @@ func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) 
 	if in.Member != nil {
 		a.noteMember(a.session(), in.GuildID, in.Member, in.Member.User) // fresh roles for the authority
 	}
+	// Discord forgets an interaction not answered within 3 s: a command
+	// still running after deferAfter is deferred (type 5) and its reply
+	// later edits @original (invariant 15).
+	df := &deferral{}
+	timer := time.AfterFunc(deferAfter, func() { a.deferReply(ctx, v, df) })
 	r, err := a.command(ctx, v)
+	timer.Stop()
+	df.mu.Lock()
+	df.settled = true
+	df.mu.Unlock()
+	v.deferred = df
 	if err != nil {
 		var ue *userError
 		text := "⚠️ Something went wrong; the bot logged the details."
@@ -183,25 +196,92 @@ func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) 
 // answer sends the reply: public ones through Outbound (one writer),
 // ephemeral ones straight to the interaction.
 func (a *Adapter) answer(ctx context.Context, v invocation, r reply) {
+	deferred := v.deferred.done()
+	s := a.session()
 	if r.public {
 		_, err := a.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "cmd:" + v.in.ID, Target: v.conv, Text: r.text,
-			Interaction: &delivery.Interaction{ID: v.in.ID, Token: v.in.Token},
+			Interaction: &delivery.Interaction{ID: v.in.ID, Token: v.in.Token, Deferred: deferred},
 			Producer:    delivery.Producer{Source: transcript.SourceCommand}}, nil)
 		if err != nil {
 			a.log.Error().Err(err).Str("command", v.name).Msg("public command reply failed")
 		}
+		if deferred && s != nil {
+			// Settle the caller's "thinking" placeholder (best effort).
+			text := "✅ Answered in the channel."
+			if err != nil {
+				text = "⚠️ The answer could not be posted; the bot logged the details."
+			}
+			if _, err := s.InteractionResponseEdit(v.in, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()}, discordgo.WithContext(ctx)); err != nil {
+				a.countError(err)
+			}
+		}
 		return
 	}
-	s := a.session()
 	if s == nil {
 		return
 	}
-	err := s.InteractionRespond(v.in, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
-		Data: &discordgo.InteractionResponseData{Content: truncateRunes(r.text, MaxMessageLen), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}}, discordgo.WithContext(ctx))
+	text := truncateRunes(r.text, MaxMessageLen)
+	var err error
+	if deferred {
+		// Deferred as ephemeral: the edit is shown to the caller only.
+		_, err = s.InteractionResponseEdit(v.in, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
+	} else {
+		err = s.InteractionRespond(v.in, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+			Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}}, discordgo.WithContext(ctx))
+	}
 	if err != nil {
 		a.countError(err)
 		a.log.Warn().Err(restError(err)).Str("command", v.name).Msg("ephemeral reply failed")
 	}
+}
+
+// deferAfter is how long a command may run before its interaction is
+// deferred: well inside Discord's 3 s, with room for the callback.
+const deferAfter = 1500 * time.Millisecond
+
+// deferral is an interaction's deferred-response state. A deferral is
+// always ephemeral (only the caller sees "thinking"): a public answer is
+// then a followup, a new message displayed when it is posted, so the
+// transcript order stays the display order.
+type deferral struct {
+	mu       sync.Mutex
+	settled  bool // the command finished: too late to defer
+	deferred bool
+}
+
+func (d *deferral) done() bool {
+	if d == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.deferred
+}
+
+// deferReply sends the deferred response (type 5) unless the command
+// finished first. The answer waits for it (the lock) and then edits.
+func (a *Adapter) deferReply(ctx context.Context, v invocation, d *deferral) {
+	defer a.recoverHandler("defer_interaction")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := a.session()
+	if d.settled || s == nil {
+		return
+	}
+	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral}}
+	err := s.InteractionRespond(v.in, resp, discordgo.WithContext(ctx))
+	code, _, _ := restCode(err)
+	if err != nil && code != codeAlreadyAcked {
+		a.countError(err)
+		// A dropped response may still have deferred it: the reply path
+		// reconciles through @original either way.
+		a.log.Warn().Err(err).Str("command", v.name).Msg("defer interaction")
+		if code != 0 {
+			return
+		}
+	}
+	d.deferred = true
 }
 
 func truncateRunes(s string, n int) string {

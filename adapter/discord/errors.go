@@ -13,17 +13,19 @@ import (
 
 // Discord JSON error codes the bot reacts to.
 const (
-	codeUnknownChannel = 10003
-	codeUnknownMessage = 10008
-	codeUnknownWebhook = 10015
-	codeMissingAccess  = 50001
-	codeEmptyMessage   = 50006
-	codeMissingPerms   = 50013
-	codeInvalidForm    = 50035
-	codeThreadArchived = 50083
-	codeThreadLocked   = 160005
-	codeMaxWebhooks    = 30007
-	codeInvalidWebhook = 50027 // invalid webhook token
+	codeUnknownChannel     = 10003
+	codeUnknownMessage     = 10008
+	codeUnknownWebhook     = 10015
+	codeMissingAccess      = 50001
+	codeEmptyMessage       = 50006
+	codeMissingPerms       = 50013
+	codeInvalidForm        = 50035
+	codeThreadArchived     = 50083
+	codeThreadLocked       = 160005
+	codeMaxWebhooks        = 30007
+	codeInvalidWebhook     = 50027 // invalid webhook token
+	codeUnknownInteraction = 10062 // not answered within 3 s
+	codeAlreadyAcked       = 40060 // interaction already acknowledged
 )
 
 // errWebhookUnusable marks a webhook failure after which a plain bot send

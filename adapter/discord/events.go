@@ -5,15 +5,18 @@ import (
 	"sync"
 )
 
-// eventQueue runs gateway event work one at a time in arrival order on a
-// single worker, so discordgo's read loop never blocks on the store or the
-// network. It is unbounded: events are small and the worker is fast
-// (a store append and a queue push per message).
+// eventQueue runs gateway event work off discordgo's read loop, so the
+// gateway never blocks on the store or the network. Work is ordered per
+// key (a conversation: a channel, thread or DM channel id): one
+// conversation's events run one at a time in arrival order, and different
+// conversations run in parallel, so a conversation stuck behind a slow
+// send (a rate-limit storm, retries) never delays the others. It is
+// unbounded: events are small, and a lane's goroutine exits when its
+// queue is empty.
 type eventQueue struct {
 	a      *Adapter
 	mu     sync.Mutex
-	cond   *sync.Cond
-	items  []queued
+	lanes  map[string][]queued // key -> pending work; present while its goroutine runs
 	closed bool
 	done   chan struct{}
 }
@@ -24,36 +27,38 @@ type queued struct {
 }
 
 func newEventQueue(a *Adapter) *eventQueue {
-	q := &eventQueue{a: a, done: make(chan struct{})}
-	q.cond = sync.NewCond(&q.mu)
-	go q.run()
-	return q
+	return &eventQueue{a: a, lanes: map[string][]queued{}, done: make(chan struct{})}
 }
 
-// push queues work; after close it is dropped (the bot is stopping).
-func (q *eventQueue) push(name string, f func(context.Context)) {
+// push queues work on key's lane; after close it is dropped (the bot is stopping).
+func (q *eventQueue) push(key, name string, f func(context.Context)) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
 		return
 	}
-	q.items = append(q.items, queued{name, f})
-	q.cond.Signal()
+	items, running := q.lanes[key]
+	q.lanes[key] = append(items, queued{name, f})
+	if !running {
+		go q.run(key)
+	}
 }
 
-func (q *eventQueue) run() {
-	defer close(q.done)
+// run works through key's lane until it is empty.
+func (q *eventQueue) run(key string) {
 	for {
 		q.mu.Lock()
-		for len(q.items) == 0 && !q.closed {
-			q.cond.Wait()
-		}
-		if len(q.items) == 0 {
+		items := q.lanes[key]
+		if len(items) == 0 {
+			delete(q.lanes, key)
+			if q.closed && len(q.lanes) == 0 {
+				close(q.done)
+			}
 			q.mu.Unlock()
 			return
 		}
-		it := q.items[0]
-		q.items = q.items[1:]
+		it := items[0]
+		q.lanes[key] = items[1:]
 		q.mu.Unlock()
 		q.exec(it)
 	}
@@ -64,13 +69,18 @@ func (q *eventQueue) exec(it queued) {
 	it.f(q.a.workCtx())
 }
 
-// close stops accepting work; queued work still runs.
+// close stops accepting work; queued work still runs. Idempotent.
 func (q *eventQueue) close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
 	q.closed = true
-	q.cond.Broadcast()
+	if len(q.lanes) == 0 {
+		close(q.done)
+	}
 }
 
-// wait blocks until the worker has run everything queued before close.
+// wait blocks until every lane has run what was queued before close.
 func (q *eventQueue) wait() { <-q.done }

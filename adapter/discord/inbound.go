@@ -242,6 +242,7 @@ func (a *Adapter) catchUp(s *discordgo.Session) {
 		if err != nil {
 			a.countError(err)
 			a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on missed messages")
+
 		}
 	}
 	if queued > 0 {
@@ -293,7 +294,7 @@ func (a *Adapter) catchUpChannel(ctx context.Context, s *discordgo.Session, conv
 	slices.SortFunc(msgs, func(x, y *discordgo.Message) int { return compareIDs(x.ID, y.ID) })
 	for _, m := range msgs {
 		m.GuildID = guildID
-		a.events.push("catch_up", func(ctx context.Context) { a.onMessage(ctx, m) })
+		a.events.push(channelID, "catch_up", func(ctx context.Context) { a.onMessage(ctx, m) })
 	}
 	return len(msgs)
 }

@@ -180,13 +180,15 @@ func (w *webhookManager) drop(ctx context.Context, parentID string) {
 }
 
 // send posts the parts into thread by the parent's webhook under the
-// delivery's persona. Unknown Webhook drops the webhook and recreates it
-// once. Webhooks have no nonce, so before re-sending after an ambiguous
-// failure it reads the thread and keeps a part that already landed.
+// delivery's persona, resuming after d.Shown. Unknown Webhook drops the
+// webhook and recreates it once. Webhooks have no nonce, so a resend, and
+// any retry after an ambiguous failure, first reads the thread for the part
+// (see find) and keeps one that already landed.
 func (w *webhookManager) send(ctx context.Context, s *discordgo.Session, parentID, threadID string, d delivery.Delivery, parts []string) ([]string, error) {
 	ids := make([]string, 0, len(parts))
+	ids = append(ids, d.Shown...)
 	recreated := false
-	for i := 0; i < len(parts); {
+	for i := len(ids); i < len(parts); {
 		c, err := w.get(ctx, s, parentID)
 		if err != nil {
 			return ids, err
@@ -197,7 +199,11 @@ func (w *webhookManager) send(ctx context.Context, s *discordgo.Session, parentI
 		err = w.a.retry(ctx, func() error {
 			attempts++
 			if attempts > 1 || d.Resend {
-				if id := w.find(ctx, s, threadID, c.id, params); id != "" {
+				id, err := w.find(ctx, s, threadID, c.id, d, parts[:i+1], ids)
+				if err != nil {
+					return err
+				}
+				if id != "" {
 					msg = &discordgo.Message{ID: id}
 					return nil
 				}
@@ -228,18 +234,20 @@ func (w *webhookManager) send(ctx context.Context, s *discordgo.Session, parentI
 	return ids, nil
 }
 
-// find looks in the thread's recent messages for one this webhook posted
-// with the same persona and content.
-func (w *webhookManager) find(ctx context.Context, s *discordgo.Session, threadID, webhookID string, p *discordgo.WebhookParams) string {
-	msgs, err := s.ChannelMessages(threadID, 50, "", "", "", discordgo.WithContext(ctx))
+// find looks in the thread for the message this delivery could have
+// created for the last of parts: posted by this webhook under the same
+// persona, with exactly that content, created after the delivery's first
+// attempt and after the parts already known (ids). An identical earlier
+// message (the same text said before) is never taken for it.
+func (w *webhookManager) find(ctx context.Context, s *discordgo.Session, threadID, webhookID string, d delivery.Delivery, parts, ids []string) (string, error) {
+	found, err := w.a.reconcile(ctx, s, threadID, d.FirstAttempt, parts, ids, func(m *discordgo.Message) bool {
+		return m.WebhookID == webhookID && (m.Author == nil || d.Persona.Name == "" || m.Author.Username == d.Persona.Name)
+	})
 	if err != nil {
-		w.a.countError(err)
-		return ""
+		return "", err
 	}
-	for _, m := range msgs {
-		if m.WebhookID == webhookID && m.Content == p.Content && (m.Author == nil || p.Username == "" || m.Author.Username == p.Username) {
-			return m.ID
-		}
+	if len(found) == len(parts) {
+		return found[len(parts)-1], nil
 	}
-	return ""
+	return "", nil
 }

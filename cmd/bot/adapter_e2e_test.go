@@ -44,16 +44,17 @@ func adInvoke(t *testing.T, h *harness, channel, name string, opts ...discordtes
 	return in
 }
 
-// responded waits for the interaction's first response and returns its text.
+// responded waits for the interaction's answer (after a deferral, if the
+// bot deferred) and returns it.
 func adResponded(t *testing.T, h *harness, in discordtest.Interaction) discordtest.InteractionResponse {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	got, err := h.emu.WaitResponses(ctx, in.ID, 1)
+	r, _, err := h.emu.WaitAnswer(ctx, in.ID)
 	if err != nil {
 		t.Fatalf("no response to /%s: %v", in.Command, err)
 	}
-	return got.Responses[0]
+	return r
 }
 
 // count returns how many messages contain sub.
@@ -764,7 +765,7 @@ func TestGuildAllowlistRegistersGuildCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.emu.WaitResponses(ctx, in.ID, 1); err != nil {
+	if _, _, err := h.emu.WaitAnswer(ctx, in.ID); err != nil {
 		t.Fatal(err)
 	}
 	// bob is the member of the other guild (the emulator, like Discord, refuses a non-member's post).

@@ -151,6 +151,18 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger(),
 	})
 	a.bindings.OnEnded(a.sessions.OnBindingEnded)
+	// A message confirmed for one delivery is never taken for another's
+	// when an ambiguous send is reconciled: the adapter starts knowing the
+	// recent ones (the previous process's too).
+	lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if recs, err := st.Deliveries(lctx, "", confirmedSeed); err != nil {
+		log.Warn().Err(err).Msg("load recent deliveries")
+	} else {
+		for _, r := range recs {
+			a.adapter.RememberConfirmed(r.MessageIDs...)
+		}
+	}
 	return a, nil
 }
 
@@ -165,6 +177,10 @@ func accessPolicy(c config.AccessConfig) authz.Policy {
 func accessLimits(c config.RateLimitConfig) authz.Limits {
 	return authz.Limits{Turns: c.Turns, GuildTurns: c.GuildTurns, Per: c.Per}
 }
+
+// confirmedSeed is how many recent deliveries' message ids the adapter
+// learns at start.
+const confirmedSeed = 4000
 
 // shardOf maps discord.shard onto the adapter's shard.
 func shardOf(c config.ShardConfig) discord.Shard {

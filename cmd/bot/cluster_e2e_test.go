@@ -193,8 +193,8 @@ func TestClusterTwoShardsOnePostgresLeaderTakeover(t *testing.T) {
 		}
 		wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
 		defer wcancel()
-		if in, err = emu.WaitResponses(wctx, in.ID, 1); err != nil || in.Responses[len(in.Responses)-1].Ephemeral {
-			t.Fatalf("/cron add: %+v, %v", in.Responses, err)
+		if r, got, err := emu.WaitAnswer(wctx, in.ID); err != nil || r.Ephemeral {
+			t.Fatalf("/cron add: %+v, %v", got.Responses, err)
 		}
 	}
 	cron(guilds[0], opt("schedule", "every 1m"), opt("prompt", "cluster tick"))

@@ -332,11 +332,11 @@ func (s *scenario) addJob(ch string, opts ...discordtest.CommandOption) (string,
 	}
 	wctx, cancel := context.WithTimeout(s.ctx, 20*time.Second)
 	defer cancel()
-	got, err := s.h.emu.WaitResponses(wctx, in.ID, 1)
+	answer, _, err := s.h.emu.WaitAnswer(wctx, in.ID)
 	if err != nil {
 		return "", fmt.Errorf("/cron add got no answer: %w", err)
 	}
-	text := got.Responses[0].Content
+	text := answer.Content
 	i := strings.Index(text, "`")
 	j := strings.Index(text[i+1:], "`")
 	if i < 0 || j < 0 {
@@ -404,16 +404,19 @@ func (s *scenario) threadState() error {
 func (s *scenario) fault() error {
 	f := discordtest.Fault{Method: "POST", Path: "/channels/*/messages", Times: 1}
 	switch s.rng.IntN(6) {
-	case 4: // the interaction answer is displayed, its response lost
-		f.Path, f.Mode = "/interactions/*/*/callback", discordtest.FaultDropAfterCommit
-	case 5: // reconciling an interaction answer fails once
-		f.Method, f.Path, f.Status = "GET", "/webhooks/*/*/messages/@original", 500
+
 	case 0:
 		f.Status, f.RetryAfter = 429, 20*time.Millisecond
 	case 1:
 		f.Status = 500
 	case 2:
 		f.Mode = discordtest.FaultDropAfterCommit
+	case 3:
+		// A slash command's answer displayed, its response lost.
+		f.Path, f.Mode = "/interactions/*/*/callback", discordtest.FaultDropAfterCommit
+	case 4:
+		// The answer's id cannot be read at once.
+		f.Method, f.Path, f.Status, f.Times = "GET", "/webhooks/*/*/messages/@original", 500, 2
 	default:
 		f.Path, f.Mode = "/webhooks/*/*", discordtest.FaultDropAfterCommit
 	}

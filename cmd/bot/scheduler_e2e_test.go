@@ -55,8 +55,9 @@ func schedStart(t *testing.T, p model.Provider, configure func(*config.Config)) 
 	return &schedHarness{harness: h, fake: fake, news: news}
 }
 
-// cron runs /cron <sub> in #general as alice and returns the answered interaction.
-func (h *schedHarness) cron(t *testing.T, sub string, opts ...discordtest.CommandOption) discordtest.Interaction {
+// cron runs /cron <sub> in #general as alice and returns its answer (after
+// a deferral, if the bot deferred).
+func (h *schedHarness) cron(t *testing.T, sub string, opts ...discordtest.CommandOption) discordtest.InteractionResponse {
 	t.Helper()
 	in, err := h.emu.InvokeCommand(h.general.ID, h.alice.ID, "cron", discordtest.CommandOption{Name: sub, Value: opts})
 	if err != nil {
@@ -64,11 +65,11 @@ func (h *schedHarness) cron(t *testing.T, sub string, opts ...discordtest.Comman
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	in, err = h.emu.WaitResponses(ctx, in.ID, 1)
+	r, _, err := h.emu.WaitAnswer(ctx, in.ID)
 	if err != nil {
 		t.Fatalf("no answer to /cron %s: %v", sub, err)
 	}
-	return in
+	return r
 }
 
 func opt(name string, v any) discordtest.CommandOption {
@@ -126,16 +127,16 @@ func writeCLIConfig(t *testing.T, storePath string) string {
 func TestSchedE2EInChatJobRunsAtItsTime(t *testing.T) {
 	t.Parallel()
 	h := schedStart(t, nil, nil)
-	in := h.cron(t, "add", opt("schedule", "0 9 * * *"), opt("prompt", "say good morning"), opt("tz", "Europe/Berlin"))
-	if r := in.Responses[len(in.Responses)-1]; r.Ephemeral || !strings.Contains(r.Content, "in-chat") {
-		t.Fatalf("/cron add reply = %+v", in.Responses)
+	r := h.cron(t, "add", opt("schedule", "0 9 * * *"), opt("prompt", "say good morning"), opt("tz", "Europe/Berlin"))
+	if r.Ephemeral || !strings.Contains(r.Content, "in-chat") {
+		t.Fatalf("/cron add reply = %+v", r)
 	}
 	j := h.onlyJob(t)
 	if j.Mode() != scheduler.ModeInChat || !j.State.NextRunAt.Equal(schedT0.Add(30*time.Minute)) {
 		t.Fatalf("job = %+v (next %v)", j, j.State.NextRunAt)
 	}
-	if !strings.Contains(in.Responses[len(in.Responses)-1].Content, j.ID) {
-		t.Fatalf("/cron add reply does not name the job id %s: %q", j.ID, in.Responses[len(in.Responses)-1].Content)
+	if !strings.Contains(r.Content, j.ID) {
+		t.Fatalf("/cron add reply does not name the job id %s: %q", j.ID, r.Content)
 	}
 	before := len(h.emu.Messages(h.general.ID))
 
@@ -191,9 +192,8 @@ func TestSchedE2EBackgroundJobPostsOnlyResult(t *testing.T) {
 	t.Parallel()
 	h := schedStart(t, nil, nil)
 	prompt := "compile the news digest"
-	in := h.cron(t, "add", opt("schedule", "every 1h"), opt("prompt", prompt), opt("target", "isolated"), opt("to", "channel:"+h.news.ID))
-	if r := in.Responses[len(in.Responses)-1]; !strings.Contains(r.Content, "background") {
-		t.Fatalf("/cron add reply = %+v", in.Responses)
+	if r := h.cron(t, "add", opt("schedule", "every 1h"), opt("prompt", prompt), opt("target", "isolated"), opt("to", "channel:"+h.news.ID)); !strings.Contains(r.Content, "background") {
+		t.Fatalf("/cron add reply = %+v", r)
 	}
 	j := h.onlyJob(t)
 	generalBefore := len(h.emu.Messages(h.general.ID))
@@ -259,10 +259,9 @@ func TestSchedE2EBackgroundJobPostsOnlyResult(t *testing.T) {
 func TestSchedE2EInChatJobWithToElsewhereRefused(t *testing.T) {
 	t.Parallel()
 	h := schedStart(t, nil, nil)
-	in := h.cron(t, "add", opt("schedule", "every 1h"), opt("prompt", "post here"), opt("target", "main"), opt("to", "channel:"+h.news.ID))
-	r := in.Responses[0]
+	r := h.cron(t, "add", opt("schedule", "every 1h"), opt("prompt", "post here"), opt("target", "main"), opt("to", "channel:"+h.news.ID))
 	if !r.Ephemeral || !strings.Contains(r.Content, "cannot deliver") || !strings.Contains(r.Content, "isolated") {
-		t.Fatalf("reply = %+v", in.Responses)
+		t.Fatalf("reply = %+v", r)
 	}
 	if jobs, err := h.app.sched.Scheduler.List(t.Context()); err != nil || len(jobs) != 0 {
 		t.Fatalf("jobs = %+v, %v", jobs, err)

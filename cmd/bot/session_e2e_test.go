@@ -92,7 +92,7 @@ func seSpawn(t *testing.T, h *harness, task, label string, thread bool) discordt
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	if _, err := h.emu.WaitResponses(ctx, in.ID, 1); err != nil {
+	if _, _, err := h.emu.WaitAnswer(ctx, in.ID); err != nil {
 		t.Fatalf("no answer to /spawn: %v", err)
 	}
 	return in

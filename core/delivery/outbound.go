@@ -182,8 +182,10 @@ func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (
 		return Result{}, fmt.Errorf("deliver %q: %w", d.ID, ErrInvalidDelivery)
 	}
 	d.Target = d.Target.Normalize()
-	unlock := o.locks.lock(d.Target.Key())
-	defer unlock()
+	held := &heldLock{locks: &o.locks, key: d.Target.Key()}
+	held.unlock = o.locks.lock(held.key)
+	defer func() { held.unlock() }()
+	ctx = context.WithValue(ctx, heldLockKey{}, held)
 
 	prev, found, err := o.outbox.GetDelivery(ctx, d.ID)
 	if err != nil {
@@ -200,10 +202,23 @@ func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (
 	rec := Record{Delivery: d, State: StatePending, CreatedAt: now, UpdatedAt: now}
 	if found {
 		rec.CreatedAt = prev.CreatedAt
-		if prev.State == StateDelivered || prev.State == StateSent {
+		switch {
+		case prev.State == StateDelivered || prev.State == StateSent:
 			// Already displayed: finish the write if a crash interrupted it, never resend.
-			return o.commit(ctx, prev, Receipt{MessageIDs: prev.MessageIDs, Duplicate: true}, commit, true)
+			return o.finish(ctx, prev, Receipt{MessageIDs: prev.MessageIDs, Duplicate: true}, commit, true)
+		case prev.State == StateFailed && len(prev.MessageIDs) > 0:
+			// Partly displayed and recorded as such: the rest is never sent.
+			return o.finish(ctx, prev, Receipt{MessageIDs: prev.MessageIDs, Duplicate: true}, commit, true)
 		}
+		if prev.Delivery.Target.Normalize().Key() != d.Target.Key() {
+			return Result{}, fmt.Errorf("deliver %s: target changed from %s to %s: %w", d.ID,
+				prev.Delivery.Target.ConversationID, d.Target.ConversationID, ErrInvalidDelivery)
+		}
+		// The first attempt may have been displayed: its text (and the rest
+		// of the payload) is the delivery's, whatever the caller made since.
+		rec.Delivery = prev.Delivery
+		rec.Delivery.Target = d.Target
+		rec.MessageIDs = slices.Clone(prev.MessageIDs)
 	}
 	if err := o.outbox.PutDelivery(ctx, rec); err != nil {
 		return Result{}, fmt.Errorf("deliver %s: record pending: %w", d.ID, err)
@@ -215,13 +230,37 @@ func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (
 		}
 	}
 
-	send := d
+	send := rec.Delivery
 	send.Resend = found
+	send.FirstAttempt = rec.CreatedAt
+	send.Shown = slices.Clone(rec.MessageIDs)
 	receipt, sendErr := o.sender.Send(ctx, send)
 	if sendErr == nil && len(receipt.MessageIDs) == 0 {
 		sendErr = fmt.Errorf("no message id in receipt: %w", ErrTransient)
 	}
 	if sendErr != nil {
+		shown := receipt.MessageIDs
+		if len(shown) < len(rec.MessageIDs) {
+			shown = rec.MessageIDs
+		}
+		if len(shown) > 0 && !errors.Is(sendErr, ErrTransient) {
+			if receipt.Text != "" {
+				// A later part failed permanently after earlier parts were
+				// displayed: the transcript records exactly what is shown
+				// (invariant 2) and the delivery is reported failed.
+				rec.State, rec.MessageIDs, rec.DisplayedText = StateSent, slices.Clone(shown), receipt.Text
+				rec.Error, rec.UpdatedAt = sendErr.Error(), o.clock.Now()
+				if err := o.outbox.PutDelivery(context.WithoutCancel(ctx), rec); err != nil {
+					o.log.Error().Err(err).Str("delivery", d.ID).Msg("record partly displayed delivery")
+				}
+				o.log.Warn().Err(sendErr).Str("delivery", d.ID).Int("parts_shown", len(shown)).
+					Msg("delivery partly displayed: recording the parts shown")
+				return o.finish(context.WithoutCancel(ctx), rec, Receipt{MessageIDs: shown}, commit, found)
+			}
+			// The sender cannot say what the shown parts display: keep it
+			// pending rather than record a guess (a resend resumes).
+			sendErr = fmt.Errorf("%w (parts shown, text unknown: %w)", sendErr, ErrTransient)
+		}
 		// A transient failure may hide a message Discord did display (a
 		// dropped response): the record stays pending, so Recover at the
 		// next start sends it again under the same id (the sender's
@@ -230,6 +269,7 @@ func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (
 		state := StateFailed
 		if errors.Is(sendErr, ErrTransient) {
 			state = StatePending
+			rec.MessageIDs = slices.Clone(shown)
 		}
 		rec.State, rec.Error, rec.UpdatedAt = state, sendErr.Error(), o.clock.Now()
 		if err := o.outbox.PutDelivery(context.WithoutCancel(ctx), rec); err != nil {
@@ -238,13 +278,28 @@ func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (
 		o.observe(rec)
 		return Result{}, &FailedError{DeliveryID: d.ID, Target: d.Target, Err: sendErr}
 	}
-	rec.State, rec.MessageIDs, rec.UpdatedAt = StateSent, slices.Clone(receipt.MessageIDs), o.clock.Now()
+	rec.State, rec.MessageIDs, rec.Error, rec.UpdatedAt = StateSent, slices.Clone(receipt.MessageIDs), "", o.clock.Now()
 	// Persist the receipt first: from here on a restart finishes the write
 	// instead of sending again.
 	if err := o.outbox.PutDelivery(context.WithoutCancel(ctx), rec); err != nil {
 		o.log.Error().Err(err).Str("delivery", d.ID).Msg("record delivered receipt")
 	}
-	return o.commit(context.WithoutCancel(ctx), rec, receipt, commit, found)
+	return o.finish(context.WithoutCancel(ctx), rec, receipt, commit, found)
+}
+
+// ErrPartlyDisplayed: a later part of a split message failed permanently;
+// the parts shown were recorded as the delivery's transcript entry.
+var ErrPartlyDisplayed = errors.New("partly displayed")
+
+// finish commits a confirmed (or partly displayed) delivery. A partly
+// displayed one is recorded and still reported as a failed delivery.
+func (o *Outbound) finish(ctx context.Context, rec Record, receipt Receipt, commit CommitFunc, recovered bool) (Result, error) {
+	res, err := o.commit(ctx, rec, receipt, commit, recovered)
+	if err != nil || rec.DisplayedText == "" {
+		return res, err
+	}
+	return res, &FailedError{DeliveryID: rec.Delivery.ID, Target: rec.Delivery.Target,
+		Err: fmt.Errorf("%w: %d part(s) shown: %s", ErrPartlyDisplayed, len(rec.MessageIDs), rec.Error)}
 }
 
 // claim takes the delivery for this process or reports ErrClaimed.
@@ -267,6 +322,11 @@ func (o *Outbound) claim(ctx context.Context, id string) error {
 // it can sit after entries of messages displayed later.
 func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, commit CommitFunc, recovered bool) (Result, error) {
 	d := rec.Delivery
+	text := d.Text
+	if rec.DisplayedText != "" {
+		text = rec.DisplayedText
+	}
+	receipt.Text, receipt.Recovered = text, recovered
 	key, b, bound := o.SessionFor(d.Target)
 	res := Result{MessageIDs: slices.Clone(rec.MessageIDs)}
 	if bound {
@@ -282,14 +342,14 @@ func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, comm
 	case d.Producer.AgentID != "" && agent != "" && agent != d.Producer.AgentID:
 		res.SkipReason = SkipOtherAgent
 		o.exception(rec, res, key)
-	case d.Text == "":
+	case text == "":
 		res.SkipReason = SkipNativeOnly
 		o.exception(rec, res, key)
 	default:
 		e, err := o.transcripts.Append(ctx, key, transcript.Entry{
 			Role:       transcript.RoleAssistant,
 			Author:     authorOf(d),
-			Text:       d.Text,
+			Text:       text,
 			MessageIDs: slices.Clone(rec.MessageIDs),
 			Source:     d.Producer.Source,
 			DeliveryID: d.ID,
@@ -300,8 +360,12 @@ func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, comm
 		}
 		res.Entry, res.Written, res.SessionKey = e, true, key
 	}
-	if rec.State != StateDelivered {
-		rec.SessionKey, rec.Reason, rec.State, rec.UpdatedAt = res.SessionKey, res.SkipReason, StateDelivered, o.clock.Now()
+	final := StateDelivered
+	if rec.DisplayedText != "" {
+		final = StateFailed // partly displayed: recorded, still a failed delivery
+	}
+	if rec.State != final {
+		rec.SessionKey, rec.Reason, rec.State, rec.UpdatedAt = res.SessionKey, res.SkipReason, final, o.clock.Now()
 		if res.SkipReason == SkipTurnReply {
 			rec.SessionKey = key
 		}
@@ -385,6 +449,38 @@ func (o *Outbound) Recover(ctx context.Context, before time.Time) (recovered int
 		recovered++
 	}
 	return recovered, nil
+}
+
+// heldLock is the conversation lock a Deliver holds, as its Sender sees it
+// through the context (see Pause).
+type heldLock struct {
+	locks  *keyedMutex
+	key    string
+	unlock func()
+}
+
+type heldLockKey struct{}
+
+// Pause waits d (or until ctx ends). Called by a Sender inside Deliver, it
+// releases the conversation's send lock while it waits, so other
+// deliveries to the conversation (an interaction's reply, a notice) are not
+// held up by this one's rate limit. A Sender may call it only while none of
+// this delivery is displayed or possibly displayed (nothing sent yet, or
+// only failures that committed nothing, such as a 429): the display order
+// then still equals the transcript order. Otherwise it waits with the lock.
+func Pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	if h, ok := ctx.Value(heldLockKey{}).(*heldLock); ok {
+		h.unlock()
+		defer func() { h.unlock = h.locks.lock(h.key) }()
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // keyedMutex serialises work per key without growing without bound.

@@ -28,6 +28,9 @@ type fakeSender struct {
 	byID      map[string][]string // delivery id -> message ids
 	failNext  error
 	sends     int
+	// onSend, when set, answers instead of the default behaviour.
+	onSend func(d delivery.Delivery) (delivery.Receipt, error)
+	got    []delivery.Delivery // every delivery handed to Send
 }
 
 func newFakeSender() *fakeSender {
@@ -38,6 +41,10 @@ func (f *fakeSender) Send(_ context.Context, d delivery.Delivery) (delivery.Rece
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sends++
+	f.got = append(f.got, d)
+	if f.onSend != nil {
+		return f.onSend(d)
+	}
 	if err := f.failNext; err != nil {
 		f.failNext = nil
 		return delivery.Receipt{}, err
@@ -331,5 +338,113 @@ func TestTransientFailureStaysPendingForRecover(t *testing.T) {
 	es := f.entries(t, sessionkey.ForConversation("main", conv("c1")))
 	if len(es) != 1 || es[0].Meta["recovered"] != "true" || len(f.sender.displayed["c1"]) != 1 {
 		t.Fatalf("entries %+v, displayed %v: want the one displayed message written once", es, f.sender.displayed["c1"])
+	}
+}
+
+// Defect 6 (issue 12): a resend under a pending delivery id sends and
+// records the first attempt's text, never the caller's new text.
+func TestOutboundResendKeepsFirstAttemptText(t *testing.T) {
+	for _, turn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("turn=%v", turn), func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			key := sessionkey.ForConversation("main", conv("c1"))
+			mk := func(text string) delivery.Delivery {
+				d := delivery.Delivery{ID: "turn:1", Target: conv("c1"), Text: text, Producer: delivery.Producer{Source: transcript.SourceTurn, AgentID: "main"}}
+				if turn {
+					d.Producer.TurnSessionKey = key
+				}
+				return d
+			}
+			var committed []string
+			commit := func(ctx context.Context, r delivery.Receipt) error {
+				if !r.Recovered || r.EntryMeta(nil)["recovered"] != "true" {
+					t.Errorf("resent turn reply's receipt %+v is not marked recovered", r)
+				}
+				committed = append(committed, r.Text)
+				_, err := f.tr.Append(ctx, key, transcript.Entry{Role: transcript.RoleAssistant, Text: r.Text, MessageIDs: r.MessageIDs, DeliveryID: "turn:1"})
+				return err
+			}
+			if !turn {
+				commit = nil
+			}
+			// The first attempt was displayed but its response was lost.
+			f.sender.failNext = fmt.Errorf("dropped: %w", delivery.ErrTransient)
+			if _, err := f.out.Deliver(ctx, mk("first answer"), commit); err == nil {
+				t.Fatal("want the transient failure")
+			}
+			// A re-run of the turn made new text; the same id is sent again.
+			if _, err := f.out.Deliver(ctx, mk("second answer"), commit); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.sender.got[1]; got.Text != "first answer" || !got.Resend || !got.FirstAttempt.Equal(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)) {
+				t.Fatalf("resend = %+v, want the first text, Resend and FirstAttempt", got)
+			}
+			es := f.entries(t, key)
+			if len(es) != 1 || es[0].Text != "first answer" {
+				t.Fatalf("entries = %+v, want the first attempt's text once", es)
+			}
+			if turn && (len(committed) != 1 || committed[0] != "first answer") {
+				t.Fatalf("turn committed %q", committed)
+			}
+		})
+	}
+}
+
+// Defect 5 (issue 12): a later part failing permanently records exactly the
+// parts displayed and reports the delivery failed; it is never resent.
+func TestOutboundPartlyDisplayedRecordsShownParts(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.sender.onSend = func(d delivery.Delivery) (delivery.Receipt, error) {
+		return delivery.Receipt{MessageIDs: []string{"m1", "m2"}, Text: "part one part two "}, fmt.Errorf("send part 3/3: thread archived: %w", delivery.ErrDestinationGone)
+	}
+	d := delivery.Delivery{ID: "long:1", Target: conv("c1"), Text: "part one part two part three", Producer: delivery.Producer{Source: transcript.SourceJob, AgentID: "main"}}
+	res, err := f.out.Deliver(ctx, d, nil)
+	var fe *delivery.FailedError
+	if !errors.As(err, &fe) || !errors.Is(err, delivery.ErrPartlyDisplayed) {
+		t.Fatalf("err = %v, want a FailedError wrapping ErrPartlyDisplayed", err)
+	}
+	key := sessionkey.ForConversation("main", conv("c1"))
+	es := f.entries(t, key)
+	if len(es) != 1 || es[0].Text != "part one part two " || fmt.Sprint(es[0].MessageIDs) != "[m1 m2]" || !res.Written {
+		t.Fatalf("entries = %+v res %+v, want exactly the displayed parts", es, res)
+	}
+	rec, _, _ := f.store.GetDelivery(ctx, d.ID)
+	if rec.State != delivery.StateFailed || rec.Error == "" || len(rec.MessageIDs) != 2 {
+		t.Fatalf("record %+v, want failed with the shown ids", rec)
+	}
+	// Delivering it again neither sends the rest nor writes again.
+	if _, err := f.out.Deliver(ctx, d, nil); !errors.Is(err, delivery.ErrPartlyDisplayed) {
+		t.Fatalf("repeat err = %v", err)
+	}
+	if f.sender.sends != 1 || len(f.entries(t, key)) != 1 {
+		t.Fatalf("sends %d entries %d", f.sender.sends, len(f.entries(t, key)))
+	}
+}
+
+// A transient failure after some parts were shown keeps them: the resend
+// resumes after them (Shown) instead of relying on the nonce window.
+func TestOutboundTransientPartialResumes(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	calls := 0
+	f.sender.onSend = func(d delivery.Delivery) (delivery.Receipt, error) {
+		calls++
+		if calls == 1 {
+			return delivery.Receipt{MessageIDs: []string{"m1"}, Text: "a"}, fmt.Errorf("503: %w", delivery.ErrTransient)
+		}
+		if fmt.Sprint(d.Shown) != "[m1]" {
+			return delivery.Receipt{}, fmt.Errorf("resend without shown parts %v: %w", d.Shown, delivery.ErrRejected)
+		}
+		return delivery.Receipt{MessageIDs: []string{"m1", "m2"}}, nil
+	}
+	d := delivery.Delivery{ID: "long:2", Target: conv("c1"), Text: "ab", Producer: delivery.Producer{Source: transcript.SourceJob, AgentID: "main"}}
+	if _, err := f.out.Deliver(ctx, d, nil); !errors.Is(err, delivery.ErrTransient) {
+		t.Fatalf("err = %v", err)
+	}
+	res, err := f.out.Deliver(ctx, d, nil)
+	if err != nil || fmt.Sprint(res.MessageIDs) != "[m1 m2]" {
+		t.Fatalf("res %+v err %v", res, err)
 	}
 }

@@ -55,12 +55,23 @@ type Delivery struct {
 	// displayed (a retry after a crash): senders without an idempotency key
 	// look for the earlier message before posting.
 	Resend bool `json:"-"`
+	// FirstAttempt is set by Outbound: when this delivery was first
+	// recorded. A sender reconciling a resend matches only messages
+	// created from then on (what this delivery could have created).
+	FirstAttempt time.Time `json:"-"`
+	// Shown is set by Outbound on a resend: the message ids of the first
+	// len(Shown) parts, confirmed displayed by an earlier attempt. The
+	// sender resumes after them and returns them first in its receipt.
+	Shown []string `json:"-"`
 }
 
 // Interaction identifies a slash command invocation to answer.
 type Interaction struct {
 	ID    string `json:"id"`
 	Token string `json:"token"`
+	// Deferred: the interaction was answered with a deferred response
+	// (type 5); the reply edits @original.
+	Deferred bool `json:"deferred,omitempty"`
 }
 
 // Receipt is Discord's confirmation of a send.
@@ -69,6 +80,22 @@ type Receipt struct {
 	// Duplicate is true when the platform reported the send had already
 	// happened (nonce match or reconciliation), so no new message was posted.
 	Duplicate bool
+	// Text is what the messages display. A Sender sets it when it returns
+	// ids with an error (the parts shown before a later part failed);
+	// Outbound sets it on the receipt it hands to a CommitFunc: the
+	// delivery's text as fixed at its first attempt, or the parts shown.
+	Text string
+	// Recovered is set by Outbound when an earlier attempt (maybe another
+	// process's) may have displayed the messages: the entry is appended
+	// now, possibly after entries of messages displayed later, and is
+	// marked with EntryMeta.
+	Recovered bool
+}
+
+// EntryMeta returns the meta for the transcript entry of this receipt: m,
+// plus recovered=true for a recovered delivery.
+func (r Receipt) EntryMeta(m map[string]string) map[string]string {
+	return metaFor(m, r.Recovered)
 }
 
 // Failure kinds a Sender reports by wrapping these sentinels.
@@ -107,11 +134,17 @@ type Record struct {
 	Delivery   Delivery     `json:"delivery"`
 	State      PendingState `json:"state"`
 	SessionKey string       `json:"sessionKey,omitempty"` // destination session written (if any)
-	MessageIDs []string     `json:"messageIds,omitempty"`
-	Error      string       `json:"error,omitempty"`
-	Reason     string       `json:"reason,omitempty"` // router or skip reason
-	CreatedAt  time.Time    `json:"createdAt"`
-	UpdatedAt  time.Time    `json:"updatedAt"`
+	// MessageIDs: the confirmed messages; while pending, the parts an
+	// earlier attempt confirmed (a resend resumes after them).
+	MessageIDs []string `json:"messageIds,omitempty"`
+	// DisplayedText is set when a later part failed permanently: the text
+	// of the parts displayed (MessageIDs), which is what the transcript
+	// records. Such a delivery ends failed, with its entry written.
+	DisplayedText string    `json:"displayedText,omitempty"`
+	Error         string    `json:"error,omitempty"`
+	Reason        string    `json:"reason,omitempty"` // router or skip reason
+	CreatedAt     time.Time `json:"createdAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
 }
 
 // Store is the delivery outbox: a delivery is recorded as pending before it

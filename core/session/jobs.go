@@ -42,8 +42,8 @@ func (m *Manager) RunJobTurn(ctx context.Context, jt JobTurn) ([]string, error) 
 			Producer: delivery.Producer{Source: transcript.SourceJobTrigger, TurnSessionKey: key, AgentID: agent.ID, Meta: jt.Meta}}
 		var seq uint64
 		tres, err := m.d.Outbound.Deliver(qctx, trig, func(ctx context.Context, r delivery.Receipt) error {
-			e, err := m.d.Transcripts.Append(ctx, key, transcript.Entry{Role: transcript.RoleUser, Author: "scheduler", Text: jt.Trigger,
-				MessageIDs: r.MessageIDs, Source: transcript.SourceJobTrigger, DeliveryID: trig.ID, Meta: maps.Clone(jt.Meta)})
+			e, err := m.d.Transcripts.Append(ctx, key, transcript.Entry{Role: transcript.RoleUser, Author: "scheduler", Text: r.Text,
+				MessageIDs: r.MessageIDs, Source: transcript.SourceJobTrigger, DeliveryID: trig.ID, Meta: r.EntryMeta(maps.Clone(jt.Meta))})
 			seq = e.Seq
 			return err
 		})

@@ -140,8 +140,8 @@ func (m *Manager) sendMessage(ctx context.Context, t turnInput, to, text, callID
 	if target.Key() == t.conv.Key() {
 		d.Producer.TurnSessionKey = t.key
 		commit = func(ctx context.Context, r delivery.Receipt) error {
-			_, err := m.d.Transcripts.Append(ctx, t.key, transcript.Entry{Role: transcript.RoleAssistant, Author: agent.Name, Text: text,
-				MessageIDs: r.MessageIDs, Source: transcript.SourceMessageTool, DeliveryID: d.ID})
+			_, err := m.d.Transcripts.Append(ctx, t.key, transcript.Entry{Role: transcript.RoleAssistant, Author: agent.Name, Text: r.Text,
+				MessageIDs: r.MessageIDs, Source: transcript.SourceMessageTool, DeliveryID: d.ID, Meta: r.EntryMeta(nil)})
 			return err
 		}
 	}

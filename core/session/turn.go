@@ -117,8 +117,8 @@ func (m *Manager) reply(ctx context.Context, t turnInput, text string, source tr
 	}
 	res, err := m.d.Outbound.Deliver(ctx, d, func(ctx context.Context, r delivery.Receipt) error {
 		_, err := m.d.Transcripts.Append(ctx, t.key, transcript.Entry{
-			Role: transcript.RoleAssistant, Author: author, Text: text, MessageIDs: r.MessageIDs,
-			Source: source, DeliveryID: d.ID,
+			Role: transcript.RoleAssistant, Author: author, Text: r.Text, MessageIDs: r.MessageIDs,
+			Source: source, DeliveryID: d.ID, Meta: r.EntryMeta(nil),
 		})
 		return err
 	})

@@ -43,7 +43,11 @@
 //     archived thread), 160005 (403, send to a locked thread; the bot is not a moderator), 30007
 //     (15 webhooks per channel), 50027 (401, wrong webhook token), 40060 (interaction already
 //     acknowledged). A send into an archived, unlocked thread unarchives it. nonce+enforce_nonce
-//     returns the first message for a repeated nonce in the channel.
+//     returns the first message for a repeated nonce in the channel, within Options.NonceWindow
+//     (default 5 minutes) only: later the same nonce posts a new message.
+//   - Interactions keep Discord's clocks (injectable): a callback later than 3 s after the
+//     interaction was created fails 404 / 10062; followups and @original reads, edits and deletes
+//     work for 15 minutes, then fail 401 / 50027.
 //   - The application (GET /applications/@me, READY) has flags, DefaultApplicationFlags unless
 //     Options.ApplicationFlags or SetApplicationFlags say otherwise; IDENTIFY asking for a
 //     privileged intent (members, presences, message content) they do not allow is closed with

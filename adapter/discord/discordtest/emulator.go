@@ -47,6 +47,15 @@ type Options struct {
 	// Remaining. Zero fields take defaults: Total 1000, Remaining Total, ResetAfter 24h,
 	// MaxConcurrency 1.
 	SessionStartLimit SessionStartLimit
+	// InteractionDeadline is how long after an interaction was created its callback is accepted;
+	// later callbacks fail with 404 / 10062 "Unknown interaction", as on Discord. Default 3 s.
+	InteractionDeadline time.Duration
+	// InteractionTokenTTL is how long an interaction token works for followups and @original
+	// reads, edits and deletes; later calls fail with 401 / 50027. Default 15 minutes.
+	InteractionTokenTTL time.Duration
+	// NonceWindow is how long enforce_nonce dedupes a message nonce; later the same nonce posts a
+	// new message (Discord honours nonces for only a few minutes). Default 5 minutes.
+	NonceWindow time.Duration
 	// ApplicationFlags are the application's flags (GET /applications/@me, READY); they decide
 	// which privileged intents IDENTIFY may ask for. Zero means DefaultApplicationFlags (Message
 	// Content switched on in the portal); SetApplicationFlags(0) turns every one off.
@@ -114,6 +123,15 @@ func New(opts Options) *Emulator {
 	}
 	if opts.GlobalWindow <= 0 {
 		opts.GlobalWindow = time.Second
+	}
+	if opts.InteractionDeadline <= 0 {
+		opts.InteractionDeadline = 3 * time.Second
+	}
+	if opts.InteractionTokenTTL <= 0 {
+		opts.InteractionTokenTTL = 15 * time.Minute
+	}
+	if opts.NonceWindow <= 0 {
+		opts.NonceWindow = 5 * time.Minute
 	}
 	if opts.Shards <= 0 {
 		opts.Shards = 1

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -787,5 +788,111 @@ func TestFaultAfterSkipsMatchingCalls(t *testing.T) {
 	must(t, send("part 3"))
 	if msgs := f.e.Messages(f.ch.ID); len(msgs) != 2 || msgs[0].Content != "part 1" || msgs[1].Content != "part 3" {
 		t.Fatalf("messages = %+v", msgs)
+	}
+}
+
+// testClock is a settable clock for the emulator's time rules.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func TestNonceForgottenAfterWindow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		window  time.Duration
+		advance time.Duration
+		dedupe  bool
+	}{
+		{"default window, inside", 0, 4 * time.Minute, true},
+		{"default window, past", 0, 5*time.Minute + time.Second, false},
+		{"configured window, past", time.Minute, 61 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := &testClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			f := newFixture(t, discordtest.Options{Now: clk.Now, NonceWindow: tc.window})
+			s := restSession(t, f.e)
+			ep := discordgo.EndpointChannelMessages(f.ch.ID)
+			send := func(content string) string {
+				b, err := s.RequestWithBucketID("POST", ep, nonceSend{Content: content, Nonce: "delivery-1", EnforceNonce: true}, ep)
+				must(t, err)
+				var m discordgo.Message
+				must(t, json.Unmarshal(b, &m))
+				return m.ID
+			}
+			first := send("first")
+			clk.Advance(tc.advance)
+			second := send("first")
+			if got := first == second; got != tc.dedupe {
+				t.Fatalf("deduped = %v, want %v (messages %d)", got, tc.dedupe, len(f.e.Messages(f.ch.ID)))
+			}
+			want := 1
+			if !tc.dedupe {
+				want = 2
+			}
+			if n := len(f.e.Messages(f.ch.ID)); n != want {
+				t.Fatalf("messages = %d, want %d", n, want)
+			}
+		})
+	}
+}
+
+func TestInteractionDeadlines(t *testing.T) {
+	t.Parallel()
+	clk := &testClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	f := newFixture(t, discordtest.Options{Now: clk.Now})
+	s := restSession(t, f.e)
+	_, err := s.ApplicationCommandBulkOverwrite(f.e.ApplicationID(), f.guild.ID, []*discordgo.ApplicationCommand{{Name: "ping", Description: "p"}})
+	must(t, err)
+	invoke := func() *discordgo.Interaction {
+		in, err := f.e.InvokeCommand(f.ch.ID, f.alice.ID, "ping")
+		must(t, err)
+		return &discordgo.Interaction{ID: in.ID, Token: in.Token, AppID: f.e.ApplicationID()}
+	}
+	reply := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource, Data: &discordgo.InteractionResponseData{Content: "pong"}}
+
+	late := invoke()
+	clk.Advance(3*time.Second + time.Millisecond)
+	if status, code := restCode(t, s.InteractionRespond(late, reply)); status != http.StatusNotFound || code != 10062 {
+		t.Fatalf("late callback = %d/%d, want 404/10062", status, code)
+	}
+	if n := len(f.e.Messages(f.ch.ID)); n != 0 {
+		t.Fatalf("late callback displayed %d messages", n)
+	}
+
+	in := invoke()
+	clk.Advance(2 * time.Second)
+	must(t, s.InteractionRespond(in, reply))
+	clk.Advance(14 * time.Minute)
+	content := "edited"
+	_, err = s.InteractionResponseEdit(in, &discordgo.WebhookEdit{Content: &content})
+	must(t, err)
+	_, err = s.FollowupMessageCreate(in, true, &discordgo.WebhookParams{Content: "more"})
+	must(t, err)
+	clk.Advance(time.Minute + time.Second)
+	_, err = s.InteractionResponse(in)
+	if status, code := restCode(t, err); status != http.StatusUnauthorized || code != 50027 {
+		t.Fatalf("GET @original after 15 min = %d/%d", status, code)
+	}
+	_, err = s.InteractionResponseEdit(in, &discordgo.WebhookEdit{Content: &content})
+	if status, code := restCode(t, err); status != http.StatusUnauthorized || code != 50027 {
+		t.Fatalf("edit @original after 15 min = %d/%d", status, code)
+	}
+	_, err = s.FollowupMessageCreate(in, true, &discordgo.WebhookParams{Content: "late"})
+	if status, code := restCode(t, err); status != http.StatusUnauthorized || code != 50027 {
+		t.Fatalf("followup after 15 min = %d/%d", status, code)
 	}
 }

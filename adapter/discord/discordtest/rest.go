@@ -441,8 +441,8 @@ func (e *Emulator) createMessage(c *call) reply {
 	}
 	key := ch.ID + "\x00" + e.botUser.ID + "\x00" + nonce
 	if nonce != "" && b.EnforceNonce {
-		if id, found := e.world.nonces[key]; found {
-			if m := e.world.msgByID[id]; m != nil {
+		if n, found := e.world.nonces[key]; found && e.opts.Now().Sub(n.at) < e.opts.NonceWindow {
+			if m := e.world.msgByID[n.id]; m != nil {
 				return ok(m.wire())
 			}
 		}
@@ -467,7 +467,7 @@ func (e *Emulator) createMessage(c *call) reply {
 	}
 	e.postLocked(ch, m)
 	if nonce != "" && b.EnforceNonce {
-		e.world.nonces[key] = m.ID
+		e.world.nonces[key] = nonceRec{id: m.ID, at: e.opts.Now()}
 	}
 	return ok(m.wire())
 }
@@ -948,6 +948,9 @@ func (e *Emulator) webhookMessage(c *call) (*Channel, *Message, *Interaction, re
 		if in == nil {
 			return nil, nil, nil, errUnknownWebhook()
 		}
+		if e.tokenExpiredLocked(in) {
+			return nil, nil, nil, errInvalidWebhookTok()
+		}
 		id := c.p["message_id"]
 		if id == "@original" {
 			id = in.OriginalID
@@ -1094,6 +1097,10 @@ func (e *Emulator) interactionCallback(c *call) reply {
 	if in.acked {
 		return errAlreadyAcked()
 	}
+	if e.opts.Now().Sub(in.Created) > e.opts.InteractionDeadline {
+		// Discord forgets an interaction nobody answered within 3 s.
+		return errUnknownInteraction()
+	}
 	var b msgBody
 	if r := c.decode(&b); r.status != 0 {
 		return r
@@ -1146,10 +1153,18 @@ func (e *Emulator) interactionCallback(c *call) reply {
 	return noContent()
 }
 
+// tokenExpiredLocked reports whether an interaction token outlived its 15 minutes.
+func (e *Emulator) tokenExpiredLocked(in *Interaction) bool {
+	return e.opts.Now().Sub(in.Created) > e.opts.InteractionTokenTTL
+}
+
 func (e *Emulator) followup(c *call) reply {
 	in := e.world.interactions[c.p["webhook_token"]]
 	if in == nil || !in.acked {
 		return errUnknownWebhook()
+	}
+	if e.tokenExpiredLocked(in) {
+		return errInvalidWebhookTok()
 	}
 	var b msgBody
 	if r := c.decode(&b); r.status != 0 {

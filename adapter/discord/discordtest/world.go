@@ -155,8 +155,15 @@ type Interaction struct {
 	Options    []CommandOption
 	Responses  []InteractionResponse
 	OriginalID string // id of the displayed original response message, if any
+	Created    time.Time
 	acked      bool
 	ephemeral  bool // the original response is ephemeral
+}
+
+// nonceRec is the message an enforced nonce created, and when.
+type nonceRec struct {
+	id string
+	at time.Time
 }
 
 type world struct {
@@ -175,7 +182,7 @@ type world struct {
 	roles        map[string][]*Role     // guild id -> roles, @everyone (id = guild id) first
 	memberRoles  map[string][]string    // guild id "/" user id -> role ids
 	overwrites   map[string][]Overwrite // channel id -> permission overwrites
-	nonces       map[string]string      // channel\x00author\x00nonce -> message id
+	nonces       map[string]nonceRec    // channel\x00author\x00nonce -> message
 	commands     map[string][]Command
 	interactions map[string]*Interaction // by token
 	interByID    map[string]*Interaction
@@ -195,7 +202,7 @@ func newWorld() world {
 		roles:        map[string][]*Role{},
 		memberRoles:  map[string][]string{},
 		overwrites:   map[string][]Overwrite{},
-		nonces:       map[string]string{},
+		nonces:       map[string]nonceRec{},
 		commands:     map[string][]Command{},
 		interactions: map[string]*Interaction{},
 		interByID:    map[string]*Interaction{},

@@ -263,7 +263,7 @@ func (e *Emulator) InvokeCommand(channelID, userID, name string, opts ...Command
 	}
 	in := &Interaction{
 		ID: e.nextIDLocked(), ChannelID: ch.ID, GuildID: ch.GuildID, User: u, Command: name,
-		Options: append([]CommandOption(nil), opts...),
+		Options: append([]CommandOption(nil), opts...), Created: e.opts.Now(),
 	}
 	in.Token = "itok-" + in.ID
 	e.world.interactions[in.Token] = in
@@ -497,4 +497,28 @@ func (e *Emulator) WaitResponses(ctx context.Context, interactionID string, n in
 	var in Interaction
 	err := e.Wait(ctx, func() bool { in, _ = e.Interaction(interactionID); return len(in.Responses) >= n })
 	return in, err
+}
+
+// WaitAnswer waits for an interaction's answer and returns it with the
+// interaction: the first response, or, when the bot deferred (a type 5
+// callback), the response after the deferral (the edit of @original, or a
+// followup).
+func (e *Emulator) WaitAnswer(ctx context.Context, interactionID string) (InteractionResponse, Interaction, error) {
+	var in Interaction
+	idx := -1
+	err := e.Wait(ctx, func() bool {
+		in, _ = e.Interaction(interactionID)
+		for i, r := range in.Responses {
+			if i == 0 && r.Kind == "callback" && r.Type == 5 {
+				continue
+			}
+			idx = i
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		return InteractionResponse{}, in, err
+	}
+	return in.Responses[idx], in, nil
 }

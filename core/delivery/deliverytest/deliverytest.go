@@ -124,10 +124,12 @@ func testPutGet(t *testing.T, h *harness) {
 		State:      delivery.StateDelivered,
 		SessionKey: "agent:main:discord:channel:1",
 		MessageIDs: []string{"1", "2"},
-		Error:      "none",
-		Reason:     "bound",
-		CreatedAt:  time.Date(2025, 5, 5, 5, 5, 5, 555, zone),
-		UpdatedAt:  time.Now(),
+		// The text of the parts displayed before a later part failed.
+		DisplayedText: "multi\n",
+		Error:         "none",
+		Reason:        "bound",
+		CreatedAt:     time.Date(2025, 5, 5, 5, 5, 5, 555, zone),
+		UpdatedAt:     time.Now(),
 	}
 	minimal := delivery.Record{Delivery: delivery.Delivery{ID: "d-min"}}
 	empties := rec("d-empty", delivery.StatePending, t0)
