@@ -276,7 +276,8 @@ func TestCLIRunLogsLiveFindingsAtStart(t *testing.T) {
 
 // TestCLIBackupOfARunningBot: the running bot holds the lock; bot backup
 // gets a consistent copy through GET /backup (bearer http.token), which
-// opens and inspects cleanly; without the token it is refused.
+// opens and inspects cleanly; without the token it is refused. bot
+// healthcheck answers 0 while it runs, 1 once it stopped.
 func TestCLIBackupOfARunningBot(t *testing.T) {
 	t.Parallel()
 	h := startBot(t, nil, func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0"; c.HTTP.Token = "backup-secret" })
@@ -298,6 +299,10 @@ func TestCLIBackupOfARunningBot(t *testing.T) {
 			t.Fatal(err)
 		}
 		return p
+	}
+	// The container HEALTHCHECK asks /healthz (no token needed).
+	if code, out, errOut := cliRun(t, "healthcheck", "-config", cfgFor(h.cfg.Store.Path, "")); code != exitOK || out != "ok\n" {
+		t.Fatalf("healthcheck of the running bot: exit %d %q %s", code, out, errOut)
 	}
 	copyPath := filepath.Join(dir, "backup", "bot.db")
 	code, out, errOut := cliRun(t, "backup", copyPath, "-config", cfgFor(h.cfg.Store.Path, "backup-secret"))
@@ -325,8 +330,11 @@ func TestCLIBackupOfARunningBot(t *testing.T) {
 	if code, _, errOut := cliRun(t, "backup", bad, "-config", cfgFor(h.cfg.Store.Path, "")); code != exitUsage || !strings.Contains(errOut, "http.token") {
 		t.Fatalf("no token: exit %d %s", code, errOut)
 	}
-	// Stopped: the file is copied directly.
+	// Stopped: the file is copied directly, and the health check fails.
 	finishBot(t, h, h.general.ID).Close()
+	if code, _, _ := cliRun(t, "healthcheck", "-config", cfgFor(h.cfg.Store.Path, "")); code != exitProblems {
+		t.Fatalf("healthcheck of a stopped bot: exit %d, want 1", code)
+	}
 	if code, out, errOut := cliRun(t, "backup", filepath.Join(dir, "cold.db"), "-config", cfgFor(h.cfg.Store.Path, "")); code != exitOK || !strings.Contains(out, "from the file") {
 		t.Fatalf("backup of a stopped bot: exit %d\n%s\n%s", code, out, errOut)
 	}
