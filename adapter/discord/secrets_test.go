@@ -121,36 +121,39 @@ func TestRESTFailuresLeakNoSecret(t *testing.T) {
 		name   string
 		failOn string // path fragment that fails
 		run    func(ctx context.Context, a *Adapter) error
+		// reconciles: a dropped response is settled by reading @original
+		// (the answer may be displayed), so the send succeeds silently.
+		reconciles bool
 	}{
 		{"channel send", "/channels/600/messages", func(ctx context.Context, a *Adapter) error {
 			_, err := a.Send(ctx, delivery.Delivery{ID: "d1", Target: a.ref("600", ""), Text: "hi"})
 			return err
-		}},
+		}, false},
 		{"webhook execute", "/webhooks/" + testHookID + "/", func(ctx context.Context, a *Adapter) error {
 			_, err := a.Send(ctx, delivery.Delivery{ID: "d2", Target: a.ref("600", ""), Text: "hi", ViaWebhook: true,
 				Persona: delivery.Persona{Name: "worker"}})
 			return err
-		}},
+		}, false},
 		{"interaction response", "/interactions/", func(ctx context.Context, a *Adapter) error {
 			_, err := a.Send(ctx, delivery.Delivery{ID: "d3", Target: a.ref("600", ""), Text: "hi",
 				Interaction: &delivery.Interaction{ID: "55", Token: secretInterToken}})
 			return err
-		}},
+		}, true},
 		{"interaction original", "/messages/@original", func(ctx context.Context, a *Adapter) error {
 			_, err := a.Send(ctx, delivery.Delivery{ID: "d4", Target: a.ref("600", ""), Text: "hi",
 				Interaction: &delivery.Interaction{ID: "56", Token: secretInterToken}})
 			return err
-		}},
+		}, false},
 		{"followup", "/webhooks/" + testAppID + "/" + secretInterToken, func(ctx context.Context, a *Adapter) error {
 			_, err := a.Send(ctx, delivery.Delivery{ID: "d5", Target: a.ref("600", ""), Text: strings.Repeat("a", MaxMessageLen+10),
 				Interaction: &delivery.Interaction{ID: "57", Token: secretInterToken}})
 			return err
-		}},
+		}, false},
 		{"ephemeral command reply", "/interactions/", func(ctx context.Context, a *Adapter) error {
 			in := &discordgo.Interaction{ID: "58", Token: secretInterToken, AppID: testAppID}
 			a.answer(ctx, invocation{in: in, name: "agents"}, reply{text: "hello"})
 			return nil
-		}},
+		}, false},
 	}
 	for _, mode := range []string{"drop", "stall"} {
 		for _, p := range paths {
@@ -177,7 +180,7 @@ func TestRESTFailuresLeakNoSecret(t *testing.T) {
 				if err != nil {
 					text += "\n" + err.Error()
 				}
-				if strings.TrimSpace(text) == "" {
+				if strings.TrimSpace(text) == "" && !(p.reconciles && mode == "drop") {
 					t.Error("the failure was neither logged nor returned")
 				}
 				for _, s := range []string{secretBotToken, secretWebhookToken, secretInterToken} {

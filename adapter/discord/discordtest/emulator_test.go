@@ -827,7 +827,7 @@ func TestNonceForgottenAfterWindow(t *testing.T) {
 			s := restSession(t, f.e)
 			ep := discordgo.EndpointChannelMessages(f.ch.ID)
 			send := func(content string) string {
-				b, err := s.RequestWithBucketID("POST", ep, nonceSend{Content: content, Nonce: "delivery-1", EnforceNonce: true}, ep)
+				b, err := s.RequestWithBucketID("POST", ep, nonceSend{Content: content, AllowedMentions: quiet(), Nonce: "delivery-1", EnforceNonce: true}, ep)
 				must(t, err)
 				var m discordgo.Message
 				must(t, json.Unmarshal(b, &m))
@@ -862,7 +862,7 @@ func TestInteractionDeadlines(t *testing.T) {
 		must(t, err)
 		return &discordgo.Interaction{ID: in.ID, Token: in.Token, AppID: f.e.ApplicationID()}
 	}
-	reply := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource, Data: &discordgo.InteractionResponseData{Content: "pong"}}
+	reply := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource, Data: &discordgo.InteractionResponseData{Content: "pong", AllowedMentions: quiet()}}
 
 	late := invoke()
 	clk.Advance(3*time.Second + time.Millisecond)
@@ -878,20 +878,20 @@ func TestInteractionDeadlines(t *testing.T) {
 	must(t, s.InteractionRespond(in, reply))
 	clk.Advance(14 * time.Minute)
 	content := "edited"
-	_, err = s.InteractionResponseEdit(in, &discordgo.WebhookEdit{Content: &content})
+	_, err = s.InteractionResponseEdit(in, &discordgo.WebhookEdit{Content: &content, AllowedMentions: quiet()})
 	must(t, err)
-	_, err = s.FollowupMessageCreate(in, true, &discordgo.WebhookParams{Content: "more"})
+	_, err = s.FollowupMessageCreate(in, true, &discordgo.WebhookParams{Content: "more", AllowedMentions: quiet()})
 	must(t, err)
 	clk.Advance(time.Minute + time.Second)
 	_, err = s.InteractionResponse(in)
 	if status, code := restCode(t, err); status != http.StatusUnauthorized || code != 50027 {
 		t.Fatalf("GET @original after 15 min = %d/%d", status, code)
 	}
-	_, err = s.InteractionResponseEdit(in, &discordgo.WebhookEdit{Content: &content})
+	_, err = s.InteractionResponseEdit(in, &discordgo.WebhookEdit{Content: &content, AllowedMentions: quiet()})
 	if status, code := restCode(t, err); status != http.StatusUnauthorized || code != 50027 {
 		t.Fatalf("edit @original after 15 min = %d/%d", status, code)
 	}
-	_, err = s.FollowupMessageCreate(in, true, &discordgo.WebhookParams{Content: "late"})
+	_, err = s.FollowupMessageCreate(in, true, &discordgo.WebhookParams{Content: "late", AllowedMentions: quiet()})
 	if status, code := restCode(t, err); status != http.StatusUnauthorized || code != 50027 {
 		t.Fatalf("followup after 15 min = %d/%d", status, code)
 	}
