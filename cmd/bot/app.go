@@ -84,6 +84,10 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	a.bindings = binding.New(st, o.Clock, log.With().Str("component", "bindings").Logger())
+	if !cfg.Discord.ThreadBindings.Enabled {
+		// Stored bindings stop routing and are kept (invariant 8).
+		a.bindings.Disable()
+	}
 	if a.cluster, err = newCluster(octx, st, a.bindings, log.With().Str("component", "cluster").Logger()); err != nil {
 		st.Close()
 		return nil, err
@@ -146,6 +150,8 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger(),
 	})
 	a.bindings.OnEnded(a.sessions.OnBindingEnded)
+	// A recovered completion goes through its live path (router, fail-closed).
+	a.outbound.HandleRecovery(transcript.SourceAnnounce, a.sessions.RecoverCompletion)
 	return a, nil
 }
 

@@ -333,3 +333,25 @@ func TestTransientFailureStaysPendingForRecover(t *testing.T) {
 		t.Fatalf("entries %+v, displayed %v: want the one displayed message written once", es, f.sender.displayed["c1"])
 	}
 }
+
+// A completion from a non-default agent into an unbound channel is
+// displayed there, so it is in that channel's transcript: the "bound to a
+// different agent" exception needs a binding (invariant 1).
+func TestOutboundOtherAgentIntoUnboundChannelIsWritten(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	d := delivery.Delivery{ID: "n1", Target: conv("c-plain"), Text: "⚠️ notice from the researcher",
+		Producer: delivery.Producer{Source: transcript.SourceNotice, AgentID: "researcher"}}
+	res, err := f.out.Deliver(ctx, d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := sessionkey.ForConversation("main", conv("c-plain"))
+	if !res.Written || res.SkipReason != "" || res.SessionKey != key {
+		t.Fatalf("result = %+v, want written to %s", res, key)
+	}
+	if es := f.entries(t, key); len(es) != 1 || es[0].Text != d.Text {
+		t.Fatalf("channel transcript = %+v", es)
+	}
+}
+

@@ -157,6 +157,7 @@ type fixtureOptions struct {
 	threads       *fakeThreads
 	threadsImpl   session.Threads // overrides threads
 	registry      *memory.Sessions
+	regStore      session.Store // overrides registry as the manager's store
 	threadsOff    bool
 	spawnSessions bool
 	turns         session.TurnLocker
@@ -189,7 +190,11 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if o.spawnSessions {
 		opt.SpawnSubagentSessions = true
 	}
-	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(bs), Bindings: bs, Transcripts: tr, Store: o.registry, Turns: o.turns, Clock: clk, Log: zerolog.Nop()}
+	var reg session.Store = o.registry
+	if o.regStore != nil {
+		reg = o.regStore
+	}
+	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(bs), Bindings: bs, Transcripts: tr, Store: reg, Turns: o.turns, Clock: clk, Log: zerolog.Nop()}
 	if !o.noThreads {
 		deps.Threads = o.threads
 		if o.threadsImpl != nil {
