@@ -354,4 +354,3 @@ func TestOutboundOtherAgentIntoUnboundChannelIsWritten(t *testing.T) {
 		t.Fatalf("channel transcript = %+v", es)
 	}
 }
-

@@ -15,7 +15,7 @@ type lister struct {
 }
 
 func (l lister) ListBySession(string) []binding.Record { return l.active }
-func (l lister) EverBound(string) bool                { return l.ever || len(l.active) > 0 }
+func (l lister) EverBound(string) bool                 { return l.ever || len(l.active) > 0 }
 
 func ref(channel, account, conv string) *binding.ConversationRef {
 	return &binding.ConversationRef{Channel: channel, AccountID: account, ConversationID: conv}
