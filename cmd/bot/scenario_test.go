@@ -78,6 +78,7 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: log, Configure: func(c *config.Config) {
 		c.Discord.ThreadBindings.SpawnSubagentSessions = spawnThreads
 		c.Subagents.MaxConcurrent = 50
+		c.Agents = append(c.Agents, config.AgentConfig{ID: scenarioOtherAgent, Name: "Researcher", Model: config.DefaultModelName})
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +118,8 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 		{2, s.threadState},
 		{2, s.fault},
 		{1, s.restart},
+		{2, s.focus},
+		{1, s.spawnOther},
 	}
 	total := 0
 	for _, a := range actions {
@@ -333,6 +336,18 @@ func (s *scenario) check() {
 			}
 		}
 	}
+	// Bound by anything (spawn or /focus), according to the binding
+	// records: the earliest binding of each session.
+	boundAt := map[string]time.Time{}
+	recs, err := st.Bindings(s.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if at, ok := boundAt[r.TargetSessionKey]; !ok || r.BoundAt.Before(at) {
+			boundAt[r.TargetSessionKey] = r.BoundAt
+		}
+	}
 	for _, in := range infos {
 		if in.Kind != session.KindSubagent {
 			continue
@@ -347,7 +362,8 @@ func (s *scenario) check() {
 		case announced+noticed != 1:
 			t.Errorf("subagent %s (%s, thread %q): %d announces and %d notices, want exactly one", in.Key, in.Status, in.Thread, announced, noticed)
 		}
-		if in.Thread == "" {
+		// A /focus after the completion was posted does not make it wrong.
+		if at, ok := boundAt[in.Key]; in.Thread == "" && (!ok || !at.Before(in.EndedAt)) {
 			continue
 		}
 		for _, ch := range s.channels {
