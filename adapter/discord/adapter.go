@@ -142,6 +142,7 @@ type Adapter struct {
 	stopping  atomic.Bool
 	connected chan struct{}  // closed at the first READY
 	wg        sync.WaitGroup // interaction goroutines
+	trackMu   sync.Mutex     // orders goTracked's wg.Add before drain's wg.Wait
 }
 
 // Compile-time interface guards.
@@ -269,7 +270,9 @@ func (a *Adapter) Run(ctx context.Context) error {
 
 // drain stops taking events and waits (bounded) for accepted ones.
 func (a *Adapter) drain() error {
-	a.stopping.Store(true)
+	a.trackMu.Lock()
+	a.stopping.Store(true) // no wg.Add after this: Wait below may start
+	a.trackMu.Unlock()
 	a.events.close()
 	done := make(chan struct{})
 	go func() { a.events.wait(); a.wg.Wait(); close(done) }()
@@ -366,10 +369,13 @@ func (a *Adapter) workCtx() context.Context { return context.WithoutCancel(a.run
 
 // goTracked runs f on its own goroutine under a recover; Run waits for it.
 func (a *Adapter) goTracked(name string, f func(context.Context)) {
+	a.trackMu.Lock()
 	if a.stopping.Load() {
+		a.trackMu.Unlock()
 		return
 	}
 	a.wg.Add(1)
+	a.trackMu.Unlock()
 	go func() {
 		defer a.wg.Done()
 		defer a.recoverHandler(name)
