@@ -376,15 +376,27 @@ func (a *Adapter) cmdFocus(ctx context.Context, v invocation) (reply, error) {
 		}
 		conv, created = th, true
 	}
+	// A session is bound to one conversation at a time: Bind moves it
+	// here and the old thread is told where it went.
+	var moved []string
+	for _, b := range a.d.Bindings.ListBySession(info.Key) {
+		if b.Conversation.Key() != conv.Key() {
+			moved = append(moved, "<#"+b.Conversation.ConversationID+">")
+		}
+	}
 	_, err := a.d.Bindings.Bind(ctx, binding.BindInput{TargetSessionKey: info.Key, TargetKind: kind, Conversation: conv, AgentID: info.AgentID,
 		Label: info.Label, BoundBy: v.userID})
 	if err != nil {
 		return reply{}, fmt.Errorf("focus: %w", err)
 	}
-	if created {
-		return reply{text: fmt.Sprintf("✅ Created thread <#%s> and bound it to %s (%s).", conv.ConversationID, info.Key, kind), public: true}, nil
+	from := ""
+	if len(moved) > 0 {
+		from = " It was bound to " + strings.Join(moved, ", ") + " before; it is bound here only now."
 	}
-	return reply{text: fmt.Sprintf("✅ Bound this thread to %s (%s).", info.Key, kind), public: true}, nil
+	if created {
+		return reply{text: fmt.Sprintf("✅ Created thread <#%s> and bound it to %s (%s).%s", conv.ConversationID, info.Key, kind, from), public: true}, nil
+	}
+	return reply{text: fmt.Sprintf("✅ Bound this thread to %s (%s).%s", info.Key, kind, from), public: true}, nil
 }
 
 // refusalText is an authority refusal as a sentence for the user.
@@ -529,17 +541,16 @@ func (a *Adapter) cmdSession(ctx context.Context, v invocation) (reply, error) {
 	} else {
 		idle = &d
 	}
-	n := 0
-	for _, b := range a.d.Bindings.ListBySession(rec.TargetSessionKey) {
-		if _, err := a.d.Bindings.SetTimeouts(ctx, b.ID, idle, maxAge); err != nil {
-			return reply{}, fmt.Errorf("set %s: %w", strings.ToLower(what), err)
-		}
-		n++
+	// Only this conversation's binding: other conversations bound to the
+	// same session (a store from before bindings moved) belong to whoever
+	// bound them.
+	if _, err := a.d.Bindings.SetTimeouts(ctx, rec.ID, idle, maxAge); err != nil {
+		return reply{}, fmt.Errorf("set %s: %w", strings.ToLower(what), err)
 	}
 	if d == 0 {
-		return reply{text: fmt.Sprintf("✅ %s disabled for %d binding(s).", what, n)}, nil
+		return reply{text: fmt.Sprintf("✅ %s disabled for this conversation's binding.", what)}, nil
 	}
-	return reply{text: fmt.Sprintf("✅ %s set to %s for %d binding(s).", what, session.FormatDuration(d), n)}, nil
+	return reply{text: fmt.Sprintf("✅ %s set to %s for this conversation's binding.", what, session.FormatDuration(d))}, nil
 }
 
 func (a *Adapter) cmdCron(ctx context.Context, v invocation) (reply, error) {

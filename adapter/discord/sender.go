@@ -129,9 +129,10 @@ func (a *Adapter) send(ctx context.Context, d delivery.Delivery) (delivery.Recei
 	if err != nil {
 		return shownReceipt(d.Shown, parts, err)
 	}
-	if d.BindingID != "" {
-		// A bound thread that was archived or locked by a user cannot take
-		// the message: posting would unarchive it or fail. Fail closed.
+	if !strings.HasPrefix(d.Target.ConversationID, sessionkey.DMPrefix) {
+		// A thread that was archived or locked cannot take a message,
+		// bound or not (an intro, a farewell, a notice): posting would
+		// unarchive it or fail. Fail closed.
 		if err := a.checkThread(ctx, s, channelID); err != nil {
 			return shownReceipt(d.Shown, parts, err)
 		}

@@ -86,6 +86,10 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	a.bindings = binding.New(st, o.Clock, log.With().Str("component", "bindings").Logger())
+	if !cfg.Discord.ThreadBindings.Enabled {
+		// Stored bindings stop routing and are kept (invariant 8).
+		a.bindings.Disable()
+	}
 	if a.cluster, err = newCluster(octx, st, a.bindings, log.With().Str("component", "cluster").Logger()); err != nil {
 		st.Close()
 		return nil, err
@@ -163,6 +167,8 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 			a.adapter.RememberConfirmed(r.MessageIDs...)
 		}
 	}
+	// A recovered completion goes through its live path (router, fail-closed).
+	a.outbound.HandleRecovery(transcript.SourceAnnounce, a.sessions.RecoverCompletion)
 	return a, nil
 }
 

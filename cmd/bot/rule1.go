@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/transcript"
 )
 
@@ -124,6 +125,10 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 			problems = append(problems, fmt.Sprintf("message %s is in %d transcript entries", id, len(ls)))
 		}
 	}
+	excepted, err := ruleOneExceptions(ctx, st)
+	if err != nil {
+		return nil, err
+	}
 	botID := emu.BotUserID()
 	mention := "<@" + botID + ">"
 	for _, ch := range channels {
@@ -132,11 +137,10 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 			switch {
 			case notRouted[m.ID] && len(byMsg[m.ID]) > 0:
 				problems = append(problems, fmt.Sprintf("channel %s: refused user message %s %q is in a transcript", ch, m.ID, excerpt(m.Content)))
-			case fromBot && len(byMsg[m.ID]) == 0:
+			case fromBot && len(byMsg[m.ID]) == 0 && !excepted[m.ID]:
 				problems = append(problems, fmt.Sprintf("channel %s displays bot message %s %q that no transcript holds", ch, m.ID, excerpt(m.Content)))
 			case !fromBot && !m.Author.Bot && addressed(m.Content, mention) && len(byMsg[m.ID]) == 0 && !notRouted[m.ID]:
 				problems = append(problems, fmt.Sprintf("channel %s displays user message %s %q addressed to the bot that no transcript holds", ch, m.ID, excerpt(m.Content)))
-
 			}
 		}
 	}
@@ -148,6 +152,35 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 // besides the mention (such a message always reaches a session).
 func addressed(content, mention string) bool {
 	return strings.Contains(content, mention) && strings.TrimSpace(strings.ReplaceAll(content, mention, "")) != ""
+}
+
+// deliveryLister is implemented by stores with an outbox.
+type deliveryLister interface {
+	Deliveries(ctx context.Context, state delivery.PendingState, limit int) ([]delivery.Record, error)
+}
+
+// ruleOneExceptions returns the message ids Outbound delivered without an
+// entry for a Rule 1 exception (DESIGN.md invariant 1: the conversation was
+// bound to a different agent when the send was confirmed, or the payload
+// had no text). Every other displayed bot message must be in a transcript.
+func ruleOneExceptions(ctx context.Context, st entryStore) (map[string]bool, error) {
+	out := map[string]bool{}
+	ds, ok := st.(deliveryLister)
+	if !ok {
+		return out, nil
+	}
+	recs, err := ds.Deliveries(ctx, delivery.StateDelivered, 0)
+	if err != nil {
+		return nil, fmt.Errorf("rule 1: read outbox: %w", err)
+	}
+	for _, r := range recs {
+		if r.Reason == delivery.SkipOtherAgent || r.Reason == delivery.SkipNativeOnly {
+			for _, id := range r.MessageIDs {
+				out[id] = true
+			}
+		}
+	}
+	return out, nil
 }
 
 func excerpt(s string) string {

@@ -110,6 +110,10 @@ func (s *Service) applyLocked(recs []Record, ids []string) {
 }
 
 func (s *Service) applyOneLocked(r Record) {
+	if s.disabled {
+		return
+	}
+	s.ever[r.TargetSessionKey] = struct{}{}
 	cur := s.byID[r.ID]
 	if r.Status != StatusActive {
 		if cur != nil {

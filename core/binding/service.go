@@ -68,6 +68,14 @@ type Service struct {
 	dirty     map[string]struct{} // touched since the last flush
 	arena     arena               // active records, stored contiguously
 	onEnded   []EndedFunc
+	// ever holds every session that has had a binding, active or ended,
+	// whatever made it (spawn or /focus): such a session's completions
+	// never fall back to its requester (invariant 6).
+	ever map[string]struct{}
+	// disabled (threadBindings.enabled: false): stored bindings are kept
+	// but neither indexed nor written, so nothing routes through them and
+	// enabling the flag again restores them (invariant 8).
+	disabled bool
 	// writes counts the store writes made under mu (bind, unbind, sweep,
 	// timeouts), so Refresh can tell whether what it read is older than
 	// the index (see refresh.go).
@@ -88,7 +96,30 @@ func New(store Store, clk clock.Clock, log zerolog.Logger) *Service {
 		byID:      map[string]*Record{},
 		bySession: map[string]map[string]*Record{},
 		dirty:     map[string]struct{}{},
+		ever:      map[string]struct{}{},
 	}
+}
+
+// ErrDisabled: thread bindings are disabled; nothing was bound.
+var ErrDisabled = errors.New("thread bindings are disabled")
+
+// Disable makes the service route nothing and write nothing
+// (threadBindings.enabled: false). Stored bindings are kept as they are,
+// so a later start with bindings enabled restores them. Call before Load.
+func (s *Service) Disable() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.disabled = true
+}
+
+// EverBound reports whether the session has ever had a binding, active or
+// ended, made by anything. Disabled bindings report false: the bot then
+// behaves as if nothing had ever been bound.
+func (s *Service) EverBound(key string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.ever[key]
+	return ok
 }
 
 func randomID() string {
@@ -112,7 +143,11 @@ func (s *Service) Load(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.disabled {
+		return nil
+	}
 	for i := range recs {
+		s.ever[recs[i].TargetSessionKey] = struct{}{}
 		if recs[i].Status != StatusActive {
 			continue
 		}
@@ -158,7 +193,11 @@ func (s *Service) unindex(r *Record) {
 
 // Bind binds a conversation to a session. A conversation has at most one
 // active binding: an existing binding to the same target is returned
-// unchanged; one to another target is ended with reason "rebound".
+// unchanged; one to another target is ended with reason "rebound". A
+// session is bound to at most one conversation: its binding elsewhere is
+// ended with reason "moved" (metadata movedTo names the new conversation),
+// in the same store write, and EndedFuncs see it so the old conversation
+// can be told where the session went.
 func (s *Service) Bind(ctx context.Context, in BindInput) (Record, error) {
 	conv := in.Conversation.Normalize()
 	if !conv.Valid() {
@@ -188,6 +227,10 @@ func (s *Service) Bind(ctx context.Context, in BindInput) (Record, error) {
 	}
 
 	s.mu.Lock()
+	if s.disabled {
+		s.mu.Unlock()
+		return Record{}, fmt.Errorf("bind %s: %w", conv.ConversationID, ErrDisabled)
+	}
 	old := s.lookup(conv)
 	if old != nil && old.TargetSessionKey == rec.TargetSessionKey && old.TargetKind == rec.TargetKind && old.ExpiryReason(now) == "" {
 		out := *old
@@ -195,27 +238,47 @@ func (s *Service) Bind(ctx context.Context, in BindInput) (Record, error) {
 		return out, nil
 	}
 	writes := []Record{rec}
-	var ended Record
+	var ended []Record
+	var gone []*Record
 	if old != nil {
-		ended = endRecord(*old, ReasonRebound, now)
+		e := endRecord(*old, ReasonRebound, now)
 		if old.ExpiryReason(now) != "" {
-			ended = endRecord(*old, old.ExpiryReason(now), now)
+			e = endRecord(*old, old.ExpiryReason(now), now)
 		}
-		writes = append(writes, ended)
+		ended, gone = append(ended, e), append(gone, old)
 	}
+	for _, r := range s.bySession[rec.TargetSessionKey] {
+		if r == old {
+			continue
+		}
+		e := endRecord(*r, ReasonMoved, now)
+		if why := r.ExpiryReason(now); why != "" {
+			e = endRecord(*r, why, now) // it had ended already; no move notice
+		} else {
+			e.Metadata = cloneMap(r.Metadata)
+			if e.Metadata == nil {
+				e.Metadata = map[string]string{}
+			}
+			e.Metadata[MetaMovedTo] = conv.ConversationID
+		}
+		ended, gone = append(ended, e), append(gone, r)
+	}
+	writes = append(writes, ended...)
 	if err := s.store.PutBindings(ctx, writes...); err != nil {
 		s.mu.Unlock()
 		return Record{}, fmt.Errorf("bind %s: %w", conv.ConversationID, err)
 	}
 	s.writes++
-	if old != nil {
-		s.unindex(old)
+	for _, r := range gone {
+		s.unindex(r)
 	}
 	s.index(rec)
+	s.ever[rec.TargetSessionKey] = struct{}{}
 	s.mu.Unlock()
 
-	if old != nil {
-		s.notify(ended)
+	sortRecords(ended)
+	for _, e := range ended {
+		s.notify(e)
 	}
 	return rec, nil
 }
@@ -352,6 +415,9 @@ func (s *Service) All(ctx context.Context) ([]Record, error) {
 // Touch records activity on a binding at t (the later time wins). It is
 // kept in memory and persisted by Flush.
 func (s *Service) Touch(id string, at time.Time) {
+	if id == "" {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.byID[id]

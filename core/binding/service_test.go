@@ -263,12 +263,17 @@ func TestLoadRestoresActiveOnly(t *testing.T) {
 }
 
 func TestUnbindBySession(t *testing.T) {
-	s, _, _ := newService(t)
-	ctx := context.Background()
+	// Two active bindings of one session: a store written before a
+	// session could be bound to one conversation only.
+	st := newFakeStore()
 	for _, id := range []string{"t1", "t2"} {
-		if _, err := s.Bind(ctx, binding.BindInput{TargetSessionKey: "s", Conversation: thread(id)}); err != nil {
-			t.Fatal(err)
-		}
+		st.recs[id] = binding.Record{ID: id, TargetSessionKey: "s", TargetKind: binding.KindSession, Conversation: thread(id).Normalize(),
+			Status: binding.StatusActive, BoundAt: t0, LastActivityAt: t0}
+	}
+	s := binding.New(st, clock.NewFake(t0), zerolog.Nop())
+	ctx := context.Background()
+	if err := s.Load(ctx); err != nil {
+		t.Fatal(err)
 	}
 	ended, err := s.Unbind(ctx, binding.UnbindInput{TargetSessionKey: "s", Reason: binding.ReasonManual})
 	if err != nil || len(ended) != 2 {
@@ -293,5 +298,118 @@ func TestResolveDoesNotAllocate(t *testing.T) {
 	ref := thread("t")
 	if n := testing.AllocsPerRun(100, func() { s.ResolveByConversation(ref) }); n != 0 {
 		t.Fatalf("ResolveByConversation allocates %v times per call", n)
+	}
+}
+
+// A session is bound to at most one conversation: binding it elsewhere
+// ends the old binding as moved (naming the new conversation) in the same
+// store write, and the ended event lets the old thread be told.
+func TestBindMovesSessionBinding(t *testing.T) {
+	s, st, _ := newService(t)
+	ctx := context.Background()
+	var ended []binding.Record
+	s.OnEnded(func(r binding.Record) { ended = append(ended, r) })
+	a, err := s.Bind(ctx, binding.BindInput{TargetSessionKey: "s", Conversation: thread("t1"), BoundBy: "u1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	puts := st.puts
+	b, err := s.Bind(ctx, binding.BindInput{TargetSessionKey: "s", Conversation: thread("t2"), BoundBy: "u2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.puts != puts+1 {
+		t.Errorf("move took %d store writes, want 1 (atomic)", st.puts-puts)
+	}
+	if _, ok := s.ResolveByConversation(thread("t1")); ok {
+		t.Error("the old thread still routes to the moved session")
+	}
+	if bs := s.ListBySession("s"); len(bs) != 1 || bs[0].ID != b.ID {
+		t.Fatalf("ListBySession = %+v, want only the new binding", bs)
+	}
+	if len(ended) != 1 || ended[0].ID != a.ID || ended[0].EndedReason != binding.ReasonMoved || ended[0].Metadata[binding.MetaMovedTo] != "t2" {
+		t.Fatalf("ended = %+v, want %s moved to t2", ended, a.ID)
+	}
+	if r := st.recs[a.ID]; r.Status != binding.StatusEnded || r.EndedReason != binding.ReasonMoved {
+		t.Errorf("stored old binding = %+v", r)
+	}
+}
+
+// "Ever bound" is a property of the binding records, whatever made them
+// and whether they ended: known after a restart from ended records, and at
+// once after any Bind.
+func TestEverBound(t *testing.T) {
+	s, st, clk := newService(t)
+	ctx := context.Background()
+	if s.EverBound("s") {
+		t.Fatal("never bound, but EverBound")
+	}
+	a, err := s.Bind(ctx, binding.BindInput{TargetSessionKey: "s", Conversation: thread("t1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.EverBound("s") {
+		t.Fatal("bound, but not EverBound")
+	}
+	if _, err := s.Unbind(ctx, binding.UnbindInput{ID: a.ID, Reason: binding.ReasonThreadArchive}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := binding.New(st, clk, zerolog.Nop())
+	if err := fresh.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !fresh.EverBound("s") || fresh.EverBound("other") {
+		t.Fatalf("after restart: EverBound(s)=%v EverBound(other)=%v, want true/false", fresh.EverBound("s"), fresh.EverBound("other"))
+	}
+}
+
+// threadBindings.enabled: false on a store that has bindings: they route
+// nothing, nothing is written, and a later enabled start restores them.
+func TestDisabledKeepsBindingsAndRoutesNone(t *testing.T) {
+	s, st, clk := newService(t)
+	ctx := context.Background()
+	a, err := s.Bind(ctx, binding.BindInput{TargetSessionKey: "s", Conversation: thread("t1"), IdleTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := binding.New(st, clk, zerolog.Nop())
+	off.Disable()
+	if err := off.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	puts := st.puts
+	if _, ok := off.ResolveByConversation(thread("t1")); ok {
+		t.Error("disabled: the thread still routes to its binding")
+	}
+	if len(off.ListBySession("s")) != 0 || len(off.Active()) != 0 || off.EverBound("s") {
+		t.Error("disabled: the binding is still listed or counts as bound")
+	}
+	if _, err := off.Bind(ctx, binding.BindInput{TargetSessionKey: "x", Conversation: thread("t9")}); !errors.Is(err, binding.ErrDisabled) {
+		t.Errorf("disabled Bind = %v, want ErrDisabled", err)
+	}
+	off.Touch(a.ID, t0.Add(time.Minute))
+	clk.Advance(2 * time.Hour)
+	if _, err := off.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := off.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ended, _ := off.Unbind(ctx, binding.UnbindInput{TargetSessionKey: "s", Reason: binding.ReasonManual}); len(ended) != 0 {
+		t.Error("disabled Unbind ended a kept binding")
+	}
+	if st.puts != puts {
+		t.Errorf("disabled service wrote bindings %d times", st.puts-puts)
+	}
+	if r := st.recs[a.ID]; r.Status != binding.StatusActive {
+		t.Fatalf("kept record = %+v, want still active", r)
+	}
+	clk.Set(t0.Add(time.Minute))
+	on := binding.New(st, clk, zerolog.Nop())
+	if err := on.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := on.ResolveByConversation(thread("t1")); !ok || got.ID != a.ID {
+		t.Fatal("enabling bindings again did not restore the kept binding")
 	}
 }

@@ -37,7 +37,13 @@ const (
 	ReasonThreadLocked  = "thread-locked"
 	ReasonNoPermission  = "no-permission"
 	ReasonSessionEnded  = "session-ended"
+	// ReasonMoved: the session was bound to another conversation (a
+	// session is bound to at most one); Metadata[MetaMovedTo] names it.
+	ReasonMoved = "moved"
 )
+
+// MetaMovedTo is the metadata key of a moved binding's new conversation id.
+const MetaMovedTo = "movedTo"
 
 // ErrNotFound is returned when a binding id or session has no binding.
 var ErrNotFound = errors.New("binding not found")

@@ -90,6 +90,31 @@ type Outbound struct {
 	lease        time.Duration
 
 	locks keyedMutex
+
+	recoverMu  sync.RWMutex
+	recoverers map[transcript.Source]RecoverFunc
+}
+
+// RecoverFunc finishes a recovered delivery the way its producer's live
+// path would (routing afresh, failing closed), instead of Recover sending
+// it as recorded. handled=false leaves it to Recover.
+type RecoverFunc func(ctx context.Context, r Record) (handled bool, err error)
+
+// HandleRecovery makes Recover hand unfinished deliveries of source to fn.
+// Call before Recover runs.
+func (o *Outbound) HandleRecovery(source transcript.Source, fn RecoverFunc) {
+	o.recoverMu.Lock()
+	defer o.recoverMu.Unlock()
+	if o.recoverers == nil {
+		o.recoverers = map[transcript.Source]RecoverFunc{}
+	}
+	o.recoverers[source] = fn
+}
+
+func (o *Outbound) recoverer(source transcript.Source) RecoverFunc {
+	o.recoverMu.RLock()
+	defer o.recoverMu.RUnlock()
+	return o.recoverers[source]
 }
 
 // Claimer gives one process at a time the right to finish a delivery
@@ -339,7 +364,10 @@ func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, comm
 		if err := commit(ctx, receipt); err != nil {
 			return res, fmt.Errorf("deliver %s: turn commit: %w", d.ID, err)
 		}
-	case d.Producer.AgentID != "" && agent != "" && agent != d.Producer.AgentID:
+	case bound && d.Producer.AgentID != "" && agent != "" && agent != d.Producer.AgentID:
+		// Only a conversation bound to another agent is an exception: an
+		// unbound conversation's transcript gets every message it
+		// displays, whichever agent produced it.
 		res.SkipReason = SkipOtherAgent
 		o.exception(rec, res, key)
 	case text == "":
@@ -438,6 +466,18 @@ func (o *Outbound) Recover(ctx context.Context, before time.Time) (recovered int
 	}
 	slices.SortFunc(todo, func(a, b Record) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	for _, rec := range todo {
+		if fn := o.recoverer(rec.Delivery.Producer.Source); fn != nil {
+			handled, err := fn(ctx, rec)
+			if err != nil {
+				o.log.Warn().Err(err).Str("delivery", rec.Delivery.ID).Msg("recovered delivery failed")
+			}
+			if handled {
+				if err == nil {
+					recovered++
+				}
+				continue
+			}
+		}
 		if _, err := o.Deliver(ctx, rec.Delivery, nil); err != nil {
 			if errors.Is(err, ErrClaimed) {
 				o.log.Debug().Str("delivery", rec.Delivery.ID).Msg("recover: another process is finishing it")
@@ -481,6 +521,35 @@ func Pause(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// Abandon finishes a delivery that will not be sent (its producer failed
+// closed: the destination may no longer take it) as skipped with reason,
+// so Recover stops taking it. A confirmed one (sent or delivered) is left
+// alone and reported as ok=false; so is one that does not exist.
+func (o *Outbound) Abandon(ctx context.Context, id, reason string) (ok bool, err error) {
+	prev, found, err := o.outbox.GetDelivery(ctx, id)
+	if err != nil || !found {
+		return false, err
+	}
+	unlock := o.locks.lock(prev.Delivery.Target.Key())
+	defer unlock()
+	prev, found, err = o.outbox.GetDelivery(ctx, id)
+	if err != nil || !found {
+		return false, err
+	}
+	switch prev.State {
+	case StateSent, StateDelivered:
+		return false, nil
+	case StateSkipped:
+		return true, nil
+	}
+	prev.State, prev.Reason, prev.UpdatedAt = StateSkipped, reason, o.clock.Now()
+	if err := o.outbox.PutDelivery(ctx, prev); err != nil {
+		return false, fmt.Errorf("abandon delivery %s: %w", id, err)
+	}
+	o.observe(prev)
+	return true, nil
 }
 
 // keyedMutex serialises work per key without growing without bound.

@@ -448,3 +448,60 @@ func TestOutboundTransientPartialResumes(t *testing.T) {
 		t.Fatalf("res %+v err %v", res, err)
 	}
 }
+
+// A completion from a non-default agent into an unbound channel is
+// displayed there, so it is in that channel's transcript: the "bound to a
+// different agent" exception needs a binding (invariant 1).
+func TestOutboundOtherAgentIntoUnboundChannelIsWritten(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	d := delivery.Delivery{ID: "n1", Target: conv("c-plain"), Text: "⚠️ notice from the researcher",
+		Producer: delivery.Producer{Source: transcript.SourceNotice, AgentID: "researcher"}}
+	res, err := f.out.Deliver(ctx, d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := sessionkey.ForConversation("main", conv("c-plain"))
+	if !res.Written || res.SkipReason != "" || res.SessionKey != key {
+		t.Fatalf("result = %+v, want written to %s", res, key)
+	}
+	if es := f.entries(t, key); len(es) != 1 || es[0].Text != d.Text {
+		t.Fatalf("channel transcript = %+v", es)
+	}
+}
+
+// Recover hands a producer's unfinished deliveries to its handler (which
+// routes afresh and fails closed) instead of resending them as recorded;
+// Abandon then finishes the record so it is not taken again.
+func TestRecoverHandsDeliveriesToTheirProducer(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.sender.failNext = fmt.Errorf("timeout: %w", delivery.ErrTransient)
+	d := delivery.Delivery{ID: "announce:x:1", Target: conv("thread-gone"), Text: "result", BindingID: "b1",
+		Producer: delivery.Producer{Source: transcript.SourceAnnounce}}
+	if _, err := f.out.Deliver(ctx, d, nil); err == nil {
+		t.Fatal("want the transient failure")
+	}
+	var handed []string
+	f.out.HandleRecovery(transcript.SourceAnnounce, func(ctx context.Context, r delivery.Record) (bool, error) {
+		handed = append(handed, r.Delivery.ID)
+		ok, err := f.out.Abandon(ctx, r.Delivery.ID, "fail-closed: binding-ended")
+		if !ok || err != nil {
+			t.Errorf("Abandon = %v, %v", ok, err)
+		}
+		return true, err
+	})
+	sends := f.sender.sends
+	for range 2 {
+		if _, err := f.out.Recover(ctx, time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(handed) != 1 || f.sender.sends != sends {
+		t.Fatalf("handed %v, %d sends; want the delivery handed once and not sent", handed, f.sender.sends-sends)
+	}
+	r, _, _ := f.store.GetDelivery(ctx, d.ID)
+	if r.State != delivery.StateSkipped || r.Reason != "fail-closed: binding-ended" {
+		t.Fatalf("record = %+v", r)
+	}
+}

@@ -16,6 +16,10 @@ type Mode string
 const (
 	ModeBound    Mode = "bound"    // to the bound conversation
 	ModeFallback Mode = "fallback" // to the requester conversation
+	// ModeClosed: nowhere. The session was bound once (by spawn or /focus)
+	// and no binding can take the completion now; it never falls back
+	// to the requester (invariant 6), which gets a notice instead.
+	ModeClosed Mode = "closed"
 )
 
 // Router reasons (stable strings, used in logs and metrics).
@@ -29,6 +33,8 @@ const (
 	ReasonSingleActiveBinding       = "single-active-binding"
 	ReasonSingleActiveFallback      = "single-active-binding-fallback"
 	ReasonNoRequesterMatch          = "no-requester-match"
+	// ReasonBindingEnded: the session was bound once and has no active binding now.
+	ReasonBindingEnded = "binding-ended"
 )
 
 // RouteRequest asks where a completion of TargetSessionKey should go.
@@ -46,9 +52,12 @@ type Decision struct {
 	Reason  string
 }
 
-// BindingLister is what the router needs from the binding service.
+// BindingLister is what the router needs from the binding service: the
+// active bindings of a session, and whether it was ever bound (by
+// anything: spawn, /focus, another process).
 type BindingLister interface {
 	ListBySession(key string) []binding.Record
+	EverBound(key string) bool
 }
 
 // Router chooses the destination of a task completion. Choosing the
@@ -64,11 +73,24 @@ func NewRouter(b BindingLister) *Router { return &Router{bindings: b} }
 // ResolveDestination applies the routing rules in order: missing target,
 // no active binding, missing requester (fail-closed, single, ambiguous),
 // invalid requester, requester match, single-binding fallback, no match.
+// A session that was ever bound never falls back: every fallback becomes
+// ModeClosed for it (keeping the reason).
 func (r *Router) ResolveDestination(req RouteRequest) Decision {
 	key := strings.TrimSpace(req.TargetSessionKey)
 	if key == "" {
 		return Decision{Mode: ModeFallback, Reason: ReasonMissingTargetSession}
 	}
+	d := r.resolve(key, req)
+	if d.Mode == ModeFallback && r.bindings.EverBound(key) {
+		d.Mode = ModeClosed
+		if d.Reason == ReasonNoActiveBinding {
+			d.Reason = ReasonBindingEnded
+		}
+	}
+	return d
+}
+
+func (r *Router) resolve(key string, req RouteRequest) Decision {
 	var active []binding.Record
 	for _, b := range r.bindings.ListBySession(key) {
 		if b.Status == binding.StatusActive {

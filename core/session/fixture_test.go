@@ -159,6 +159,7 @@ type fixtureOptions struct {
 	threads       *fakeThreads
 	threadsImpl   session.Threads // overrides threads
 	registry      *memory.Sessions
+	regStore      session.Store // overrides registry as the manager's store
 	threadsOff    bool
 	spawnSessions bool
 	turns         session.TurnLocker
@@ -222,7 +223,11 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if _, ok := o.authority.(nilAuthority); ok {
 		o.authority = nil
 	}
-	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(bs), Bindings: bs, Transcripts: tr, Store: o.registry, Turns: o.turns, Clock: clk, Log: zerolog.Nop(),
+	var reg session.Store = o.registry
+	if o.regStore != nil {
+		reg = o.regStore
+	}
+	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(bs), Bindings: bs, Transcripts: tr, Store: reg, Turns: o.turns, Clock: clk, Log: zerolog.Nop(),
 		Authority: o.authority}
 	if !o.noThreads {
 		deps.Threads = o.threads

@@ -147,7 +147,7 @@ func (m *Manager) Load(ctx context.Context) error {
 	defer m.imu.Unlock()
 	for _, in := range infos {
 		m.sessions[in.Key] = in
-		if len(in.Pending) > 0 || (in.Kind == KindSubagent && in.Status == StatusRunning) {
+		if len(in.Pending) > 0 || (in.Kind == KindSubagent && (in.Status == StatusRunning || in.AnnouncePending)) {
 			m.unfinished = append(m.unfinished, in.Key)
 		}
 	}
@@ -196,6 +196,12 @@ func (m *Manager) Resume(ctx context.Context) (turns, runs int) {
 			if err := m.enqueue(key, func(ctx context.Context) { m.runSubagent(ctx, key) }); err != nil {
 				continue // still running in the store: the next start resumes it
 			}
+			runs++
+		} else if in.Kind == KindSubagent && in.AnnouncePending {
+			// Finished, but the completion's outcome was not recorded:
+			// announce it from the saved result (idempotent by its id).
+			key := in.Key
+			m.enqueue(key, func(ctx context.Context) { m.announceSaved(ctx, key) })
 			runs++
 		}
 	}
@@ -402,6 +408,25 @@ func (m *Manager) putInfo(ctx context.Context, in Info) {
 	if err := m.d.Store.PutSessionInfo(ctx, in); err != nil {
 		m.d.Log.Error().Err(err).Str("session", in.Key).Msg("persist session")
 	}
+}
+
+// updateInfo changes the current registry record of key with fn and
+// persists it, so a change of some fields never overwrites others made
+// meanwhile (pending turns, watermarks). It returns the record written.
+func (m *Manager) updateInfo(ctx context.Context, key string, fn func(*Info)) (Info, bool) {
+	m.imu.Lock()
+	in, ok := m.sessions[key]
+	if !ok {
+		m.imu.Unlock()
+		return Info{}, false
+	}
+	fn(&in)
+	m.sessions[key] = in
+	m.imu.Unlock()
+	if err := m.d.Store.PutSessionInfo(ctx, in); err != nil {
+		m.d.Log.Error().Err(err).Str("session", key).Msg("persist session")
+	}
+	return in, true
 }
 
 // Sessions lists registry records matching keep.

@@ -179,7 +179,17 @@ func IntroText(label string, idle, maxAge time.Duration) string {
 
 // FarewellText is posted by the bot when a binding ends on its own.
 func FarewellText(reason string, idle, maxAge time.Duration) string {
-	switch reason {
+	return farewellText(binding.Record{EndedReason: reason, IdleTimeout: idle, MaxAge: maxAge})
+}
+
+func farewellText(r binding.Record) string {
+	idle, maxAge := r.IdleTimeout, r.MaxAge
+	switch r.EndedReason {
+	case binding.ReasonMoved:
+		if to := r.Metadata[binding.MetaMovedTo]; to != "" {
+			return "⚙️ This session moved to <#" + to + ">. Messages here will no longer be routed to it."
+		}
+		return "⚙️ This session moved to another conversation. Messages here will no longer be routed to it."
 	case binding.ReasonIdleExpired:
 		return "⚙️ Session ended automatically after " + FormatDuration(idle) + " of inactivity. Messages here will no longer be routed."
 	case binding.ReasonMaxAgeExpired:
@@ -232,11 +242,18 @@ func (m *Manager) runSubagent(ctx context.Context, key string) {
 	case err != nil:
 		status = StatusError
 	}
-	info.Status, info.Result, info.EndedAt = status, text, m.d.Clock.Now()
+	errText := ""
 	if err != nil {
-		info.Error = model.UserText(err)
+		errText = model.UserText(err)
 	}
-	m.putInfo(ctx, info)
+	// The result and the owed announce are one write: a crash after it
+	// announces from the saved result, a crash before it runs the task again.
+	info, ok := m.updateInfo(ctx, key, func(in *Info) {
+		in.Status, in.Result, in.Error, in.EndedAt, in.AnnouncePending = status, text, errText, m.d.Clock.Now(), true
+	})
+	if !ok {
+		return
+	}
 	m.announce(ctx, info)
 }
 
@@ -251,72 +268,155 @@ func CompletionText(info Info) string {
 	return "❌ " + info.Label + " failed: " + info.Error
 }
 
+// announceSaved announces a finished subagent from its saved record.
+func (m *Manager) announceSaved(ctx context.Context, key string) {
+	info, ok := m.Info(key)
+	if !ok || info.Kind != KindSubagent || info.Status == StatusRunning || !info.AnnouncePending {
+		return
+	}
+	m.announce(ctx, info)
+}
+
+// RecoverCompletion is Outbound's recovery of an unfinished subagent
+// completion (see delivery.Outbound.HandleRecovery): it is announced again
+// through the live path, so a thread that went away meanwhile ends the
+// same way (no post, unbind with a reason, a notice, status undelivered)
+// instead of the recorded send being repeated blindly.
+func (m *Manager) RecoverCompletion(ctx context.Context, r delivery.Record) (bool, error) {
+	key := r.Delivery.Producer.Meta["subagent"]
+	info, ok := m.Info(key)
+	if !ok || info.Kind != KindSubagent || r.Delivery.ID != announceID(key) {
+		return false, nil
+	}
+	if info.Status == StatusRunning {
+		return true, nil // being run again (Resume); its run announces it
+	}
+	if info.Status == StatusUndeliver && !info.AnnouncePending {
+		_, err := m.d.Outbound.Abandon(ctx, r.Delivery.ID, "fail-closed: "+string(StatusUndeliver))
+		return true, err
+	}
+	if !info.AnnouncePending {
+		// Recorded before completions carried AnnouncePending: owed all the same.
+		info, _ = m.updateInfo(ctx, key, func(in *Info) { in.AnnouncePending = true })
+	}
+	m.announce(ctx, info)
+	return true, nil
+}
+
 // announce delivers a subagent's completion where the router says, and
-// only there (invariant 6): a bound thread that cannot take it gets
-// nothing, the binding ends, and the requester gets a notice without the result.
+// only there (invariant 6): a session that was ever bound never falls
+// back; a bound thread that cannot take it gets nothing, the binding
+// ends, and the requester gets a notice without the result. It is
+// idempotent (one delivery id), so it may run again after a crash; it
+// clears AnnouncePending once the outcome is terminal.
 func (m *Manager) announce(ctx context.Context, info Info) {
 	text := CompletionText(info)
 	requester := info.Requester
-	dec := m.d.Router.ResolveDestination(delivery.RouteRequest{EventKind: delivery.EventTaskCompletion, TargetSessionKey: info.Key, Requester: &requester, FailClosed: true})
 	agent := m.agentFor(info.Key)
 	meta := map[string]string{"subagent": info.Key, "label": info.Label, "status": string(info.Status)}
-	d := delivery.Delivery{ID: announceID(info.Key), Text: text, Producer: delivery.Producer{Source: transcript.SourceAnnounce, AgentID: agent.ID, Meta: meta}}
-	log := m.d.Log.With().Str("session", info.Key).Str("route", string(dec.Mode)).Str("reason", dec.Reason).Logger()
-	switch {
-	case dec.Mode == delivery.ModeBound:
+	d := delivery.Delivery{ID: announceID(info.Key), Text: text, Target: requester, Producer: delivery.Producer{Source: transcript.SourceAnnounce, AgentID: agent.ID, Meta: meta}}
+	log := m.d.Log.With().Str("session", info.Key).Logger()
+	if done, err := m.d.Outbound.Delivered(ctx, d.ID); err == nil && done {
+		// Displayed before a crash: finish its record (Outbound keeps the
+		// recorded destination and text), never route it again.
+		if _, err := m.d.Outbound.Deliver(ctx, d, nil); err != nil {
+			log.Error().Err(err).Msg("finish displayed completion")
+			return
+		}
+		m.announced(ctx, info.Key)
+		return
+	}
+	if info.Status == StatusUndeliver {
+		// Decided before a crash: finish that outcome (its notice), whatever routes now.
+		m.undeliverable(ctx, info, "its thread can no longer take messages")
+		return
+	}
+	dec := m.d.Router.ResolveDestination(delivery.RouteRequest{EventKind: delivery.EventTaskCompletion, TargetSessionKey: info.Key, Requester: &requester, FailClosed: true})
+	log = log.With().Str("route", string(dec.Mode)).Str("reason", dec.Reason).Logger()
+	switch dec.Mode {
+	case delivery.ModeBound:
 		d.Target, d.BindingID, d.ViaWebhook = dec.Binding.Conversation, dec.Binding.ID, true
 		d.Persona, _ = m.persona(info.Key, true)
 		_, err := m.d.Outbound.Deliver(ctx, d, nil)
-		if err == nil {
+		switch {
+		case err == nil:
 			log.Info().Msg("completion delivered to its thread")
-			return
-		}
-		if !isGone(err) {
+			m.announced(ctx, info.Key)
+		case errors.Is(err, delivery.ErrTransient) || errors.Is(err, delivery.ErrClaimed) || ctx.Err() != nil:
+			// Maybe displayed: it stays owed, and Recover announces it again.
+			log.Warn().Err(err).Msg("completion not delivered yet; will retry")
+		case isGone(err):
+			reason := binding.ReasonThreadDelete
+			if errors.Is(err, delivery.ErrForbidden) {
+				reason = binding.ReasonNoPermission
+			}
+			if _, uerr := m.d.Bindings.Unbind(ctx, binding.UnbindInput{ID: dec.Binding.ID, Reason: reason}); uerr != nil {
+				log.Error().Err(uerr).Msg("unbind after failed completion")
+			}
+			m.undeliverable(ctx, info, "its thread can no longer take messages")
+		default:
 			log.Error().Err(err).Msg("completion not delivered")
-			return
+			m.undeliverable(ctx, info, "its thread refused the message")
 		}
-		reason := binding.ReasonThreadDelete
-		if errors.Is(err, delivery.ErrForbidden) {
-			reason = binding.ReasonNoPermission
+	case delivery.ModeClosed:
+		// It was bound once: the thread is gone, archived, unfocused or
+		// moved. Never re-route the result; drop a send still owed.
+		if _, err := m.d.Outbound.Abandon(ctx, d.ID, "fail-closed: "+dec.Reason); err != nil {
+			log.Error().Err(err).Msg("abandon completion")
 		}
-		if _, uerr := m.d.Bindings.Unbind(ctx, binding.UnbindInput{ID: dec.Binding.ID, Reason: reason}); uerr != nil {
-			log.Error().Err(uerr).Msg("unbind after failed completion")
-		}
-		m.undeliverable(ctx, info, "its thread can no longer take messages")
-	case info.BindingID != "":
-		// It was bound once: the thread is gone, archived or unbound. Never re-route the result.
-		m.undeliverable(ctx, info, "its thread is no longer bound (deleted, archived, locked or unfocused)")
+		m.undeliverable(ctx, info, "its thread is no longer bound (deleted, archived, locked, moved or unfocused)")
 	default:
 		log.Info().Msg("subagent was never bound: completion goes to the requester conversation")
-		d.Target = info.Requester
-		if _, err := m.d.Outbound.Deliver(ctx, d, nil); err != nil {
+		_, err := m.d.Outbound.Deliver(ctx, d, nil)
+		switch {
+		case err == nil:
+			m.announced(ctx, info.Key)
+		case errors.Is(err, delivery.ErrTransient) || errors.Is(err, delivery.ErrClaimed) || ctx.Err() != nil:
+			log.Warn().Err(err).Msg("completion not delivered yet; will retry")
+		default:
+			// The requester conversation itself cannot take it: nowhere to
+			// tell. The result is kept and the run says so.
 			log.Error().Err(err).Msg("completion not delivered")
+			m.updateInfo(ctx, info.Key, func(in *Info) { in.Status, in.AnnouncePending = StatusUndeliver, false })
 		}
 	}
+}
+
+// announced records that a completion reached its terminal outcome.
+func (m *Manager) announced(ctx context.Context, key string) {
+	m.updateInfo(ctx, key, func(in *Info) { in.AnnouncePending = false })
 }
 
 // announceID is the idempotency key of a subagent's completion.
 func announceID(key string) string { return "announce:" + key + ":1" }
 
 // undeliverable keeps the result, marks the run, and tells the requester
-// without re-posting the result there.
+// without re-posting the result there. The status is written first and
+// AnnouncePending cleared only after the notice, so a crash in between
+// sends the notice at the restart (once: it has its own delivery id).
 func (m *Manager) undeliverable(ctx context.Context, info Info, why string) {
-	info.Status = StatusUndeliver
-	m.putInfo(ctx, info)
+	m.updateInfo(ctx, info.Key, func(in *Info) { in.Status = StatusUndeliver })
 	m.d.Log.Warn().Str("session", info.Key).Str("why", why).Msg("completion not posted (fail-closed)")
 	text := fmt.Sprintf("⚠️ Subagent **%s** finished, but %s, so its result was not posted anywhere. The result is kept: see /agents.", info.Label, why)
 	_, err := m.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "notice:" + info.Key + ":undelivered", Target: info.Requester, Text: text,
 		Producer: delivery.Producer{Source: transcript.SourceNotice, AgentID: info.AgentID, Meta: map[string]string{"subagent": info.Key, "label": info.Label}}}, nil)
 	if err != nil {
 		m.d.Log.Error().Err(err).Str("session", info.Key).Msg("undeliverable notice failed")
+		if errors.Is(err, delivery.ErrTransient) || errors.Is(err, delivery.ErrClaimed) || ctx.Err() != nil {
+			return // owed: Recover retries the notice, a restart announces again
+		}
 	}
+	m.announced(ctx, info.Key)
 }
 
 // OnBindingEnded posts the farewell for bindings that expired on their
-// own; deleted, archived or locked threads get none (posting would
-// unarchive them or fail).
+// own or were unfocused, and tells a thread whose session moved elsewhere
+// where it went; deleted, archived or locked threads get none (posting
+// would unarchive them or fail: the sender checks every thread post).
 func (m *Manager) OnBindingEnded(r binding.Record) {
-	if r.EndedReason != binding.ReasonIdleExpired && r.EndedReason != binding.ReasonMaxAgeExpired && r.EndedReason != binding.ReasonManual {
+	switch r.EndedReason {
+	case binding.ReasonIdleExpired, binding.ReasonMaxAgeExpired, binding.ReasonManual, binding.ReasonMoved:
+	default:
 		return
 	}
 	if !m.work.Add() {
@@ -326,7 +426,7 @@ func (m *Manager) OnBindingEnded(r binding.Record) {
 	go func() {
 		defer m.work.Done()
 		ctx := context.WithoutCancel(m.baseCtx())
-		_, err := m.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "farewell:" + r.ID, Target: r.Conversation, Text: FarewellText(r.EndedReason, r.IdleTimeout, r.MaxAge),
+		_, err := m.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "farewell:" + r.ID, Target: r.Conversation, Text: farewellText(r),
 			Producer: delivery.Producer{Source: transcript.SourceFarewell}}, nil)
 		if err != nil {
 			m.d.Log.Warn().Err(err).Str("binding", r.ID).Msg("farewell not delivered")

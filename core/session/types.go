@@ -62,12 +62,17 @@ type Info struct {
 	Status     Status                  `json:"status"`
 	Result     string                  `json:"result,omitempty"`
 	Error      string                  `json:"error,omitempty"`
-	BindingID  string                  `json:"bindingId,omitempty"` // set when the subagent was ever bound
+	BindingID  string                  `json:"bindingId,omitempty"` // the thread binding Spawn made, if any (routing asks the binding service, not this)
 	Thread     string                  `json:"thread,omitempty"`
 	SpawnedBy  string                  `json:"spawnedBy,omitempty"`
 	Generation int                     `json:"generation"`
 	CreatedAt  time.Time               `json:"createdAt"`
 	EndedAt    time.Time               `json:"endedAt,omitzero"`
+	// AnnouncePending is set, in the same write as a subagent's terminal
+	// status and result, until its completion reached a terminal outcome
+	// (delivered, or failed closed with its notice): a restart announces
+	// what a crash left owed (invariant 16).
+	AnnouncePending bool `json:"announcePending,omitempty"`
 	// Pending are user messages whose turn has not finished yet; a restart
 	// resumes them (Resume), so a crash never swallows a question.
 	Pending []PendingTurn `json:"pending,omitempty"`
@@ -116,6 +121,8 @@ type Deliverer interface {
 	WithConversation(ref binding.ConversationRef, fn func() error) error
 	// Delivered reports whether a delivery id was already confirmed.
 	Delivered(ctx context.Context, id string) (bool, error)
+	// Abandon finishes an unconfirmed delivery that will not be sent.
+	Abandon(ctx context.Context, id, reason string) (bool, error)
 }
 
 // Transcripts is what sessions need of core/transcript.Service.
