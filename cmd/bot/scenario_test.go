@@ -156,7 +156,7 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 		{1, s.restart},
 		{2, s.focus},
 		{1, s.unfocus},
-		{1, s.longMention},
+		{1, s.longJob},
 		{1, s.spawnOther},
 	}
 	total := 0
@@ -262,26 +262,33 @@ func (s *scenario) openThreads() []string {
 	return out
 }
 
-// longMention asks for a reply longer than one Discord message; sometimes
-// its second part is refused for good (permissions, a form error), so a
-// partly displayed reply must be recorded as exactly what was shown.
-func (s *scenario) longMention() error {
-	ch, user := s.pick(s.channels), s.pick(s.users)
+// longJob runs a background job whose result is longer than one Discord
+// message; sometimes its second part is refused for good (permissions, a
+// form error), so a partly displayed result must be recorded as exactly
+// what was shown.
+func (s *scenario) longJob() error {
+	ch, to := s.pick(s.channels), s.pick(s.channels)
+	marker := fmt.Sprintf("end-%d", s.rng.IntN(1_000_000))
+	words := make([]string, 0, 520)
+	for i := range 500 {
+		words = append(words, fmt.Sprintf("w%d", i))
+	}
+	prompt := strings.Join(words, " ") + " " + marker
 	if s.rng.IntN(2) == 0 {
-		f := discordtest.Fault{Method: "POST", Path: "/channels/*/messages", After: 1, Status: 403, Code: 50013, Message: "Missing Permissions"}
+		f := discordtest.Fault{Method: "POST", Path: "/channels/*/messages", BodyContains: marker, Status: 403, Code: 50013, Message: "Missing Permissions"}
 		if s.rng.IntN(2) == 0 {
 			f.Status, f.Code, f.Message = 400, 50035, "Invalid Form Body"
 		}
 		s.h.emu.InjectFault(f)
 		s.note("fault %+v", f)
 	}
-	words := make([]string, 0, 400)
-	for i := range 330 {
-		words = append(words, fmt.Sprintf("w%d", i))
+	id, err := s.addJob(ch, discordtest.CommandOption{Name: "schedule", Value: "every 1h"}, discordtest.CommandOption{Name: "prompt", Value: prompt},
+		discordtest.CommandOption{Name: "target", Value: "isolated"}, discordtest.CommandOption{Name: "to", Value: "channel:" + to})
+	if err != nil {
+		return err
 	}
-	s.note("long mention in %s by %s", ch, user)
-	_, err := s.h.emu.UserSay(ch, user, fmt.Sprintf("<@%s> %s", s.h.emu.BotUserID(), strings.Join(words, " ")))
-	return err
+	s.note("long background job %s from %s to %s, run now", id, ch, to)
+	return s.runJob(ch, id)
 }
 
 func (s *scenario) messageTool() error {

@@ -1,6 +1,7 @@
 package discordtest
 
 import (
+	"bytes"
 	"net/http"
 	"strings"
 	"time"
@@ -36,6 +37,9 @@ type Fault struct {
 	// After lets that many matching calls through before the fault applies
 	// (e.g. After 1 on a message create fails the second part of a split reply).
 	After int
+	// BodyContains, when set, restricts the fault to requests whose body
+	// contains it (one payload among concurrent sends).
+	BodyContains string
 }
 
 func (f *Fault) message() string {
@@ -70,11 +74,11 @@ func (e *Emulator) ClearFaults() {
 	e.faults = nil
 }
 
-func (e *Emulator) takeFault(method string, segs []string) *Fault {
+func (e *Emulator) takeFault(method string, segs []string, body []byte) *Fault {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for i, f := range e.faults {
-		if f.Method != "" && f.Method != method || !segsMatch(f.segs, segs) {
+		if f.Method != "" && f.Method != method || !segsMatch(f.segs, segs) || f.BodyContains != "" && !bytes.Contains(body, []byte(f.BodyContains)) {
 			continue
 		}
 		if f.skip > 0 {

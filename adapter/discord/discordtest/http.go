@@ -179,7 +179,7 @@ func (e *Emulator) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	f := e.takeFault(r.Method, segs)
+	f := e.takeFault(r.Method, segs, body)
 	if f != nil && f.Latency > 0 {
 		select {
 		case <-time.After(f.Latency):
