@@ -164,6 +164,8 @@ type fixtureOptions struct {
 	spawnSessions bool
 	turns         session.TurnLocker
 	authority     session.Authority // nil: fakeAuthority{} (everything allowed)
+	typist        session.Typist
+	after         session.After
 }
 
 // fakeAuthority refuses posting into the conversations in deny (by id) and
@@ -228,7 +230,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		reg = o.regStore
 	}
 	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(bs), Bindings: bs, Transcripts: tr, Store: reg, Turns: o.turns, Clock: clk, Log: zerolog.Nop(),
-		Authority: o.authority}
+		Authority: o.authority, Typist: o.typist, After: o.after}
 	if !o.noThreads {
 		deps.Threads = o.threads
 		if o.threadsImpl != nil {

@@ -230,10 +230,13 @@ func (m *Manager) runSubagent(ctx context.Context, key string) {
 	history, err := m.d.Transcripts.History(rctx, key, max(agent.MaxHistory, 1))
 	var text string
 	if err == nil {
+		stopTyping := m.startTyping(m.answerConversation(info))
+		defer stopTyping()
 		msgs := append(m.toMessages(rctx, turnInput{key: key}, history), model.Message{Role: model.RoleUser, Text: "Task: " + info.Task})
 		var resp model.Response
 		resp, err = agent.Provider.Complete(rctx, model.Request{System: m.systemPrompt(agent, key), Messages: msgs})
 		text = resp.Text
+		stopTyping()
 	}
 	status := StatusOK
 	switch {
@@ -255,6 +258,17 @@ func (m *Manager) runSubagent(ctx context.Context, key string) {
 		return
 	}
 	m.announce(ctx, info)
+}
+
+// answerConversation is where a subagent's result will appear: its bound
+// thread while the binding is active, else the conversation that asked.
+func (m *Manager) answerConversation(info Info) binding.ConversationRef {
+	for _, r := range m.d.Bindings.ListBySession(info.Key) {
+		if r.Status == binding.StatusActive {
+			return r.Conversation
+		}
+	}
+	return info.Requester
 }
 
 // CompletionText is what a subagent's completion displays.

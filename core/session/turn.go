@@ -60,9 +60,12 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) {
 	history = upTo(history, t.triggerSeq)
 	var text string
 	source := transcript.SourceTurn
+	stopTyping := m.startTyping(t.conv)
+	defer stopTyping()
 	if err == nil {
 		text, err = m.complete(ctx, agent, t, history)
 	}
+	stopTyping() // the reply ends the indicator; no renewal may follow it
 	var turnErr error
 	if err != nil {
 		m.d.Log.Error().Err(err).Str("session", t.key).Msg("turn failed")

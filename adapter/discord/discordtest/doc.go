@@ -48,7 +48,9 @@
 //   - Interactions keep Discord's clocks (injectable): a callback later than 3 s after the
 //     interaction was created fails 404 / 10062; followups and @original reads, edits and deletes
 //     work for 15 minutes, then fail 401 / 50027.
-//   - Rate limits are off unless configured (Options.RateLimits, GlobalLimit, SetRateLimit); when
+//   - Typing (POST /channels/{id}/typing) is always limited per channel (TypingLimit: 5 per 5 s) unless
+//     configured otherwise; RequestsTo("POST", that route) lists the bot's typing calls.
+//   - Other rate limits are off unless configured (Options.RateLimits, GlobalLimit, SetRateLimit); when
 //     on, buckets are per method+route per top-level resource, every response carries X-RateLimit-*
 //     headers, and 429s carry retry_after (seconds), Retry-After and X-RateLimit-Scope.
 //   - Every /api request is checked against Discord's OpenAPI description (embedded from

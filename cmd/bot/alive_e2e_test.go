@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentbot/agentbot/model"
+)
+
+// Feels-alive tests (issue 14): what a user sees while the bot works.
+
+// aliveGate is a model that holds every call until released (or its
+// context ends), so a test can look at the chat while the model "thinks".
+type aliveGate struct {
+	entered chan model.Request
+	release chan struct{}
+}
+
+func newAliveGate() *aliveGate {
+	return &aliveGate{entered: make(chan model.Request, 16), release: make(chan struct{}, 16)}
+}
+
+func (g *aliveGate) Complete(ctx context.Context, req model.Request) (model.Response, error) {
+	g.entered <- req
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return model.Response{}, model.NewError("gate", 0, ctx.Err())
+	}
+	last := req.Messages[len(req.Messages)-1].Text
+	return model.Response{Text: "answer to " + last}, nil
+}
+
+func (g *aliveGate) waitEntered(t *testing.T) model.Request {
+	t.Helper()
+	select {
+	case r := <-g.entered:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("the model was not called")
+	}
+	return model.Request{}
+}
+
+// aliveAfter is the typing indicator's clock: a wait ends when the test fires.
+type aliveAfter struct {
+	mu    sync.Mutex
+	c     chan time.Time
+	waits []time.Duration
+}
+
+func (a *aliveAfter) after(d time.Duration) <-chan time.Time {
+	a.mu.Lock()
+	a.waits = append(a.waits, d)
+	a.mu.Unlock()
+	return a.c
+}
+
+func (a *aliveAfter) fire(t *testing.T) {
+	t.Helper()
+	select {
+	case a.c <- time.Time{}:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no typing indicator was waiting")
+	}
+}
+
+func startAliveBot(t *testing.T, p model.Provider) (*harness, *aliveAfter) {
+	t.Helper()
+	ta := &aliveAfter{c: make(chan time.Time)}
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: log, Provider: p, TypingAfter: ta.after})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.close() })
+	if err := h.start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return h, ta
+}
+
+const typingRoute = "/channels/{channel_id}/typing"
+
+// typingIn returns how many typing calls the bot made in channel, and how many got a 429.
+func typingIn(h *harness, channel string) (n, limited int) {
+	for _, r := range h.emu.RequestsTo("POST", typingRoute) {
+		if r.Path == "/channels/"+channel+"/typing" {
+			n++
+			if r.Status == 429 {
+				limited++
+			}
+		}
+	}
+	return n, limited
+}
+
+// TestE2ETypingWhileTurnWorks: a turn shows the typing indicator in its
+// channel while the model works, renews it, and stops before the reply;
+// no typing call follows the reply and none is rate limited.
+func TestE2ETypingWhileTurnWorks(t *testing.T) {
+	t.Parallel()
+	g := newAliveGate()
+	h, ta := startAliveBot(t, g)
+	adSay(t, h, h.general.ID, adMention(h)+"think hard")
+	g.waitEntered(t)
+	ta.fire(t) // the grace passed
+	waitUntil(t, h, "a typing call in #general", func() bool { n, _ := typingIn(h, h.general.ID); return n == 1 })
+	ta.fire(t) // 8 s later: renewed
+	waitUntil(t, h, "a renewed typing call", func() bool { n, _ := typingIn(h, h.general.ID); return n == 2 })
+	g.release <- struct{}{}
+	waitUntil(t, h, "the reply", func() bool { return countContaining(h.emu.Messages(h.general.ID), "answer to") == 1 })
+	finishBot(t, h, h.general.ID)
+	if n, limited := typingIn(h, h.general.ID); n != 2 || limited != 0 {
+		t.Fatalf("typing calls %d (429: %d), want 2 and none limited", n, limited)
+	}
+	// Order: every typing call before the reply's send.
+	lastTyping, reply := -1, -1
+	for i, r := range h.emu.Requests() {
+		switch {
+		case r.Route == typingRoute:
+			lastTyping = i
+		case r.Method == "POST" && r.Route == "/channels/{channel_id}/messages" && strings.Contains(string(r.Body), "answer to"):
+			reply = i
+		}
+	}
+	if reply < 0 || lastTyping > reply {
+		t.Fatalf("typing call %d after the reply %d", lastTyping, reply)
+	}
+}
+
+// TestE2ETypingInBoundSubagentThread: a bound subagent's indicator shows in
+// its thread (where its result appears), not in the channel that spawned it.
+func TestE2ETypingInBoundSubagentThread(t *testing.T) {
+	t.Parallel()
+	g := newAliveGate()
+	h, ta := startAliveBot(t, g)
+	in := adInvoke(t, h, h.general.ID, "spawn", adOpt("task", "research"), adOpt("label", "scout"), adOpt("thread", true))
+	if r := adResponded(t, h, in); !strings.Contains(r.Content, "Started subagent") {
+		t.Fatalf("/spawn answered %q", r.Content)
+	}
+	g.waitEntered(t)
+	var thread string
+	waitUntil(t, h, "the thread", func() bool {
+		ths := h.emu.Threads(h.general.ID)
+		if len(ths) == 1 {
+			thread = ths[0].ID
+		}
+		return thread != ""
+	})
+	ta.fire(t)
+	waitUntil(t, h, "typing in the thread", func() bool { n, _ := typingIn(h, thread); return n == 1 })
+	g.release <- struct{}{}
+	waitUntil(t, h, "the result in the thread", func() bool { return countContaining(h.emu.Messages(thread), "answer to") == 1 })
+	finishBot(t, h, h.general.ID, thread)
+	if n, _ := typingIn(h, h.general.ID); n != 0 {
+		t.Fatalf("%d typing calls in #general, want none (the answer appears in the thread)", n)
+	}
+}
