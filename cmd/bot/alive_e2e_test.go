@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/model"
 )
 
@@ -17,12 +18,13 @@ import (
 // aliveGate is a model that holds every call until released (or its
 // context ends), so a test can look at the chat while the model "thinks".
 type aliveGate struct {
-	entered chan model.Request
-	release chan struct{}
+	entered   chan model.Request
+	release   chan struct{}
+	cancelled chan struct{} // receives when a held call's context ended
 }
 
 func newAliveGate() *aliveGate {
-	return &aliveGate{entered: make(chan model.Request, 16), release: make(chan struct{}, 16)}
+	return &aliveGate{entered: make(chan model.Request, 16), release: make(chan struct{}, 16), cancelled: make(chan struct{}, 16)}
 }
 
 func (g *aliveGate) Complete(ctx context.Context, req model.Request) (model.Response, error) {
@@ -30,6 +32,7 @@ func (g *aliveGate) Complete(ctx context.Context, req model.Request) (model.Resp
 	select {
 	case <-g.release:
 	case <-ctx.Done():
+		g.cancelled <- struct{}{}
 		return model.Response{}, model.NewError("gate", 0, ctx.Err())
 	}
 	last := req.Messages[len(req.Messages)-1].Text
@@ -161,4 +164,82 @@ func TestE2ETypingInBoundSubagentThread(t *testing.T) {
 	if n, _ := typingIn(h, h.general.ID); n != 0 {
 		t.Fatalf("%d typing calls in #general, want none (the answer appears in the thread)", n)
 	}
+}
+
+// TestE2EStopEndsRunningTurn: /stop mid-turn cancels the model call (its
+// context ends), answers ephemerally, posts nothing in the channel, and the
+// transcript keeps the user's message (Rule 1 holds). Someone else's /stop
+// is refused and the turn goes on.
+func TestE2EStopEndsRunningTurn(t *testing.T) {
+	t.Parallel()
+	g := newAliveGate()
+	h, _ := startAliveBot(t, g)
+	// Members are not operators (no Manage Server); alice runs her own turn.
+	if err := h.emu.SetRolePermissions(h.guild.ID, h.guild.ID, discordtest.DefaultEveryone); err != nil {
+		t.Fatal(err)
+	}
+	bob, err := h.emu.AddMember(h.guild.ID, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adSay(t, h, h.general.ID, adMention(h)+"write an essay")
+	g.waitEntered(t)
+
+	in, err := h.emu.InvokeCommand(h.general.ID, bob.ID, "stop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := adResponded(t, h, in); !r.Ephemeral || !strings.Contains(r.Content, "needs an operator") {
+		t.Fatalf("bob's /stop answered %+v, want an ephemeral refusal", r)
+	}
+	select {
+	case <-g.cancelled:
+		t.Fatal("a refused /stop cancelled the model call")
+	default:
+	}
+
+	r := adResponded(t, h, adInvoke(t, h, h.general.ID, "stop"))
+	if !r.Ephemeral || !strings.Contains(r.Content, "Stopped this conversation's turn") {
+		t.Fatalf("/stop answered %+v", r)
+	}
+	select {
+	case <-g.cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the model call was not cancelled")
+	}
+	if r := adResponded(t, h, adInvoke(t, h, h.general.ID, "stop")); !strings.Contains(r.Content, "Nothing is running in this conversation") {
+		t.Fatalf("second /stop answered %q", r.Content)
+	}
+	// The next message is answered: the stop ended one turn, not the conversation.
+	adSay(t, h, h.general.ID, adMention(h)+"short one")
+	g.waitEntered(t)
+	g.release <- struct{}{}
+	waitUntil(t, h, "the next reply", func() bool { return countContaining(h.emu.Messages(h.general.ID), "answer to") == 1 })
+	finishBot(t, h, h.general.ID)
+	for _, m := range h.emu.Messages(h.general.ID) {
+		if strings.Contains(m.Content, "essay") && m.Author.ID == h.emu.BotUserID() {
+			t.Fatalf("the stopped turn posted %q", m.Content)
+		}
+	}
+}
+
+// TestE2EStopNamedSubagent: /stop target:<label> ends a subagent's run; its
+// completion says it was stopped.
+func TestE2EStopNamedSubagent(t *testing.T) {
+	t.Parallel()
+	g := newAliveGate()
+	h, _ := startAliveBot(t, g)
+	in := adInvoke(t, h, h.general.ID, "spawn", adOpt("task", "research"), adOpt("label", "scout"), adOpt("thread", false))
+	if r := adResponded(t, h, in); !strings.Contains(r.Content, "Started subagent") {
+		t.Fatalf("/spawn answered %q", r.Content)
+	}
+	g.waitEntered(t)
+	r := adResponded(t, h, adInvoke(t, h, h.general.ID, "stop", adOpt("target", "scout")))
+	if !r.Ephemeral || !strings.Contains(r.Content, "Stopped **scout**") {
+		t.Fatalf("/stop target:scout answered %+v", r)
+	}
+	waitUntil(t, h, "the stopped completion", func() bool {
+		return countContaining(h.emu.Messages(h.general.ID), "scout was stopped") == 1
+	})
+	finishBot(t, h, h.general.ID)
 }

@@ -100,6 +100,9 @@ type Manager struct {
 
 	tmu    sync.Mutex
 	typing map[string]*typingLoop // by conversation id
+
+	rmu  sync.Mutex
+	runs map[string]*running // work /stop can end, by session key
 }
 
 type queue struct {
@@ -130,7 +133,7 @@ func New(opt Options, d Deps) *Manager {
 	if opt.Channel == "" {
 		opt.Channel = "discord"
 	}
-	m := &Manager{opt: opt, d: d, agents: map[string]Agent{}, queues: map[string]*queue{}, sessions: map[string]Info{}, queued: map[string]bool{}, typing: map[string]*typingLoop{}, base: context.Background()}
+	m := &Manager{opt: opt, d: d, agents: map[string]Agent{}, queues: map[string]*queue{}, sessions: map[string]Info{}, queued: map[string]bool{}, typing: map[string]*typingLoop{}, runs: map[string]*running{}, base: context.Background()}
 	for _, a := range opt.Agents {
 		m.agents[a.ID] = a
 	}

@@ -63,7 +63,20 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) {
 	stopTyping := m.startTyping(t.conv)
 	defer stopTyping()
 	if err == nil {
-		text, err = m.complete(ctx, agent, t, history)
+		mctx, end := m.startRun(ctx, t.key, t.requester)
+		text, err = m.complete(mctx, agent, t, history)
+		wasStopped := stopped(mctx)
+		end()
+		if wasStopped {
+			// /stop: nothing of the answer was displayed, so nothing is
+			// posted; the user's entry stays (it was displayed).
+			stopTyping()
+			m.d.Log.Info().Str("session", t.key).Msg("turn stopped")
+			if t.done != nil {
+				t.done(nil, ErrStopped)
+			}
+			return
+		}
 	}
 	stopTyping() // the reply ends the indicator; no renewal may follow it
 	var turnErr error

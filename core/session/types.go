@@ -32,6 +32,7 @@ const (
 	StatusOK        Status = "ok"
 	StatusError     Status = "error"
 	StatusTimeout   Status = "timeout"
+	StatusStopped   Status = "stopped"     // ended by /stop
 	StatusUndeliver Status = "undelivered" // finished, but its thread could not take the result
 )
 
