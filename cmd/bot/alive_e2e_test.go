@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,7 +12,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
+	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/model"
+	"github.com/agentbot/agentbot/model/modeltest"
 )
 
 // Feels-alive tests (issue 14): what a user sees while the bot works.
@@ -242,4 +247,95 @@ func TestE2EStopNamedSubagent(t *testing.T) {
 		return countContaining(h.emu.Messages(h.general.ID), "scout was stopped") == 1
 	})
 	finishBot(t, h, h.general.ID)
+}
+
+// startAttachBot runs the bot on an OpenAI-compatible fake with vision as given.
+func startAttachBot(t *testing.T, vision bool) (*harness, *modeltest.OpenAIFake) {
+	t.Helper()
+	f := modeltest.NewOpenAIFake(t, "k")
+	h := startBot(t, nil, func(cfg *config.Config) {
+		mc := cfg.Models[config.DefaultModelName]
+		mc.Provider, mc.BaseURL, mc.APIKey, mc.Model, mc.Vision = "openai", f.URL, "k", "m", vision
+		cfg.Models[config.DefaultModelName] = mc
+	})
+	return h, f
+}
+
+// lastUserContent is the last user message's content in the fake's last request.
+func lastUserContent(t *testing.T, f *modeltest.OpenAIFake) any {
+	t.Helper()
+	var content any
+	for _, m := range f.Last()["messages"].([]any) {
+		if mm := m.(map[string]any); mm["role"] == "user" {
+			content = mm["content"]
+		}
+	}
+	return content
+}
+
+var (
+	catPNG   = discordtest.File{Name: "cat.png", ContentType: "image/png", Data: []byte("\x89PNG fake picture")}
+	notesTxt = discordtest.File{Name: "notes.txt", ContentType: "text/plain; charset=utf-8", Data: []byte("line one of the notes")}
+)
+
+// TestE2EImageReachesVisionModel: with vision: true a user's picture reaches
+// the model request as an image_url part, a text file is inlined, and the
+// transcript's user entry records both attachments (inspect -json shape).
+func TestE2EImageReachesVisionModel(t *testing.T) {
+	t.Parallel()
+	h, f := startAttachBot(t, true)
+	msg, err := h.emu.UserSayFiles(h.general.ID, h.alice.ID, adMention(h)+"what is this?", catPNG, notesTxt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, h, "the reply", func() bool { return countContaining(h.emu.Messages(h.general.ID), "ok") == 1 })
+	parts, ok := lastUserContent(t, f).([]any)
+	if !ok || len(parts) != 2 {
+		t.Fatalf("user content %v, want text and one image part", lastUserContent(t, f))
+	}
+	text, _ := parts[0].(map[string]any)["text"].(string)
+	if !strings.Contains(text, "what is this?") || !strings.Contains(text, "line one of the notes") || !strings.Contains(text, "cat.png (image/png, 17 bytes): attached") {
+		t.Fatalf("text part %q", text)
+	}
+	img := parts[1].(map[string]any)
+	url, _ := img["image_url"].(map[string]any)["url"].(string)
+	if img["type"] != "image_url" || url != "data:image/png;base64,"+base64.StdEncoding.EncodeToString(catPNG.Data) {
+		t.Fatalf("image part %v", img)
+	}
+	st := finishBot(t, h, h.general.ID)
+	es, err := st.Range(t.Context(), adSessionKey(h.general.ID), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []transcript.Attachment{
+		{Filename: "cat.png", ContentType: "image/png", Size: int64(len(catPNG.Data)), URL: msg.Attachments[0].URL},
+		{Filename: "notes.txt", ContentType: "text/plain; charset=utf-8", Size: int64(len(notesTxt.Data)), URL: msg.Attachments[1].URL},
+	}
+	if es[0].Role != transcript.RoleUser || !slices.Equal(es[0].Attachments, want) {
+		t.Fatalf("user entry attachments %+v, want %+v", es[0].Attachments, want)
+	}
+	if n := h.emu.AttachmentFetches(); len(n) != 2 {
+		t.Fatalf("fetches %v, want each attachment once", n)
+	}
+}
+
+// TestE2EImageNamedWithoutVision: with vision: false the picture is named in
+// the text (never fetched) and a text file is still inlined.
+func TestE2EImageNamedWithoutVision(t *testing.T) {
+	t.Parallel()
+	h, f := startAttachBot(t, false)
+	if _, err := h.emu.UserSayFiles(h.general.ID, h.alice.ID, adMention(h)+"read these", catPNG, notesTxt); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, h, "the reply", func() bool { return countContaining(h.emu.Messages(h.general.ID), "ok") == 1 })
+	text, ok := lastUserContent(t, f).(string)
+	if !ok || !strings.Contains(text, "line one of the notes") || !strings.Contains(text, "cat.png (image/png, 17 bytes): this model does not see images") {
+		t.Fatalf("user content %v", lastUserContent(t, f))
+	}
+	finishBot(t, h, h.general.ID)
+	for p := range h.emu.AttachmentFetches() {
+		if strings.HasSuffix(p, "cat.png") {
+			t.Fatal("the image was fetched for a model without vision")
+		}
+	}
 }

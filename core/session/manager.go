@@ -60,6 +60,8 @@ type Deps struct {
 	// Turns, if set, serialises a session's work across processes sharing
 	// the store (nil: this process's queue is the only serialisation).
 	Turns TurnLocker
+	// Fetcher fetches user attachments (nil: they are named, not read).
+	Fetcher Fetcher
 	// Typist shows the typing indicator while work runs (nil: none).
 	Typist Typist
 	// After paces typing renewals (nil: time.After).
@@ -505,7 +507,7 @@ func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 		entry, err = m.d.Transcripts.Append(ctx, key, transcript.Entry{
 			Role: transcript.RoleUser, Author: msg.AuthorName, Text: msg.Text,
 			MessageIDs: []string{msg.MessageID}, Source: transcript.SourceUser,
-			DeliveryID: "in:" + msg.MessageID, Meta: meta,
+			DeliveryID: "in:" + msg.MessageID, Meta: meta, Attachments: msg.Attachments,
 		})
 		return err
 	})

@@ -198,12 +198,16 @@ func noticeText(err error) string {
 // which job or subagent posted a message and what a reply refers to.
 func (m *Manager) toMessages(ctx context.Context, t turnInput, history []transcript.Entry) []model.Message {
 	out := make([]model.Message, 0, len(history))
+	agent := m.agentFor(t.key)
 	for _, e := range history {
 		msg := model.Message{Role: model.RoleUser, Text: e.Text, Name: e.Author}
 		if e.Role == transcript.RoleAssistant {
 			msg.Role = model.RoleAssistant
 		} else if m.opt.ModelText != nil {
 			msg.Text = m.opt.ModelText(msg.Text)
+		}
+		if e.Role == transcript.RoleUser && len(e.Attachments) > 0 {
+			msg = m.withAttachments(ctx, agent, msg, e.Attachments)
 		}
 		if note := provenance(e); note != "" {
 			msg.Text = note + "\n" + msg.Text
