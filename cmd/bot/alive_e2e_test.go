@@ -339,3 +339,74 @@ func TestE2EImageNamedWithoutVision(t *testing.T) {
 		}
 	}
 }
+
+// TestE2ESpawnSlowThreadDeferred (invariant 15): thread creation taking 4 s
+// (past Discord's 3 s) still answers /spawn: deferred at once, then the
+// reply; the emulator refuses any callback after 3 s (10062).
+func TestE2ESpawnSlowThreadDeferred(t *testing.T) {
+	t.Parallel()
+	h := startBot(t, nil, nil)
+	h.emu.InjectFault(discordtest.Fault{Method: "POST", Path: "/channels/*/threads", Latency: 4 * time.Second})
+	in := adInvoke(t, h, h.general.ID, "spawn", adOpt("task", "slow"), adOpt("label", "slow"), adOpt("thread", true))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	got, err := h.emu.WaitResponses(ctx, in.ID, 2)
+	if err != nil {
+		t.Fatalf("responses: %v", err)
+	}
+	if r := got.Responses[0]; r.Kind != "callback" || r.Type != 5 {
+		t.Fatalf("first response %+v, want a deferral", r)
+	}
+	if r := got.Responses[1]; !strings.Contains(r.Content, "Started subagent") {
+		t.Fatalf("second response %+v, want the reply", r)
+	}
+	waitUntil(t, h, "the thread's intro", func() bool {
+		ths := h.emu.Threads(h.general.ID)
+		return len(ths) == 1 && countContaining(h.emu.Messages(ths[0].ID), "session active") == 1
+	})
+	finishBot(t, h, h.general.ID, h.emu.Threads(h.general.ID)[0].ID)
+	for _, r := range h.emu.Requests() {
+		if r.Code == 10062 {
+			t.Fatalf("an interaction callback came too late: %s %s", r.Method, r.Path)
+		}
+	}
+}
+
+// TestE2ECronRunSlowModelAnswered (invariant 15): /cron run of an in-chat
+// job whose model takes longer than 3 s is answered in time (at once or
+// deferred), and the job's answer still arrives in the chat.
+func TestE2ECronRunSlowModelAnswered(t *testing.T) {
+	t.Parallel()
+	g := newAliveGate()
+	h := schedStart(t, g, nil)
+	h.cron(t, "add", opt("schedule", "every 1h"), opt("prompt", "hourly check"))
+	j := h.onlyJob(t)
+	in, err := h.emu.InvokeCommand(h.general.ID, h.alice.ID, "cron", discordtest.CommandOption{Name: "run", Value: []discordtest.CommandOption{opt("id", j.ID)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.waitEntered(t)
+	// The model holds; the interaction must be answered anyway, past 3 s.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	got, err := h.emu.WaitResponses(ctx, in.ID, 1)
+	if err != nil {
+		t.Fatalf("no response to /cron run while the model works: %v", err)
+	}
+	if r := got.Responses[0]; r.Kind != "callback" {
+		t.Fatalf("first response %+v, want a callback", r)
+	}
+	g.release <- struct{}{}
+	waitUntil(t, h.harness, "the job's answer", func() bool {
+		return countContaining(h.emu.Messages(h.general.ID), "answer to") == 1
+	})
+	if _, _, err := h.emu.WaitAnswer(ctx, in.ID); err != nil {
+		t.Fatalf("/cron run never answered: %v", err)
+	}
+	finishBot(t, h.harness, h.general.ID)
+	for _, r := range h.emu.Requests() {
+		if r.Code == 10062 {
+			t.Fatalf("an interaction callback came too late: %s %s", r.Method, r.Path)
+		}
+	}
+}
