@@ -137,6 +137,9 @@ type ModelConfig struct {
 	MaxHistory   int           `yaml:"maxHistory"` // transcript entries sent per call, 1..1000
 	Timeout      time.Duration `yaml:"timeout"`    // per model call
 	MaxToolSteps int           `yaml:"maxToolSteps"`
+	// Vision: the model takes images (OpenAI image_url parts, Anthropic
+	// image blocks); false names an image in the text instead.
+	Vision bool `yaml:"vision"`
 }
 
 // SubagentsConfig limits subagent runs.

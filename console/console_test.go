@@ -91,7 +91,8 @@ func seed(t testing.TB, st *bolt.Store, nBindings, nEntries, nDeliveries int) {
 		must(err)
 	}
 	_, _, err := st.Append(ctx, chatKey, transcript.Entry{Role: transcript.RoleUser, Author: "mallory", Text: "my token is " + fakeBotToken +
-		" and https://discord.com/api/webhooks/123/" + fakeWebhookToken, Source: transcript.SourceUser, At: t0})
+		" and https://discord.com/api/webhooks/123/" + fakeWebhookToken, Source: transcript.SourceUser, At: t0,
+		Attachments: []transcript.Attachment{{Filename: "cat.png", ContentType: "image/png", Size: 2048, URL: "https://cdn.discordapp.com/attachments/1/2/cat.png?hm=sig"}}})
 	must(err)
 	_, _, err = st.Append(ctx, chatKey, transcript.Entry{Role: transcript.RoleAssistant, Text: "job result", MessageIDs: []string{"7777"},
 		Source: transcript.SourceJob, DeliveryID: "d-ok", At: t0})
@@ -180,7 +181,7 @@ var pages = []struct {
 		"Wed 2026-03-11 09:00 CET", "7777", "auto-disabled", "overdue by 3h", "model timeout", "catch-up"}},
 	{"/jobs/job-ok", []string{"morning digest", "late by 3h", "7777"}},
 	{"/sessions", []string{chatKey, subKey, "research"}},
-	{"/sessions/" + chatKey, []string{"message 1", "job result", "7777", "alert that never arrived", "missing permission (50013)", "none: not displayed", "[redacted]"}},
+	{"/sessions/" + chatKey, []string{"message 1", "job result", "7777", "alert that never arrived", "missing permission (50013)", "none: not displayed", "[redacted]", "📎 cat.png (image/png, 2048 bytes)"}},
 	{"/sessions/" + subKey, []string{"task", "completion", "pending", "https://discord.com/channels/900/2000"}},
 	{"/deliveries", []string{"d-ok", "job result", "delivered", "failed"}},
 	{"/deliveries?state=failed", []string{"alert that never arrived"}},

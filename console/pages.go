@@ -3,6 +3,7 @@ package console
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -687,6 +688,8 @@ type entryRow struct {
 	At, Role, Author, Source, Text, Message string
 	DeliveryID, DeliveryState               string
 	Bad                                     bool
+	// Attachments of a user entry: "name (type, size)".
+	Attachments []string
 }
 
 type conversationPage struct {
@@ -772,6 +775,9 @@ func (c *Console) conversation(r *http.Request) (any, error) {
 	for _, e := range entries {
 		row := entryRow{Seq: e.Seq, Generation: e.Generation, At: c.fmtTime(e.At), Role: string(e.Role), Author: e.Author,
 			Source: string(e.Source), Text: e.Text, Message: strings.Join(e.MessageIDs, ", "), DeliveryID: e.DeliveryID}
+		for _, a := range e.Attachments {
+			row.Attachments = append(row.Attachments, fmt.Sprintf("%s (%s, %d bytes)", a.Filename, a.ContentType, a.Size))
+		}
 		if e.DeliveryID != "" {
 			d, ok, err := c.o.Store.GetDelivery(ctx, e.DeliveryID)
 			if err != nil {

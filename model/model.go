@@ -34,6 +34,17 @@ type Message struct {
 	ToolCalls []ToolCall
 	// ToolCallID is set on tool messages: the call this is the result of.
 	ToolCallID string
+	// Images are pictures a user message carries, sent only to a model
+	// configured with vision: true (OpenAI image_url parts, Anthropic image
+	// blocks); providers without images ignore them.
+	Images []Image
+}
+
+// Image is a picture's bytes and media type (image/png, image/jpeg,
+// image/webp, image/gif).
+type Image struct {
+	MediaType string
+	Data      []byte
 }
 
 // Tool is a function the model may call.

@@ -61,6 +61,8 @@ type Sessions interface {
 	Info(key string) (session.Info, bool)
 	DefaultAgent() session.Agent
 	Watermarks() map[string]string
+	Running(key string) (session.Run, bool)
+	Stop(run session.Run) bool
 }
 
 // Bindings is what the adapter needs of core/binding.Service.

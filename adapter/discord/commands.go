@@ -65,6 +65,9 @@ func Commands() []*discordgo.ApplicationCommand {
 			sub("runs", "Recent runs of a job", opt(optString, "id", "Job id", true)),
 		}},
 		{Name: "reset", Description: "Start a new conversation with the agent in this chat"},
+		{Name: "stop", Description: "Stop this conversation's running turn, or a subagent's run", Options: []*discordgo.ApplicationCommandOption{
+			opt(optString, "target", "Subagent label or session key (default: this conversation)", false),
+		}},
 	}
 }
 
@@ -306,6 +309,8 @@ func (a *Adapter) command(ctx context.Context, v invocation) (reply, error) {
 		return a.cmdSession(ctx, v)
 	case "cron":
 		return a.cmdCron(ctx, v)
+	case "stop":
+		return a.cmdStop(ctx, v)
 	case "reset":
 		if _, err := a.d.Sessions.Reset(ctx, v.conv); err != nil {
 			return reply{}, err
@@ -337,6 +342,39 @@ func (a *Adapter) cmdSpawn(ctx context.Context, v invocation) (reply, error) {
 		return reply{}, err
 	}
 	return reply{text: res.Summary(), public: true}, nil
+}
+
+// cmdStop ends this conversation's running turn, or the named subagent's
+// run (its model call is cancelled). One's own run, or an operator.
+func (a *Adapter) cmdStop(ctx context.Context, v invocation) (reply, error) {
+	target := v.str("target")
+	var key, what string
+	idle := "ℹ️ Nothing is running in this conversation."
+	if target == "" {
+		key, _, _ = a.d.Outbound.SessionFor(v.conv)
+		what = "this conversation's turn"
+	} else {
+		info, ok := a.findSession(target)
+		if !ok {
+			return reply{}, userErrf("Nothing is named %s: give a subagent label or a session key (see /agents).", target)
+		}
+		key, what = info.Key, "`"+info.Key+"`"
+		if info.Label != "" {
+			what = "**" + info.Label + "**"
+		}
+		idle = "ℹ️ " + what + " is not running."
+	}
+	run, ok := a.d.Sessions.Running(key)
+	if !ok {
+		return reply{text: idle}, nil
+	}
+	if err := a.auth.MayStop(ctx, authz.Actor{UserID: v.userID, Where: v.conv}, run.Owner, what); err != nil {
+		return reply{}, userErrf("%s", refusalText(err))
+	}
+	if !a.d.Sessions.Stop(run) {
+		return reply{text: "ℹ️ It had already finished."}, nil
+	}
+	return reply{text: "⏹️ Stopped " + what + "."}, nil
 }
 
 // cmdFocus binds this thread (or a new child thread when run in a channel)

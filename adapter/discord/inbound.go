@@ -70,7 +70,7 @@ func (a *Adapter) route(ctx context.Context, m *discordgo.Message) string {
 	if m.GuildID != "" && !bound && !mentioned {
 		return inNotMentioned
 	}
-	if strings.TrimSpace(stripMention(m.Content, botID)) == "" {
+	if strings.TrimSpace(stripMention(m.Content, botID)) == "" && len(m.Attachments) == 0 {
 		return inEmpty
 	}
 	a.noteMember(a.session(), m.GuildID, m.Member, m.Author)
@@ -82,7 +82,7 @@ func (a *Adapter) route(ctx context.Context, m *discordgo.Message) string {
 	if bound {
 		a.d.Bindings.Touch(rec.ID, a.d.Clock.Now())
 	}
-	msg := session.Message{Conversation: conv, MessageID: m.ID, AuthorID: m.Author.ID, AuthorName: displayName(m), Text: m.Content}
+	msg := session.Message{Conversation: conv, MessageID: m.ID, AuthorID: m.Author.ID, AuthorName: displayName(m), Text: m.Content, Attachments: attachmentsOf(m)}
 	if m.MessageReference != nil {
 		msg.ReplyTo = m.MessageReference.MessageID
 	}

@@ -62,6 +62,8 @@ type appOptions struct {
 	// Provider, if set, replaces every agent's model provider (tests:
 	// a provider that blocks until released).
 	Provider model.Provider
+	// TypingAfter, if set, paces the typing indicator (tests fire it by hand).
+	TypingAfter session.After
 }
 
 // newApp opens the store and builds every component. It connects to
@@ -134,7 +136,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		OnTurn:    func(d time.Duration) { a.metrics.Turn(d.Seconds()) },
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
-		Store: st, Threads: a.adapter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
+		Store: st, Threads: a.adapter, Typist: a.adapter, Fetcher: a.adapter, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
 		Authority: a.adapter.Authority(),
 	})
 	if cfg.Scheduler.Enabled {
@@ -216,7 +218,7 @@ func buildAgents(cfg *config.Config, hc *http.Client) ([]session.Agent, error) {
 			return nil, fmt.Errorf("agent %s: model %s: %w", ac.ID, ac.Model, err)
 		}
 		out = append(out, session.Agent{ID: ac.ID, Name: ac.Name, AvatarURL: ac.AvatarURL, SystemPrompt: ac.SystemPrompt,
-			Provider: p, MaxHistory: mc.MaxHistory, MaxToolSteps: mc.MaxToolSteps})
+			Provider: p, MaxHistory: mc.MaxHistory, MaxToolSteps: mc.MaxToolSteps, Vision: mc.Vision})
 	}
 	return out, nil
 }

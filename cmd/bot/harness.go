@@ -13,6 +13,7 @@ import (
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/model"
 )
 
@@ -37,6 +38,7 @@ type harness struct {
 	// refused names user messages a test expects discord.access to refuse
 	// (never routed, so in no transcript: finishBot's Rule 1 check skips them).
 	refused map[string]bool
+	typing  session.After
 }
 
 // commandsRoute is where the bot registers its slash commands at start
@@ -65,6 +67,8 @@ type harnessOptions struct {
 	// Shared, when set, is a started emulator several harnesses use (one
 	// per shard process); it is not seeded and close leaves it running.
 	Shared *discordtest.Emulator
+	// TypingAfter paces the typing indicator (nil: real time).
+	TypingAfter session.After
 }
 
 // newHarness starts the emulator and seeds a guild with #general and alice.
@@ -104,13 +108,13 @@ func configureHarness(o harnessOptions, emu *discordtest.Emulator, g discordtest
 		}
 		return nil, err
 	}
-	h := &harness{emu: emu, cfg: cfg, log: o.Log, clock: o.Clock, guild: g, general: general, alice: alice, prov: o.Provider, base: o.BaseTransport, shared: o.Shared != nil}
+	h := &harness{emu: emu, cfg: cfg, log: o.Log, clock: o.Clock, guild: g, general: general, alice: alice, prov: o.Provider, base: o.BaseTransport, shared: o.Shared != nil, typing: o.TypingAfter}
 	return h, nil
 }
 
 // start builds and runs the bot; it returns once the gateway is ready.
 func (h *harness) start(ctx context.Context) error {
-	a, err := newApp(h.cfg, h.log, appOptions{Clock: h.clock, RetryBackoff: 10 * time.Millisecond, Provider: h.prov, BaseTransport: h.base})
+	a, err := newApp(h.cfg, h.log, appOptions{Clock: h.clock, RetryBackoff: 10 * time.Millisecond, Provider: h.prov, BaseTransport: h.base, TypingAfter: h.typing})
 	if err != nil {
 		return err
 	}

@@ -59,6 +59,8 @@ type entryJSON struct {
 	Generation int               `json:"generation"`
 	At         time.Time         `json:"at"`
 	Meta       map[string]string `json:"meta,omitempty"`
+	// Attachments: a user entry's files ({filename, contentType, size, url}).
+	Attachments []transcript.Attachment `json:"attachments,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -142,7 +144,7 @@ func (in inspector) transcript(ctx context.Context, w io.Writer, key string, asJ
 				ids = []string{}
 			}
 			if err := enc.Encode(entryJSON{Seq: e.Seq, Role: e.Role, Author: e.Author, Text: e.Text, MessageIDs: ids, Source: e.Source,
-				DeliveryID: e.DeliveryID, Generation: e.Generation, At: e.At, Meta: e.Meta}); err != nil {
+				DeliveryID: e.DeliveryID, Generation: e.Generation, At: e.At, Meta: e.Meta, Attachments: e.Attachments}); err != nil {
 				return err
 			}
 			continue

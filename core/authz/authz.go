@@ -222,3 +222,19 @@ func (a *Authority) MayFocus(ctx context.Context, actor Actor, t FocusTarget) er
 	}
 	return refuse("you may not focus %s: only your own DM, subagents you spawned and conversations you can view (anything else needs an operator)", t.Key)
 }
+
+// MayStop: a user may stop their own run (a turn their message started, a
+// subagent they spawned, a job they created); anything else, including a
+// system run, needs an operator. what names the run for the refusal.
+func (a *Authority) MayStop(ctx context.Context, actor Actor, owner, what string) error {
+	if actor.UserID == "" {
+		return refuse("no user's authority stands behind this request")
+	}
+	if owner != "" && owner == actor.UserID {
+		return nil
+	}
+	if a.Operator(ctx, actor) {
+		return nil
+	}
+	return refuse("you may not stop %s: it is someone else's, and stopping another user's run needs an operator", what)
+}

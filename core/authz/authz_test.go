@@ -233,3 +233,30 @@ func TestLimiterGuildCap(t *testing.T) {
 		t.Fatal("zero limits must not limit")
 	}
 }
+
+func TestMayStop(t *testing.T) {
+	t.Parallel()
+	dir := fakeDir{members: map[string]authz.Member{"op": {ManageGuild: true}, "bob": {}}}
+	a := authz.New(authz.Config{}, dir)
+	bob := authz.Actor{UserID: "bob", Where: conv("c1")}
+	op := authz.Actor{UserID: "op", Where: conv("c1")}
+	tests := []struct {
+		name  string
+		actor authz.Actor
+		owner string
+		ok    bool
+	}{
+		{"own run", bob, "bob", true},
+		{"another's run", bob, "carol", false},
+		{"a system run", bob, "", false},
+		{"nobody", authz.Actor{Where: conv("c1")}, "", false},
+		{"operator: another's run", op, "carol", true},
+		{"operator: a system run", op, "", true},
+	}
+	for _, tc := range tests {
+		err := a.MayStop(t.Context(), tc.actor, tc.owner, "the turn")
+		if (err == nil) != tc.ok || (err != nil && !authz.IsRefusal(err)) {
+			t.Errorf("%s: MayStop = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+}

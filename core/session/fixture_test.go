@@ -164,6 +164,10 @@ type fixtureOptions struct {
 	spawnSessions bool
 	turns         session.TurnLocker
 	authority     session.Authority // nil: fakeAuthority{} (everything allowed)
+	typist        session.Typist
+	fetcher       session.Fetcher
+	vision        bool
+	after         session.After
 }
 
 // fakeAuthority refuses posting into the conversations in deny (by id) and
@@ -212,7 +216,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	out := delivery.NewOutbound(delivery.OutboundConfig{Sender: sender, Outbox: st, Transcripts: tr, Bindings: bs, DefaultAgent: "main", Clock: clk, Log: zerolog.Nop()})
 	opt := o.opts
 	opt.AccountID = "default"
-	opt.Agents = []session.Agent{{ID: "main", Name: "Assistant", SystemPrompt: "You are helpful.", Provider: o.provider, MaxHistory: 50, MaxToolSteps: o.maxToolSteps}}
+	opt.Agents = []session.Agent{{ID: "main", Name: "Assistant", SystemPrompt: "You are helpful.", Provider: o.provider, MaxHistory: 50, MaxToolSteps: o.maxToolSteps, Vision: o.vision}}
 	opt.ThreadBindings = !o.threadsOff
 	if o.spawnSessions {
 		opt.SpawnSubagentSessions = true
@@ -228,7 +232,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		reg = o.regStore
 	}
 	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(bs), Bindings: bs, Transcripts: tr, Store: reg, Turns: o.turns, Clock: clk, Log: zerolog.Nop(),
-		Authority: o.authority}
+		Authority: o.authority, Typist: o.typist, After: o.after, Fetcher: o.fetcher}
 	if !o.noThreads {
 		deps.Threads = o.threads
 		if o.threadsImpl != nil {

@@ -41,6 +41,8 @@ type Options struct {
 	ModelText func(string) string
 	// OnTurn, if set, observes each turn's latency from start to confirmed reply.
 	OnTurn func(time.Duration)
+	// TypingEvery renews the typing indicator (default DefaultTypingEvery).
+	TypingEvery time.Duration
 }
 
 // Deps are the manager's collaborators.
@@ -58,6 +60,12 @@ type Deps struct {
 	// Turns, if set, serialises a session's work across processes sharing
 	// the store (nil: this process's queue is the only serialisation).
 	Turns TurnLocker
+	// Fetcher fetches user attachments (nil: they are named, not read).
+	Fetcher Fetcher
+	// Typist shows the typing indicator while work runs (nil: none).
+	Typist Typist
+	// After paces typing renewals (nil: time.After).
+	After After
 	Clock clock.Clock
 	Log   zerolog.Logger
 }
@@ -91,6 +99,12 @@ type Manager struct {
 	// unfinished are the sessions Load found with owed turns or running
 	// subagents: what Resume restarts (work of this process is not in it).
 	unfinished []string
+
+	tmu    sync.Mutex
+	typing map[string]*typingLoop // by conversation id
+
+	rmu  sync.Mutex
+	runs map[string]*running // work /stop can end, by session key
 }
 
 type queue struct {
@@ -112,10 +126,16 @@ func New(opt Options, d Deps) *Manager {
 	if opt.DrainTimeout <= 0 {
 		opt.DrainTimeout = 10 * time.Second
 	}
+	if d.After == nil {
+		d.After = time.After
+	}
+	if opt.TypingEvery <= 0 {
+		opt.TypingEvery = DefaultTypingEvery
+	}
 	if opt.Channel == "" {
 		opt.Channel = "discord"
 	}
-	m := &Manager{opt: opt, d: d, agents: map[string]Agent{}, queues: map[string]*queue{}, sessions: map[string]Info{}, queued: map[string]bool{}, base: context.Background()}
+	m := &Manager{opt: opt, d: d, agents: map[string]Agent{}, queues: map[string]*queue{}, sessions: map[string]Info{}, queued: map[string]bool{}, typing: map[string]*typingLoop{}, runs: map[string]*running{}, base: context.Background()}
 	for _, a := range opt.Agents {
 		m.agents[a.ID] = a
 	}
@@ -487,7 +507,7 @@ func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 		entry, err = m.d.Transcripts.Append(ctx, key, transcript.Entry{
 			Role: transcript.RoleUser, Author: msg.AuthorName, Text: msg.Text,
 			MessageIDs: []string{msg.MessageID}, Source: transcript.SourceUser,
-			DeliveryID: "in:" + msg.MessageID, Meta: meta,
+			DeliveryID: "in:" + msg.MessageID, Meta: meta, Attachments: msg.Attachments,
 		})
 		return err
 	})

@@ -230,20 +230,33 @@ func (m *Manager) runSubagent(ctx context.Context, key string) {
 	history, err := m.d.Transcripts.History(rctx, key, max(agent.MaxHistory, 1))
 	var text string
 	if err == nil {
+		stopTyping := m.startTyping(m.answerConversation(info))
+		defer stopTyping()
 		msgs := append(m.toMessages(rctx, turnInput{key: key}, history), model.Message{Role: model.RoleUser, Text: "Task: " + info.Task})
 		var resp model.Response
-		resp, err = agent.Provider.Complete(rctx, model.Request{System: m.systemPrompt(agent, key), Messages: msgs})
+		sctx, end := m.startRun(rctx, key, info.SpawnedBy)
+		resp, err = agent.Provider.Complete(sctx, model.Request{System: m.systemPrompt(agent, key), Messages: msgs})
+		if stopped(sctx) {
+			err = ErrStopped
+		}
+		end()
 		text = resp.Text
+		stopTyping()
 	}
 	status := StatusOK
 	switch {
+	case errors.Is(err, ErrStopped):
+		status, text = StatusStopped, ""
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(rctx.Err(), context.DeadlineExceeded):
 		status = StatusTimeout
 	case err != nil:
 		status = StatusError
 	}
 	errText := ""
-	if err != nil {
+	switch {
+	case status == StatusStopped:
+		errText = "stopped with /stop"
+	case err != nil:
 		errText = model.UserText(err)
 	}
 	// The result and the owed announce are one write: a crash after it
@@ -257,6 +270,17 @@ func (m *Manager) runSubagent(ctx context.Context, key string) {
 	m.announce(ctx, info)
 }
 
+// answerConversation is where a subagent's result will appear: its bound
+// thread while the binding is active, else the conversation that asked.
+func (m *Manager) answerConversation(info Info) binding.ConversationRef {
+	for _, r := range m.d.Bindings.ListBySession(info.Key) {
+		if r.Status == binding.StatusActive {
+			return r.Conversation
+		}
+	}
+	return info.Requester
+}
+
 // CompletionText is what a subagent's completion displays.
 func CompletionText(info Info) string {
 	switch info.Status {
@@ -264,6 +288,8 @@ func CompletionText(info Info) string {
 		return "✅ " + info.Label + " finished:\n" + info.Result
 	case StatusTimeout:
 		return "⏱️ " + info.Label + " timed out before finishing its task."
+	case StatusStopped:
+		return "⏹️ " + info.Label + " was stopped before finishing its task."
 	}
 	return "❌ " + info.Label + " failed: " + info.Error
 }

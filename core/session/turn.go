@@ -60,9 +60,25 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) {
 	history = upTo(history, t.triggerSeq)
 	var text string
 	source := transcript.SourceTurn
+	stopTyping := m.startTyping(t.conv)
+	defer stopTyping()
 	if err == nil {
-		text, err = m.complete(ctx, agent, t, history)
+		mctx, end := m.startRun(ctx, t.key, t.requester)
+		text, err = m.complete(mctx, agent, t, history)
+		wasStopped := stopped(mctx)
+		end()
+		if wasStopped {
+			// /stop: nothing of the answer was displayed, so nothing is
+			// posted; the user's entry stays (it was displayed).
+			stopTyping()
+			m.d.Log.Info().Str("session", t.key).Msg("turn stopped")
+			if t.done != nil {
+				t.done(nil, ErrStopped)
+			}
+			return
+		}
 	}
+	stopTyping() // the reply ends the indicator; no renewal may follow it
 	var turnErr error
 	if err != nil {
 		m.d.Log.Error().Err(err).Str("session", t.key).Msg("turn failed")
@@ -182,12 +198,16 @@ func noticeText(err error) string {
 // which job or subagent posted a message and what a reply refers to.
 func (m *Manager) toMessages(ctx context.Context, t turnInput, history []transcript.Entry) []model.Message {
 	out := make([]model.Message, 0, len(history))
+	agent := m.agentFor(t.key)
 	for _, e := range history {
 		msg := model.Message{Role: model.RoleUser, Text: e.Text, Name: e.Author}
 		if e.Role == transcript.RoleAssistant {
 			msg.Role = model.RoleAssistant
 		} else if m.opt.ModelText != nil {
 			msg.Text = m.opt.ModelText(msg.Text)
+		}
+		if e.Role == transcript.RoleUser && len(e.Attachments) > 0 {
+			msg = m.withAttachments(ctx, agent, msg, e.Attachments)
 		}
 		if note := provenance(e); note != "" {
 			msg.Text = note + "\n" + msg.Text

@@ -32,6 +32,7 @@ const (
 	StatusOK        Status = "ok"
 	StatusError     Status = "error"
 	StatusTimeout   Status = "timeout"
+	StatusStopped   Status = "stopped"     // ended by /stop
 	StatusUndeliver Status = "undelivered" // finished, but its thread could not take the result
 )
 
@@ -102,6 +103,8 @@ type Agent struct {
 	Provider     model.Provider
 	MaxHistory   int
 	MaxToolSteps int
+	// Vision: the model takes images (models.<name>.vision).
+	Vision bool
 }
 
 // Message is an inbound user message, already routed to a conversation.
@@ -112,6 +115,8 @@ type Message struct {
 	AuthorName   string                  `json:"authorName"`
 	Text         string                  `json:"text"`
 	ReplyTo      string                  `json:"replyTo,omitempty"` // id of the message this one replies to, if any
+	// Attachments are the files the message carried.
+	Attachments []transcript.Attachment `json:"attachments,omitempty"`
 }
 
 // Deliverer is the outbound send owner (core/delivery.Outbound).

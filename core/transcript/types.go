@@ -66,6 +66,17 @@ type Entry struct {
 	Generation int               `json:"generation"`
 	At         time.Time         `json:"at"`
 	Meta       map[string]string `json:"meta,omitempty"`
+	// Attachments are the files a user message carried, as Discord showed
+	// them; a replay sends the model what the chat displayed.
+	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// Attachment is a file on a user message.
+type Attachment struct {
+	Filename    string `json:"filename"`
+	ContentType string `json:"contentType"`
+	Size        int64  `json:"size"`
+	URL         string `json:"url"`
 }
 
 // ForStore returns e as a store keeps it for session key: SessionKey set,
@@ -80,6 +91,10 @@ func ForStore(key string, e Entry) Entry {
 	e.Meta = maps.Clone(e.Meta)
 	if len(e.Meta) == 0 {
 		e.Meta = nil
+	}
+	e.Attachments = slices.Clone(e.Attachments)
+	if len(e.Attachments) == 0 {
+		e.Attachments = nil
 	}
 	return e
 }

@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,11 +108,13 @@ func (p *Provider) mapError(ctx context.Context, err error) error {
 
 // block is one content block of a message being assembled.
 type block struct {
-	kind string // "text", "tool_use", "tool_result"
-	text string
-	id   string
-	name string // tool_use
-	args string // tool_use
+	kind      string // "text", "tool_use", "tool_result", "image"
+	text      string
+	id        string
+	name      string // tool_use
+	args      string // tool_use
+	mediaType string // image
+	data      []byte // image
 }
 
 type turn struct {
@@ -150,8 +153,11 @@ func buildTurns(msgs []model.Message) []turn {
 			role = model.RoleUser
 			bs = []block{{kind: "tool_result", id: m.ToolCallID, text: m.Text}}
 		case model.RoleUser:
+			for _, im := range m.Images {
+				bs = append(bs, block{kind: "image", mediaType: im.MediaType, data: im.Data})
+			}
 			if strings.TrimSpace(m.Text) != "" {
-				bs = []block{{kind: "text", text: m.Text}}
+				bs = append(bs, block{kind: "text", text: m.Text})
 			}
 		case model.RoleAssistant:
 			if strings.TrimSpace(m.Text) != "" {
@@ -209,6 +215,8 @@ func BuildParams(modelName string, req model.Request) sdk.MessageNewParams {
 			switch b.kind {
 			case "text":
 				content = append(content, sdk.NewTextBlock(b.text))
+			case "image":
+				content = append(content, sdk.NewImageBlockBase64(b.mediaType, base64.StdEncoding.EncodeToString(b.data)))
 			case "tool_use":
 				content = append(content, sdk.NewToolUseBlock(b.id, toolInput(b.args), b.name))
 			case "tool_result":

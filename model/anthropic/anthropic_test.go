@@ -275,3 +275,23 @@ func TestConfigRequired(t *testing.T) {
 		t.Fatal("want error without key")
 	}
 }
+
+// A user message's images reach the Messages API as base64 image blocks
+// before the text.
+func TestImagesSentAsImageBlocks(t *testing.T) {
+	f := modeltest.NewAnthropicFake(t, testKey)
+	p := newProvider(t, f, testKey, 0)
+	m := model.Message{Role: model.RoleUser, Text: "what is this?", Images: []model.Image{{MediaType: "image/jpeg", Data: []byte("JPG")}}}
+	if _, err := p.Complete(context.Background(), model.Request{Messages: []model.Message{m}}); err != nil {
+		t.Fatal(err)
+	}
+	content := f.Last()["messages"].([]any)[0].(map[string]any)["content"].([]any)
+	img := content[0].(map[string]any)
+	src, _ := img["source"].(map[string]any)
+	if img["type"] != "image" || src["type"] != "base64" || src["media_type"] != "image/jpeg" || src["data"] != "SlBH" {
+		t.Fatalf("first block %v, want the image", img)
+	}
+	if txt := content[1].(map[string]any); txt["type"] != "text" || txt["text"] != "what is this?" {
+		t.Fatalf("second block %v, want the text", txt)
+	}
+}

@@ -1,6 +1,7 @@
 package modeltest
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -188,6 +189,19 @@ func ValidateAnthropic(body Body) string {
 					return fmt.Sprintf("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, j, id)
 				}
 				answered[id] = true
+			case "image":
+				if role != "user" {
+					return fmt.Sprintf("messages.%d.content.%d: image is only allowed in user messages", i, j)
+				}
+				src, _ := b["source"].(map[string]any)
+				switch str(src["media_type"]) {
+				case "image/png", "image/jpeg", "image/webp", "image/gif":
+				default:
+					return fmt.Sprintf("messages.%d.content.%d.source.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'", i, j)
+				}
+				if _, err := base64.StdEncoding.DecodeString(str(src["data"])); str(src["type"]) != "base64" || err != nil || str(src["data"]) == "" {
+					return fmt.Sprintf("messages.%d.content.%d.source: want a base64 source with data", i, j)
+				}
 			default:
 				return fmt.Sprintf("messages.%d.content.%d: unknown block type %q", i, j, str(b["type"]))
 			}

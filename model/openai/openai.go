@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -133,6 +134,7 @@ type turn struct {
 	name      string
 	names     bool // more than one distinct author
 	toolCalls []model.ToolCall
+	images    []model.Image
 }
 
 // BuildMessages renders req's system prompt and history for Chat
@@ -159,11 +161,15 @@ func BuildMessages(req model.Request) []oai.ChatCompletionMessageParamUnion {
 		default:
 			continue
 		}
-		if strings.TrimSpace(m.Text) == "" && len(m.ToolCalls) == 0 {
+		if strings.TrimSpace(m.Text) == "" && len(m.ToolCalls) == 0 && len(m.Images) == 0 {
 			continue
+		}
+		if m.Role != model.RoleUser {
+			m.Images = nil
 		}
 		if cur != nil && cur.role == m.Role && len(cur.toolCalls) == 0 {
 			cur.text = model.JoinText(cur.text, m.Text)
+			cur.images = append(cur.images, m.Images...)
 			cur.toolCalls = m.ToolCalls
 			if m.Name != cur.name {
 				cur.names = true
@@ -171,7 +177,7 @@ func BuildMessages(req model.Request) []oai.ChatCompletionMessageParamUnion {
 			continue
 		}
 		flush()
-		cur = &turn{role: m.Role, text: m.Text, name: m.Name, toolCalls: m.ToolCalls}
+		cur = &turn{role: m.Role, text: m.Text, name: m.Name, toolCalls: m.ToolCalls, images: m.Images}
 	}
 	flush()
 	return out
@@ -180,7 +186,18 @@ func BuildMessages(req model.Request) []oai.ChatCompletionMessageParamUnion {
 func (t *turn) param() oai.ChatCompletionMessageParamUnion {
 	if t.role == model.RoleUser {
 		u := oai.ChatCompletionUserMessageParam{}
-		u.Content.OfString = oai.String(t.text)
+		if len(t.images) == 0 {
+			u.Content.OfString = oai.String(t.text)
+		} else {
+			// Text first, then each picture as an image_url data URL.
+			if t.text != "" {
+				u.Content.OfArrayOfContentParts = append(u.Content.OfArrayOfContentParts, oai.TextContentPart(t.text))
+			}
+			for _, im := range t.images {
+				url := "data:" + im.MediaType + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
+				u.Content.OfArrayOfContentParts = append(u.Content.OfArrayOfContentParts, oai.ImageContentPart(oai.ChatCompletionContentPartImageImageURLParam{URL: url}))
+			}
+		}
 		if n := sanitizeName(t.name); n != "" && !t.names {
 			u.Name = oai.String(n)
 		}

@@ -286,3 +286,23 @@ func TestModelRequired(t *testing.T) {
 		t.Fatal("want error")
 	}
 }
+
+// A user message's images reach Chat Completions as image_url parts (data
+// URLs) after the text.
+func TestImagesSentAsImageURLParts(t *testing.T) {
+	f := modeltest.NewOpenAIFake(t, testKey)
+	p := newProvider(t, f, 0)
+	m := user("", "what is this?")
+	m.Images = []model.Image{{MediaType: "image/png", Data: []byte("PNGDATA")}}
+	if _, err := p.Complete(context.Background(), model.Request{Messages: []model.Message{m}}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := f.Last()["messages"].([]any)
+	want := []obj{{"role": "user", "content": []any{
+		obj{"type": "text", "text": "what is this?"},
+		obj{"type": "image_url", "image_url": obj{"url": "data:image/png;base64,UE5HREFUQQ=="}},
+	}}}
+	if got, w := canon(t, msgs), canon(t, want); got != w {
+		t.Fatalf("messages\n got %s\nwant %s", got, w)
+	}
+}

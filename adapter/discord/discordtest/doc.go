@@ -52,7 +52,9 @@
 //     Options.ApplicationFlags or SetApplicationFlags say otherwise; IDENTIFY asking for a
 //     privileged intent (members, presences, message content) they do not allow is closed with
 //     4014. GET /users/@me/guilds pages the bot's guilds with its guild-wide permissions.
-//   - Rate limits are off unless configured (Options.RateLimits, GlobalLimit, SetRateLimit); when
+//   - Typing (POST /channels/{id}/typing) is always limited per channel (TypingLimit: 5 per 5 s) unless
+//     configured otherwise; RequestsTo("POST", that route) lists the bot's typing calls.
+//   - Other rate limits are off unless configured (Options.RateLimits, GlobalLimit, SetRateLimit); when
 //     on, buckets are per method+route per top-level resource, every response carries X-RateLimit-*
 //     headers, and 429s carry retry_after (seconds), Retry-After and X-RateLimit-Scope.
 //   - Every /api request is checked against Discord's OpenAPI description (embedded from

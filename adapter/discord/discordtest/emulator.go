@@ -103,8 +103,9 @@ type Emulator struct {
 
 	// tokens are the bot tokens accepted now (REST, IDENTIFY, RESUME);
 	// Options.Token at start, replaced by SetTokens (a token reset).
-	tokMu  sync.RWMutex
-	tokens []string
+	tokMu   sync.RWMutex
+	tokens  []string
+	fetches map[string]int // attachment path -> GETs
 }
 
 // New builds an emulator that is not yet listening. Seed the world, then call Start.
@@ -156,6 +157,7 @@ func New(opts Options) *Emulator {
 		conns:    map[*gwConn]struct{}{},
 		upgrader: websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }},
 		tokens:   []string{opts.Token},
+		fetches:  map[string]int{},
 	}
 	e.world = newWorld()
 	e.startLim = opts.SessionStartLimit

@@ -896,3 +896,32 @@ func TestInteractionDeadlines(t *testing.T) {
 		t.Fatalf("followup after 15 min = %d/%d", status, code)
 	}
 }
+
+// Typing is limited per channel even when a test configures no limits:
+// the bot must pace its typing indicator, never relying on a kind emulator.
+func TestTypingAlwaysRateLimited(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	f := newFixture(t, discordtest.Options{Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
+	s := restSession(t, f.e)
+	for i := range discordtest.TypingLimit.Limit {
+		if err := s.ChannelTyping(f.ch.ID, discordgo.WithRetryOnRatelimit(false)); err != nil {
+			t.Fatalf("typing %d: %v", i, err)
+		}
+	}
+	// A fresh client (no bucket state of its own) reaches the emulator's bucket.
+	var rle *discordgo.RateLimitError
+	if err := restSession(t, f.e).ChannelTyping(f.ch.ID, discordgo.WithRetryOnRatelimit(false)); !errors.As(err, &rle) {
+		t.Fatalf("typing past the limit: want a 429, got %v", err)
+	}
+	mu.Lock()
+	now = now.Add(discordtest.TypingLimit.Window)
+	mu.Unlock()
+	if err := restSession(t, f.e).ChannelTyping(f.ch.ID, discordgo.WithRetryOnRatelimit(false)); err != nil {
+		t.Fatalf("typing after the window: %v", err)
+	}
+	if n := len(f.e.RequestsTo("POST", "/channels/{channel_id}/typing")); n != discordtest.TypingLimit.Limit+2 {
+		t.Fatalf("recorded %d typing calls", n)
+	}
+}

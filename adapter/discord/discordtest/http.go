@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -140,6 +141,10 @@ func splitPath(p string) []string { return strings.Split(strings.Trim(p, "/"), "
 func (e *Emulator) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if isGatewayPath(r.URL.Path) {
 		e.serveGateway(w, r)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/attachments/") {
+		e.serveAttachment(w, r)
 		return
 	}
 	path, found := strings.CutPrefix(r.URL.Path, APIPrefix)
@@ -289,4 +294,39 @@ func (e *Emulator) RequestsTo(method, route string) []Request {
 		}
 	}
 	return out
+}
+
+// serveAttachment is the CDN: GET of a user attachment, no authentication
+// (a bot token sent here is a leak: the request fails 400 and counts as a
+// violation of kind "cdn_auth").
+func (e *Emulator) serveAttachment(w http.ResponseWriter, r *http.Request) {
+	e.mu.Lock()
+	f, ok := e.world.files[r.URL.EscapedPath()]
+	if !ok {
+		f, ok = e.world.files[r.URL.Path]
+	}
+	e.fetches[r.URL.Path]++
+	auth := r.Header.Get("Authorization")
+	e.mu.Unlock()
+	switch {
+	case r.Method != http.MethodGet:
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	case auth != "":
+		http.Error(w, "the CDN takes no Authorization header", http.StatusBadRequest)
+	case !ok:
+		http.Error(w, "not found", http.StatusNotFound)
+	default:
+		if f.ContentType != "" {
+			w.Header().Set("Content-Type", f.ContentType)
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(f.Data)))
+		_, _ = w.Write(f.Data)
+	}
+}
+
+// AttachmentFetches counts GETs of attachment URLs (by path, without the query).
+func (e *Emulator) AttachmentFetches() map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return maps.Clone(e.fetches)
 }

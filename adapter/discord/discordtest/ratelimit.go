@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -42,9 +43,18 @@ type rateLimiter struct {
 	stats        RateLimitStats
 }
 
+// TypingLimit is the typing bucket the emulator always enforces (per
+// channel) unless Options.RateLimits configures that route: a bot showing
+// "typing" must pace itself whatever a test configures.
+var TypingLimit = RateLimit{Method: "POST", Route: "/channels/{channel_id}/typing", Limit: 5, Window: 5 * time.Second}
+
 func newRateLimiter(routes []RateLimit, global int, gw time.Duration) rateLimiter {
+	routes = append([]RateLimit(nil), routes...)
+	if !slices.ContainsFunc(routes, func(r RateLimit) bool { return r.Route == TypingLimit.Route }) {
+		routes = append(routes, TypingLimit)
+	}
 	return rateLimiter{
-		routes: append([]RateLimit(nil), routes...), global: global, globalWindow: gw,
+		routes: routes, global: global, globalWindow: gw,
 		buckets: map[string]*window{}, stats: RateLimitStats{ByBucket: map[string]int{}},
 	}
 }

@@ -103,6 +103,25 @@ type Message struct {
 	Referenced *Message
 	// History holds the previous contents, oldest first, one per edit.
 	History []string
+	// Attachments are the files a user message carries (UserSayFiles).
+	Attachments []Attachment
+}
+
+// File is a file a user attaches to a message.
+type File struct {
+	Name        string
+	ContentType string // "" = none sent (Discord omits it for unknown types)
+	Data        []byte
+}
+
+// Attachment is a file on a message as Discord shows it; URL is served by
+// the emulator on loopback (Discord: its CDN).
+type Attachment struct {
+	ID          string
+	Filename    string
+	ContentType string
+	Size        int
+	URL         string
 }
 
 // Webhook is a channel webhook.
@@ -187,10 +206,12 @@ type world struct {
 	interactions map[string]*Interaction // by token
 	interByID    map[string]*Interaction
 	dms          map[string]string // user id -> DM channel id
+	files        map[string]File   // attachment path -> file
 }
 
 func newWorld() world {
 	return world{
+		files:        map[string]File{},
 		guilds:       map[string]*Guild{},
 		members:      map[string][]string{},
 		users:        map[string]User{},
@@ -236,6 +257,7 @@ func cloneMessage(m *Message) Message {
 	c.Embeds = append([]json.RawMessage(nil), m.Embeds...)
 	c.History = append([]string(nil), m.History...)
 	c.Mentions = append([]User(nil), m.Mentions...)
+	c.Attachments = append([]Attachment(nil), m.Attachments...)
 	if m.MessageReference != nil {
 		r := *m.MessageReference
 		c.MessageReference = &r
@@ -334,12 +356,24 @@ func (w *world) mentionsIn(content string) []User {
 	return out
 }
 
+func (m *Message) wireAttachments() []any {
+	out := []any{}
+	for _, a := range m.Attachments {
+		w := map[string]any{"id": a.ID, "filename": a.Filename, "size": a.Size, "url": a.URL, "proxy_url": a.URL}
+		if a.ContentType != "" {
+			w["content_type"] = a.ContentType
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
 func (m *Message) wire() map[string]any {
 	out := map[string]any{
 		"id": m.ID, "channel_id": m.ChannelID, "type": m.Type, "content": m.Content,
 		"author": m.Author.wire(), "timestamp": m.Timestamp.UTC().Format(tsLayout),
 		"edited_timestamp": nil, "tts": false, "mention_everyone": false, "mentions": m.wireMentions(),
-		"mention_roles": []any{}, "attachments": []any{}, "embeds": []any{}, "components": []any{},
+		"mention_roles": []any{}, "attachments": m.wireAttachments(), "embeds": []any{}, "components": []any{},
 		"pinned": false, "flags": m.Flags,
 	}
 	if m.GuildID != "" {

@@ -3,6 +3,7 @@ package discordtest
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 )
 
@@ -150,6 +151,13 @@ func (e *Emulator) UserSay(channelID, userID, content string) (Message, error) {
 	return e.userPost(channelID, userID, content, "")
 }
 
+// UserSayFiles posts content with attached files as a user. Each file is
+// served at its attachment URL (GET, on the emulator's loopback address,
+// like Discord's CDN); AttachmentFetches counts the downloads.
+func (e *Emulator) UserSayFiles(channelID, userID, content string, files ...File) (Message, error) {
+	return e.userPostFiles(channelID, userID, content, "", files)
+}
+
 // UserReply posts a reply (message_reference to replyTo) as a user.
 func (e *Emulator) UserReply(channelID, userID, replyTo, content string) (Message, error) {
 	return e.userPost(channelID, userID, content, replyTo)
@@ -171,6 +179,10 @@ func (e *Emulator) UserDM(userID, content string) (Message, error) {
 }
 
 func (e *Emulator) userPost(channelID, userID, content, replyTo string) (Message, error) {
+	return e.userPostFiles(channelID, userID, content, replyTo, nil)
+}
+
+func (e *Emulator) userPostFiles(channelID, userID, content, replyTo string, files []File) (Message, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	u, err := e.userLocked(userID)
@@ -188,6 +200,13 @@ func (e *Emulator) userPost(channelID, userID, content, replyTo string) (Message
 		return Message{}, fmt.Errorf("discordtest: user %s may not post in %s (Discord: Missing Permissions)", userID, channelID)
 	}
 	m := &Message{Content: content, Author: u, Mentions: e.world.mentionsIn(content)}
+	for _, f := range files {
+		id := e.nextIDLocked()
+		p := "/attachments/" + channelID + "/" + id + "/" + url.PathEscape(f.Name)
+		e.world.files[p] = File{Name: f.Name, ContentType: f.ContentType, Data: append([]byte(nil), f.Data...)}
+		m.Attachments = append(m.Attachments, Attachment{ID: id, Filename: f.Name, ContentType: f.ContentType, Size: len(f.Data),
+			URL: e.baseURL + p + "?ex=0&is=0&hm=emulator"})
+	}
 	if replyTo != "" {
 		target := e.world.msgByID[replyTo]
 		if target == nil {
