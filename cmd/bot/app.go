@@ -230,9 +230,15 @@ func (a *app) Run(ctx context.Context) error {
 	defer a.store.Close()
 	defer a.cluster.close() // before the store
 	if err := a.bindings.Load(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a clean stop
+		}
 		return err
 	}
 	if err := a.sessions.Load(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
