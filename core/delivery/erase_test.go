@@ -6,28 +6,26 @@ import (
 
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/transcript"
-	"github.com/agentbot/agentbot/store/memory"
 )
 
-// TestRecordEraserBlanksOutboxText: a deleted message's text leaves its
+// TestEraseEntryBlanksOutboxText: a deleted message's text leaves its
 // outbox record (Delivery.Text and DisplayedText); the record stays.
-func TestRecordEraserBlanksOutboxText(t *testing.T) {
+func TestEraseEntryBlanksOutboxText(t *testing.T) {
 	ctx := context.Background()
-	st := memory.New()
+	f := newFixture(t)
 	rec := delivery.Record{
-		Delivery: delivery.Delivery{ID: "d1", Text: "secret part one secret part two"},
+		Delivery: delivery.Delivery{ID: "d1", Target: conv("c1"), Text: "secret part one secret part two"},
 		State:    delivery.StateFailed, MessageIDs: []string{"m1"}, DisplayedText: "secret part one",
 	}
-	if err := st.PutDelivery(ctx, rec); err != nil {
+	if err := f.store.PutDelivery(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	er := delivery.RecordEraser{Store: st}
 	for _, e := range []transcript.Entry{{DeliveryID: "d1"}, {DeliveryID: "d1"}, {DeliveryID: "unknown"}, {}} {
-		if err := er.EraseEntry(ctx, e); err != nil {
+		if err := f.out.EraseEntry(ctx, e); err != nil {
 			t.Fatalf("EraseEntry(%q): %v", e.DeliveryID, err)
 		}
 	}
-	got, ok, err := st.GetDelivery(ctx, "d1")
+	got, ok, err := f.store.GetDelivery(ctx, "d1")
 	if err != nil || !ok {
 		t.Fatalf("record gone: %v %v", ok, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/agentbot/agentbot/core/clock"
 )
@@ -296,4 +297,39 @@ func (s *Service) Exists(ctx context.Context, key string) (bool, error) {
 		return false, fmt.Errorf("look up %s: %w", key, err)
 	}
 	return len(tail) > 0, nil
+}
+
+// DeleteDisplayed records that every message of session key displayed since
+// `since` (zero: ever) left the chat: its thread or channel was deleted. Each
+// entry with message ids at or after since is deleted as by Delete. It
+// returns how many entries it deleted.
+func (s *Service) DeleteDisplayed(ctx context.Context, key string, since time.Time) (int, error) {
+	const page = 256
+	var ids []string
+	for from := uint64(1); ; {
+		es, err := s.store.Range(ctx, key, from, page)
+		if err != nil {
+			return 0, fmt.Errorf("delete messages of %s: %w", key, err)
+		}
+		for _, e := range es {
+			if !e.IsChange() && !e.Deleted && len(e.MessageIDs) > 0 && !e.At.Before(since) {
+				ids = append(ids, e.MessageIDs[0])
+			}
+		}
+		if len(es) < page {
+			break
+		}
+		from = es[len(es)-1].Seq + 1
+	}
+	n := 0
+	for _, id := range ids {
+		ok, err := s.Delete(ctx, id)
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
 }

@@ -1,0 +1,120 @@
+package discord
+
+import (
+	"context"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/agentbot/agentbot/core/binding"
+)
+
+// ChatChanges records edits and deletions of displayed messages in the
+// transcript that holds them (invariant 17). *transcript.Service
+// implements it; it finds the session by message id itself.
+type ChatChanges interface {
+	Edit(ctx context.Context, messageID, editKey, text string) (bool, error)
+	Delete(ctx context.Context, messageID string) (bool, error)
+	DeleteDisplayed(ctx context.Context, key string, since time.Time) (int, error)
+}
+
+// Change decisions (metric labels).
+const (
+	chEdited    = "edited"
+	chDeleted   = "deleted"
+	chUnknown   = "ignored-unknown"  // no transcript holds the message
+	chNotAnEdit = "ignored-not-edit" // an embed unfurl, a pin, a bot's own edit
+	chFailed    = "failed"
+)
+
+// onMessageUpdate applies a user's edit of a message a transcript holds.
+// Discord also sends MESSAGE_UPDATE for embed unfurls and pins: only an
+// update carrying content and an edited_timestamp, by a human author, is
+// an edit. The bot's own edits are already written by their writer.
+func (a *Adapter) onMessageUpdate(ctx context.Context, m *discordgo.Message) string {
+	botID, _ := a.ids()
+	if a.d.Changes == nil || m == nil || m.EditedTimestamp == nil || m.Content == "" ||
+		m.Author == nil || m.Author.ID == botID || m.Author.Bot || m.WebhookID != "" {
+		return chNotAnEdit
+	}
+	ok, err := a.d.Changes.Edit(ctx, m.ID, m.EditedTimestamp.UTC().Format(time.RFC3339Nano), m.Content)
+	switch {
+	case err != nil:
+		a.log.Error().Err(err).Str("message", m.ID).Msg("record edit")
+		return chFailed
+	case !ok:
+		return chUnknown
+	}
+	a.log.Debug().Str("message", m.ID).Str("channel", m.ChannelID).Msg("edit recorded")
+	return chEdited
+}
+
+// onMessagesDeleted applies the deletion of messages (by anyone): the
+// model no longer sees them and their stored text is erased. It first
+// passes the conversation's send lock (a barrier, not held: the erasers
+// take it themselves): a bot message displayed by a send still being
+// committed (its entry not yet written) is found once the send finished.
+func (a *Adapter) onMessagesDeleted(ctx context.Context, guildID, channelID string, ids []string) {
+	if a.d.Changes == nil {
+		return
+	}
+	if ref, ok := a.conversationOfChannel(guildID, channelID); ok && a.d.Outbound != nil {
+		_ = a.d.Outbound.WithConversation(ref, func() error { return nil })
+	}
+	for _, id := range ids {
+		ok, err := a.d.Changes.Delete(ctx, id)
+		switch {
+		case err != nil:
+			a.log.Error().Err(err).Str("message", id).Msg("record deletion")
+		case ok:
+			a.log.Debug().Str("message", id).Str("channel", channelID).Msg("deletion recorded")
+		}
+	}
+}
+
+// conversationOfChannel is the conversation a channel id shows: a guild
+// channel or thread, or the DM of the user whose DM channel it is (false
+// when the DM channel is not known).
+func (a *Adapter) conversationOfChannel(guildID, channelID string) (binding.ConversationRef, bool) {
+	if guildID != "" {
+		return a.conversationOf(guildID, channelID, ""), true
+	}
+	var ref binding.ConversationRef
+	found := false
+	a.dms.Range(func(user, ch any) bool {
+		if ch == channelID {
+			ref, found = a.conversationOf("", channelID, user.(string)), true
+			return false
+		}
+		return true
+	})
+	return ref, found
+}
+
+// onConversationDeleted applies the deletion of a whole thread or channel:
+// every message the session routed to it displayed there is deleted. For a
+// bound thread that is what the session displayed since the binding (its
+// earlier entries were displayed elsewhere); for an unbound channel or
+// thread, its own session's displayed messages. It runs before the binding
+// ends, while the route still names the session.
+func (a *Adapter) onConversationDeleted(ctx context.Context, channelID, parentID string) {
+	if a.d.Changes == nil || a.d.Outbound == nil {
+		return
+	}
+	key, rec, bound := a.d.Outbound.SessionFor(a.ref(channelID, parentID))
+	if key == "" {
+		return
+	}
+	var since time.Time
+	if bound {
+		since = rec.BoundAt
+	}
+	n, err := a.d.Changes.DeleteDisplayed(ctx, key, since)
+	if err != nil {
+		a.log.Error().Err(err).Str("channel", channelID).Msg("record deletion of a conversation")
+		return
+	}
+	if n > 0 {
+		a.log.Info().Str("channel", channelID).Int("messages", n).Msg("deleted conversation's messages left the history")
+	}
+}
