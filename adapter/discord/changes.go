@@ -101,7 +101,11 @@ func (a *Adapter) onConversationDeleted(ctx context.Context, channelID, parentID
 	if a.d.Changes == nil || a.d.Outbound == nil {
 		return
 	}
-	key, rec, bound := a.d.Outbound.SessionFor(a.ref(channelID, parentID))
+	ref := a.ref(channelID, parentID)
+	// A barrier, as for a message deletion: a send still committing there
+	// has written its entry before the session is read.
+	_ = a.d.Outbound.WithConversation(ref, func() error { return nil })
+	key, rec, bound := a.d.Outbound.SessionFor(ref)
 	if key == "" {
 		return
 	}

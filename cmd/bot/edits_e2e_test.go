@@ -8,6 +8,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -170,6 +172,27 @@ func TestEditsE2EDeletionsLeaveHistoryAndStore(t *testing.T) {
 			t.Errorf("deleted text %q survives in the store at %v", gone, recs)
 		}
 	}
+	// `bot compact`: afterwards the text is in no byte of the file (freed
+	// pages included).
+	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("store:\n  path: %q\nhttp:\n  listen: \"\"\n", h.cfg.Store.Path)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := cliRun(t, "compact", "-config", cfgPath); code != 0 || !strings.Contains(out, "compacted") {
+		t.Fatalf("bot compact = %d %q %q", code, out, errOut)
+	}
+	raw, err := os.ReadFile(h.cfg.Store.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []string{"hunter2-zq81", "answer-2"} {
+		if bytes.Contains(raw, []byte(gone)) {
+			t.Errorf("deleted text %q is still in the file after bot compact", gone)
+		}
+	}
+	if !bytes.Contains(raw, []byte("tell me something")) {
+		t.Error("bot compact lost live records")
+	}
 }
 
 // A user fixes their question: the model sees the new text next time.
@@ -193,5 +216,52 @@ func TestEditsE2EEditedQuestionIsWhatTheModelSees(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"edited":true`) || !strings.Contains(out.String(), `"latestText":"\u003c@`) || !strings.Contains(out.String(), `"source":"edit"`) {
 		t.Errorf("inspect -json does not show the entry and its edit:\n%s", out.String())
+	}
+}
+
+// A moderator bulk-deletes a question and its answer, and deletes a whole
+// channel: those messages leave the model's history and their texts leave
+// the store.
+func TestEditsE2EBulkAndChannelDeletion(t *testing.T) {
+	t.Parallel()
+	m := &edModel{}
+	h := startBot(t, m, nil)
+	q := edAsk(t, h, "bulk-secret-k7", 2)
+	var answer string
+	for _, msg := range h.emu.Messages(h.general.ID) {
+		if msg.Author.ID == h.emu.BotUserID() {
+			answer = msg.ID
+		}
+	}
+	if err := h.emu.BulkDelete(h.general.ID, []string{q.ID, answer}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := h.emu.AddTextChannel(h.guild.ID, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.emu.UserSay(other.ID, h.alice.ID, "<@"+h.emu.BotUserID()+"> channel-secret-p3"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, h, "the reply in #other", func() bool { return len(h.emu.Messages(other.ID)) == 2 })
+	if err := h.emu.DeleteChannel(other.ID); err != nil {
+		t.Fatal(err)
+	}
+	edAsk(t, h, "what did I say?", 2)
+	if last := m.last(t); strings.Contains(last, "bulk-secret-k7") || strings.Contains(last, "answer-1") {
+		t.Errorf("the model still sees bulk-deleted messages:\n%s", last)
+	}
+	otherKey := seChannelKey(other.ID)
+	st := finishBot(t, h, h.general.ID)
+	for _, e := range seEntries(t, st, otherKey) {
+		if len(e.MessageIDs) > 0 && !e.Deleted {
+			t.Errorf("entry #%d of the deleted channel is not deleted: %+v", e.Seq, e)
+		}
+	}
+	st.Close()
+	for _, gone := range []string{"bulk-secret-k7", "channel-secret-p3"} {
+		if recs := liveRecordsContaining(t, h.cfg.Store.Path, []byte(gone)); len(recs) > 0 {
+			t.Errorf("deleted text %q survives in the store at %v", gone, recs)
+		}
 	}
 }
