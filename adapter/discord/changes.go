@@ -7,6 +7,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/transcript"
 )
 
 // ChatChanges records edits and deletions of displayed messages in the
@@ -16,7 +17,15 @@ type ChatChanges interface {
 	Edit(ctx context.Context, messageID, editKey, text string) (bool, error)
 	Delete(ctx context.Context, messageID string) (bool, error)
 	DeleteDisplayed(ctx context.Context, key string, since time.Time) (int, error)
+	// History is the session's model-visible window (edits applied).
+	History(ctx context.Context, key string, n int) ([]transcript.Entry, error)
 }
+
+// changesWindow is how many of a conversation's newest model-visible
+// entries catch-up compares with the channel (Discord returns at most 100
+// messages a page; one page is read). Changes to older messages made while
+// the bot was down are not found (docs/DECISIONS.md).
+const changesWindow = 50
 
 // Change decisions (metric labels).
 const (
@@ -120,5 +129,87 @@ func (a *Adapter) onConversationDeleted(ctx context.Context, channelID, parentID
 	}
 	if n > 0 {
 		a.log.Info().Str("channel", channelID).Int("messages", n).Msg("deleted conversation's messages left the history")
+	}
+}
+
+// catchUpChanges applies the edits and deletions made while the bot was
+// down in one conversation: the newest changesWindow visible entries of its
+// session are compared with the channel's newest 100 messages. An entry
+// whose message is gone (and is not older than the oldest message read) is
+// deleted; a user entry whose message now shows other content is edited.
+// It runs on the conversation's event queue, after the catch-up messages.
+// A bound conversation is skipped (docs/DECISIONS.md).
+func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv, channelID, guildID string) {
+	if a.d.Changes == nil || a.d.Outbound == nil {
+		return
+	}
+	ref := a.ref(conv, "")
+	if guildID != "" {
+		ref = a.conversationOf(guildID, channelID, "")
+	}
+	// Only a conversation's own session: a bound one's window may hold
+	// messages it displayed elsewhere before the binding, which this
+	// channel's history cannot confirm or deny.
+	key, _, bound := a.d.Outbound.SessionFor(ref)
+	if key == "" || bound {
+		return
+	}
+	window, err := a.d.Changes.History(ctx, key, changesWindow)
+	if err != nil || len(window) == 0 {
+		if err != nil {
+			a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
+		}
+		return
+	}
+	msgs, err := s.ChannelMessages(channelID, 100, "", "", "", discordgo.WithContext(ctx))
+	if err != nil {
+		a.countError(err)
+		a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
+		return
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	shown := make(map[string]*discordgo.Message, len(msgs))
+	oldest := msgs[0].ID
+	for _, m := range msgs {
+		shown[m.ID] = m
+		if compareIDs(m.ID, oldest) < 0 {
+			oldest = m.ID
+		}
+	}
+	full := len(msgs) == 100 // a full page: older messages were not read
+	applied := 0
+	for _, e := range window {
+		if len(e.MessageIDs) == 0 {
+			continue
+		}
+		id := e.MessageIDs[0]
+		if full && compareIDs(id, oldest) < 0 {
+			continue
+		}
+		gone := false
+		for _, part := range e.MessageIDs {
+			if shown[part] == nil {
+				gone = true
+			}
+		}
+		switch m := shown[id]; {
+		case gone:
+			if ok, err := a.d.Changes.Delete(ctx, id); err != nil {
+				a.log.Error().Err(err).Str("message", id).Msg("record deletion found at catch-up")
+			} else if ok {
+				applied++
+			}
+		case e.Source == transcript.SourceUser && m.EditedTimestamp != nil && m.Content != "" && m.Content != e.Text:
+			if ok, err := a.d.Changes.Edit(ctx, id, m.EditedTimestamp.UTC().Format(time.RFC3339Nano), m.Content); err != nil {
+				a.log.Error().Err(err).Str("message", id).Msg("record edit found at catch-up")
+			} else if ok {
+				applied++
+			}
+		}
+	}
+	if applied > 0 {
+		a.log.Info().Str("conversation", conv).Int("changes", applied).Msg("applied edits and deletions made while down")
 	}
 }

@@ -265,3 +265,35 @@ func TestEditsE2EBulkAndChannelDeletion(t *testing.T) {
 		}
 	}
 }
+
+// Edits and deletions made while the bot was down are applied at the next
+// start (catch-up compares the recent window with the channel).
+func TestEditsE2EChangesWhileDownAppliedAfterRestart(t *testing.T) {
+	t.Parallel()
+	m := &edModel{}
+	h := startBot(t, m, nil)
+	secret := edAsk(t, h, "down-secret-w4", 2)
+	typo := edAsk(t, h, "whta is up", 4)
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.emu.UserDelete(h.alice.ID, secret.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.emu.UserEdit(typo.ID, "<@"+h.emu.BotUserID()+"> what is up"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	edAsk(t, h, "again", 5)
+	last := m.last(t)
+	if strings.Contains(last, "down-secret-w4") || strings.Contains(last, "whta") || !strings.Contains(last, "what is up") {
+		t.Fatalf("changes made while down not applied:\n%s", last)
+	}
+	st := finishBot(t, h, h.general.ID)
+	st.Close()
+	if recs := liveRecordsContaining(t, h.cfg.Store.Path, []byte("down-secret-w4")); len(recs) > 0 {
+		t.Errorf("deleted text survives in the store at %v", recs)
+	}
+}
