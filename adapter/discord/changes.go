@@ -7,6 +7,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
 )
 
@@ -133,32 +134,44 @@ func (a *Adapter) onConversationDeleted(ctx context.Context, channelID, parentID
 }
 
 // catchUpChanges applies the edits and deletions made while the bot was
-// down in one conversation: the newest changesWindow visible entries of its
-// session are compared with the channel's newest 100 messages. An entry
-// whose message is gone (and is not older than the oldest message read) is
-// deleted; a user entry whose message now shows other content is edited.
-// It runs on the conversation's event queue, after the catch-up messages.
-// A bound conversation is skipped (docs/DECISIONS.md).
+// down in one conversation: the newest changesWindow visible entries of the
+// sessions that displayed there are compared with the channel's newest 100
+// messages - its own session's, and, when the conversation is bound, the
+// bound session's entries written since the binding (its older ones were
+// displayed elsewhere). An entry whose message (any part) is gone, and not
+// older than the oldest message read, is deleted; a user entry whose
+// message now shows other content is edited. It runs on the conversation's
+// event queue, after the catch-up messages.
 func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv, channelID, guildID string) {
-	if a.d.Changes == nil || a.d.Outbound == nil {
+	if a.d.Changes == nil || a.d.Outbound == nil || a.d.Sessions == nil {
 		return
 	}
 	ref := a.ref(conv, "")
 	if guildID != "" {
 		ref = a.conversationOf(guildID, channelID, "")
 	}
-	// Only a conversation's own session: a bound one's window may hold
-	// messages it displayed elsewhere before the binding, which this
-	// channel's history cannot confirm or deny.
-	key, _, bound := a.d.Outbound.SessionFor(ref)
-	if key == "" || bound {
-		return
+	type window struct {
+		key   string
+		since time.Time
 	}
-	window, err := a.d.Changes.History(ctx, key, changesWindow)
-	if err != nil || len(window) == 0 {
+	windows := []window{{key: sessionkey.ForConversation(a.d.Sessions.DefaultAgent().ID, ref)}}
+	if key, rec, bound := a.d.Outbound.SessionFor(ref); bound && key != windows[0].key {
+		windows = append(windows, window{key: key, since: rec.BoundAt})
+	}
+	var entries []transcript.Entry
+	for _, w := range windows {
+		es, err := a.d.Changes.History(ctx, w.key, changesWindow)
 		if err != nil {
 			a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
+			return
 		}
+		for _, e := range es {
+			if len(e.MessageIDs) > 0 && !e.At.Before(w.since) {
+				entries = append(entries, e)
+			}
+		}
+	}
+	if len(entries) == 0 {
 		return
 	}
 	msgs, err := s.ChannelMessages(channelID, 100, "", "", "", discordgo.WithContext(ctx))
@@ -180,10 +193,7 @@ func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 	}
 	full := len(msgs) == 100 // a full page: older messages were not read
 	applied := 0
-	for _, e := range window {
-		if len(e.MessageIDs) == 0 {
-			continue
-		}
+	for _, e := range entries {
 		id := e.MessageIDs[0]
 		if full && compareIDs(id, oldest) < 0 {
 			continue

@@ -161,14 +161,17 @@ func (s *Service) Edit(ctx context.Context, messageID, editKey, text string) (bo
 	if err != nil || !ok || target.Deleted {
 		return false, err
 	}
-	if cur, err := s.latestText(ctx, key, target); err != nil {
+	cur, n, err := s.latestText(ctx, key, target)
+	if err != nil {
 		return false, err
-	} else if cur == text {
-		return false, nil
 	}
+	if cur == text {
+		return false, nil // a replay, or nothing changed
+	}
+	// The count of earlier edits keeps two edits with one timestamp apart.
 	_, err = s.Append(ctx, key, Entry{
 		Role: target.Role, Author: target.Author, Text: text, Source: SourceEdit, Target: target.Seq,
-		DeliveryID: "edit:" + messageID + ":" + editKey, Meta: map[string]string{"messageId": messageID},
+		DeliveryID: "edit:" + messageID + ":" + editKey + ":" + strconv.Itoa(n), Meta: map[string]string{"messageId": messageID},
 	})
 	if err != nil && !errors.Is(err, ErrDeliveryConflict) {
 		return false, fmt.Errorf("edit message %s: %w", messageID, err)
@@ -176,15 +179,16 @@ func (s *Service) Edit(ctx context.Context, messageID, editKey, text string) (bo
 	return err == nil, nil
 }
 
-// latestText is target's text after the edit records that follow it.
-func (s *Service) latestText(ctx context.Context, key string, target Entry) (string, error) {
-	text := target.Text
+// latestText is target's text after the edit records that follow it, and
+// how many there are.
+func (s *Service) latestText(ctx context.Context, key string, target Entry) (string, int, error) {
+	text, n := target.Text, 0
 	err := s.changesOf(ctx, key, target.Seq, func(e Entry) {
 		if e.Source == SourceEdit {
-			text = e.Text
+			text, n = e.Text, n+1
 		}
 	})
-	return text, err
+	return text, n, err
 }
 
 // changesOf calls f for each change record of session key that targets seq,
