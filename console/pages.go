@@ -772,9 +772,29 @@ func (c *Console) conversation(r *http.Request) (any, error) {
 	if from != 0 {
 		p.Newest = self
 	}
+	// Invariant 17: an entry shows its final text marked "edited"; a deleted
+	// one shows "(deleted)" without its text (erased in the store anyway).
+	latest, deleted := map[uint64]string{}, map[uint64]bool{}
 	for _, e := range entries {
+		switch e.Source {
+		case transcript.SourceEdit:
+			latest[e.Target] = e.Text
+		case transcript.SourceDeletion:
+			deleted[e.Target] = true
+		}
+	}
+	for _, e := range entries {
+		text := e.Text
+		switch t, edited := latest[e.Seq]; {
+		case e.Deleted || deleted[e.Seq]:
+			text = "(deleted)"
+		case edited:
+			text = t + " (edited)"
+		case e.IsChange():
+			text = fmt.Sprintf("(%s of #%d)", e.Source, e.Target)
+		}
 		row := entryRow{Seq: e.Seq, Generation: e.Generation, At: c.fmtTime(e.At), Role: string(e.Role), Author: e.Author,
-			Source: string(e.Source), Text: e.Text, Message: strings.Join(e.MessageIDs, ", "), DeliveryID: e.DeliveryID}
+			Source: string(e.Source), Text: text, Message: strings.Join(e.MessageIDs, ", "), DeliveryID: e.DeliveryID}
 		for _, a := range e.Attachments {
 			row.Attachments = append(row.Attachments, fmt.Sprintf("%s (%s, %d bytes)", a.Filename, a.ContentType, a.Size))
 		}

@@ -725,7 +725,8 @@ func (s *Scheduler) performBackground(ctx context.Context, j Job, r *Run) {
 	r.Delivery.Target = FormatTo(target)
 	in := BackgroundRun{JobID: j.ID, RunID: r.RunID, AgentID: j.AgentID, SessionKey: r.SessionKey, Prompt: j.Prompt}
 	if j.Target == TargetCurrent {
-		in.Seed = slices.Clone(j.Seed)
+		// A seed entry whose message was deleted since is erased and left out.
+		in.Seed = slices.DeleteFunc(slices.Clone(j.Seed), func(e transcript.Entry) bool { return e.Deleted || e.IsChange() })
 	}
 	result, err := s.cfg.Background.RunBackground(ctx, in)
 	if err != nil {

@@ -138,3 +138,27 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletedMessageLeavesJobSeeds: a message deleted from the chat is
+// erased from the snapshot of a `target: current` job (store and runs).
+func TestDeletedMessageLeavesJobSeeds(t *testing.T) {
+	e := newEnv(t)
+	key := sessionkey.ForConversation("main", chat)
+	e.hist.entries[key] = []transcript.Entry{{Seq: 1, SessionKey: key, Text: "keep me"}, {Seq: 2, SessionKey: key, Text: "my secret s3"}}
+	j := e.add(scheduler.AddRequest{Schedule: "every 10m", Target: "current", To: otherChannel})
+	for _, other := range []transcript.Entry{{Seq: 2, SessionKey: "another"}, {Seq: 2, SessionKey: key}} {
+		if err := e.s.EraseEntry(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seed := e.job(j.ID).Seed
+	if len(seed) != 2 || seed[0].Text != "keep me" || seed[1].Text != "" || !seed[1].Deleted {
+		t.Fatalf("stored seed %+v", seed)
+	}
+	e.clk.Advance(10 * time.Minute)
+	e.tick()
+	run := e.bg.runs()[0].Seed
+	if len(run) != 1 || run[0].Text != "keep me" {
+		t.Fatalf("run seed %+v", run)
+	}
+}

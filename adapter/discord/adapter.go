@@ -80,6 +80,8 @@ type Bindings interface {
 type Deliverer interface {
 	Deliver(ctx context.Context, d delivery.Delivery, commit delivery.CommitFunc) (delivery.Result, error)
 	SessionFor(ref binding.ConversationRef) (string, binding.Record, bool)
+	// WithConversation runs fn under the conversation's send lock.
+	WithConversation(ref binding.ConversationRef, fn func() error) error
 }
 
 // WebhookStore persists one webhook per parent channel.
@@ -115,9 +117,11 @@ type Deps struct {
 	Outbound Deliverer
 	Webhooks WebhookStore
 	Jobs     Jobs
-	Metrics  *metrics.Metrics
-	Clock    clock.Clock
-	Log      zerolog.Logger
+	// Changes records edits and deletions (nil: ignored).
+	Changes ChatChanges
+	Metrics *metrics.Metrics
+	Clock   clock.Clock
+	Log     zerolog.Logger
 }
 
 // Adapter connects the bot to Discord: the gateway and inbound routing,
@@ -396,13 +400,35 @@ func (a *Adapter) register(s *discordgo.Session, readyCh chan struct{}) {
 		defer a.recoverHandler("thread_update")
 		a.events.push(t.Channel.ID, "thread_update", func(ctx context.Context) { a.onThreadState(ctx, t.Channel) })
 	})
+	s.AddHandler(func(s *discordgo.Session, m *discordgo.MessageUpdate) {
+		defer a.recoverHandler("message_update")
+		a.events.push(m.ChannelID, "message_update", func(ctx context.Context) { a.onMessageUpdate(ctx, m.Message) })
+	})
+	s.AddHandler(func(s *discordgo.Session, m *discordgo.MessageDelete) {
+		defer a.recoverHandler("message_delete")
+		a.events.push(m.ChannelID, "message_delete", func(ctx context.Context) {
+			a.onMessagesDeleted(ctx, m.GuildID, m.ChannelID, []string{m.ID})
+		})
+	})
+	s.AddHandler(func(s *discordgo.Session, m *discordgo.MessageDeleteBulk) {
+		defer a.recoverHandler("message_delete_bulk")
+		a.events.push(m.ChannelID, "message_delete_bulk", func(ctx context.Context) {
+			a.onMessagesDeleted(ctx, m.GuildID, m.ChannelID, m.Messages)
+		})
+	})
 	s.AddHandler(func(s *discordgo.Session, t *discordgo.ThreadDelete) {
 		defer a.recoverHandler("thread_delete")
-		a.events.push(t.Channel.ID, "thread_delete", func(ctx context.Context) { a.onGone(ctx, t.Channel.ID) })
+		a.events.push(t.Channel.ID, "thread_delete", func(ctx context.Context) {
+			a.onConversationDeleted(ctx, t.Channel.ID, t.Channel.ParentID)
+			a.onGone(ctx, t.Channel.ID)
+		})
 	})
 	s.AddHandler(func(s *discordgo.Session, c *discordgo.ChannelDelete) {
 		defer a.recoverHandler("channel_delete")
-		a.events.push(c.Channel.ID, "channel_delete", func(ctx context.Context) { a.onGone(ctx, c.Channel.ID) })
+		a.events.push(c.Channel.ID, "channel_delete", func(ctx context.Context) {
+			a.onConversationDeleted(ctx, c.Channel.ID, "")
+			a.onGone(ctx, c.Channel.ID)
+		})
 	})
 	s.AddHandler(func(s *discordgo.Session, _ *discordgo.RateLimit) {
 		// discordgo waits out 429s itself and returns no error; count them here.

@@ -238,6 +238,8 @@ func (a *Adapter) catchUp(s *discordgo.Session) {
 		}
 		if err == nil {
 			queued += a.catchUpChannel(ctx, s, conv, channelID, guildID, last)
+			conv, channelID, guildID := conv, channelID, guildID
+			a.events.push(channelID, "catch_up_changes", func(ctx context.Context) { a.catchUpChanges(ctx, s, conv, channelID, guildID) })
 		}
 		if err != nil {
 			a.countError(err)

@@ -152,8 +152,16 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		jobs = a.sched
 		a.sessions.SetJobs(a.sched)
 	}
+	// A deleted message's text leaves the transcript, the outbox and the
+	// seeds of `target: current` jobs (invariant 17).
+	erasers := []transcript.Eraser{a.outbound}
+	if a.sched != nil {
+		erasers = append(erasers, a.sched.Scheduler)
+	}
+	a.transcripts.SetErasers(erasers...)
 	a.adapter.SetDeps(discord.Deps{
 		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Webhooks: st, Jobs: jobs,
+		Changes: a.transcripts,
 		Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger(),
 	})
 	a.bindings.OnEnded(a.sessions.OnBindingEnded)

@@ -61,6 +61,13 @@ type entryJSON struct {
 	Meta       map[string]string `json:"meta,omitempty"`
 	// Attachments: a user entry's files ({filename, contentType, size, url}).
 	Attachments []transcript.Attachment `json:"attachments,omitempty"`
+	// Target: on an edit or deletion record, the seq of the entry it changes.
+	Target uint64 `json:"target,omitempty"`
+	// Deleted: the message was deleted from the chat; text is erased.
+	Deleted bool `json:"deleted,omitempty"`
+	// Edited: edit records follow; LatestText is the text shown now.
+	Edited     bool   `json:"edited,omitempty"`
+	LatestText string `json:"latestText,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -137,20 +144,53 @@ func (in inspector) transcript(ctx context.Context, w io.Writer, key string, asJ
 		return fmt.Errorf("session %q: %w (bot inspect transcript takes a session key such as agent:main:discord:channel:<id>)", key, errNotFound)
 	}
 	enc := json.NewEncoder(w)
+	latest, deleted := map[uint64]string{}, map[uint64]bool{}
 	for _, e := range entries {
+		switch e.Source {
+		case transcript.SourceEdit:
+			latest[e.Target] = e.Text
+		case transcript.SourceDeletion:
+			deleted[e.Target] = true
+		}
+	}
+	for _, e := range entries {
+		gone := e.Deleted || deleted[e.Seq]
+		text, edited := e.Text, false
+		if t, ok := latest[e.Seq]; ok && !gone {
+			text, edited = t, true
+		}
+		if gone {
+			text = ""
+		}
 		if asJSON {
 			ids := e.MessageIDs
 			if ids == nil {
 				ids = []string{}
 			}
-			if err := enc.Encode(entryJSON{Seq: e.Seq, Role: e.Role, Author: e.Author, Text: e.Text, MessageIDs: ids, Source: e.Source,
-				DeliveryID: e.DeliveryID, Generation: e.Generation, At: e.At, Meta: e.Meta, Attachments: e.Attachments}); err != nil {
+			j := entryJSON{Seq: e.Seq, Role: e.Role, Author: e.Author, Text: e.Text, MessageIDs: ids, Source: e.Source,
+				DeliveryID: e.DeliveryID, Generation: e.Generation, At: e.At, Meta: e.Meta, Target: e.Target, Deleted: gone, Edited: edited, Attachments: e.Attachments}
+			if gone {
+				j.Text = ""
+			}
+			if edited {
+				j.LatestText = text
+			}
+			if err := enc.Encode(j); err != nil {
 				return err
 			}
 			continue
 		}
-		fmt.Fprintf(w, "#%d [gen %d] %s %s (%s) %s\n  %s\n", e.Seq, e.Generation, e.At.UTC().Format(time.RFC3339), e.Role, e.Source, strings.Join(e.MessageIDs, ","),
-			strings.ReplaceAll(e.Text, "\n", "\n  "))
+		mark := ""
+		switch {
+		case gone:
+			mark, text = " [deleted]", "(deleted)"
+		case edited:
+			mark = " [edited]"
+		case e.IsChange():
+			mark = fmt.Sprintf(" [%s of #%d]", e.Source, e.Target)
+		}
+		fmt.Fprintf(w, "#%d [gen %d] %s %s (%s) %s%s\n  %s\n", e.Seq, e.Generation, e.At.UTC().Format(time.RFC3339), e.Role, e.Source, strings.Join(e.MessageIDs, ","),
+			mark, strings.ReplaceAll(text, "\n", "\n  "))
 	}
 	return nil
 }

@@ -71,6 +71,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdHealthcheck(ctx, args[1:], stdout, stderr)
 	case "migrate-store":
 		return cmdMigrateStore(ctx, args[1:], stdout, stderr)
+	case "compact":
+		return cmdCompact(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "bot", version)
 		return exitOK
@@ -93,6 +95,7 @@ func usage(w io.Writer) {
   bot inspect bindings|jobs|runs [JOB]|transcript KEY [-config FILE] [-json]
   bot migrate-store [-config FILE] -to DSN   copy the bolt store (store.path) into an empty PostgreSQL database
   bot healthcheck [-config FILE]      ask the running bot's /healthz (the container HEALTHCHECK)
+  bot compact [-config FILE]          rewrite the bolt store without freed pages (deleted text gone from the file)
   bot version
 `)
 }

@@ -85,12 +85,32 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 		// which the bot learnt of each message: a user message that crosses
 		// a bot send still in flight is appended after it.
 		last := map[bool]uint64{}
+		// Invariant 17: an entry shows its latest edit's text; a deleted
+		// entry (erased, or with a deletion record) displays nothing.
+		edited, deleted := map[uint64]string{}, map[uint64]bool{}
+		for _, e := range entries {
+			switch e.Source {
+			case transcript.SourceEdit:
+				edited[e.Target] = e.Text
+			case transcript.SourceDeletion:
+				deleted[e.Target] = true
+			}
+		}
 		for _, e := range entries {
 			if len(e.MessageIDs) == 0 {
 				continue
 			}
 			for _, id := range e.MessageIDs {
 				byMsg[id] = append(byMsg[id], located{key, e})
+			}
+			if e.Deleted || deleted[e.Seq] {
+				if e.Text != "" {
+					problems = append(problems, fmt.Sprintf("%s: deleted entry #%d keeps its text", key, e.Seq))
+				}
+				continue
+			}
+			if t, ok := edited[e.Seq]; ok {
+				e.Text = t
 			}
 			first, _ := strconv.ParseUint(e.MessageIDs[0], 10, 64)
 			fromUser := e.Source == transcript.SourceUser

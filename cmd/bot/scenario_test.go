@@ -158,6 +158,9 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 		{1, s.unfocus},
 		{1, s.longJob},
 		{1, s.spawnOther},
+		{2, s.editMessage},
+		{1, s.deleteMessage},
+		{1, s.deleteBotMessage},
 	}
 	total := 0
 	for _, a := range actions {

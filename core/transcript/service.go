@@ -2,9 +2,12 @@ package transcript
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/agentbot/agentbot/core/clock"
 )
@@ -20,6 +23,8 @@ type Service struct {
 	// resetMu orders Reset against Append so no entry is stamped with a
 	// generation that a concurrent Reset has just retired.
 	resetMu sync.RWMutex
+
+	erasers []Eraser
 }
 
 // NewService returns a transcript service over store. It does no I/O.
@@ -59,7 +64,11 @@ func (s *Service) Append(ctx context.Context, key string, e Entry) (Entry, error
 }
 
 // History returns up to n of the newest entries of the session's current
-// generation, oldest first: what the model sees.
+// generation, oldest first: what the model sees. Change records are applied,
+// not returned: an edited entry carries its latest text, a deleted one is
+// left out (invariant 17). It reads only the tail: a window that change
+// records or deleted entries thin out is widened until it holds n visible
+// entries or reaches the generation's start.
 func (s *Service) History(ctx context.Context, key string, n int) ([]Entry, error) {
 	if n <= 0 {
 		return nil, nil
@@ -68,16 +77,178 @@ func (s *Service) History(ctx context.Context, key string, n int) ([]Entry, erro
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", key, err)
 	}
-	tail, err := s.store.Tail(ctx, key, n)
+	for fetch := n; ; fetch *= 2 {
+		tail, err := s.store.Tail(ctx, key, fetch)
+		if err != nil {
+			return nil, fmt.Errorf("history of %s: %w", key, err)
+		}
+		// Generations only grow, so the current one is a suffix of the tail.
+		i := len(tail)
+		for i > 0 && tail[i-1].Generation == gen {
+			i--
+		}
+		visible := applyChanges(tail[i:])
+		if len(visible) >= n || i > 0 || len(tail) < fetch {
+			if len(visible) > n {
+				visible = visible[len(visible)-n:]
+			}
+			return visible, nil
+		}
+	}
+}
+
+// applyChanges returns the entries of window that the chat still displays,
+// each with the text of its latest edit record in the window.
+func applyChanges(window []Entry) []Entry {
+	edited := map[uint64]string{}
+	deleted := map[uint64]bool{}
+	for _, e := range window {
+		switch e.Source {
+		case SourceEdit:
+			edited[e.Target] = e.Text // later records win
+		case SourceDeletion:
+			deleted[e.Target] = true
+		}
+	}
+	out := make([]Entry, 0, len(window))
+	for _, e := range window {
+		if e.IsChange() || e.Deleted || deleted[e.Seq] {
+			continue
+		}
+		if t, ok := edited[e.Seq]; ok {
+			e.Text = t
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// Eraser erases copies of a deleted entry's text kept outside the
+// transcript (the delivery outbox). It is called after the transcript's own
+// copy is erased, with the entry as it was.
+type Eraser interface {
+	EraseEntry(ctx context.Context, e Entry) error
+}
+
+// SetErasers installs the erasers Delete calls; wiring calls it once,
+// before any Delete.
+func (s *Service) SetErasers(es ...Eraser) { s.erasers = es }
+
+// Locate finds the session whose transcript holds a Discord message id and
+// that entry (the message's entry, never a change record).
+func (s *Service) Locate(ctx context.Context, messageID string) (string, Entry, bool, error) {
+	key, ok, err := s.store.LocateMessage(ctx, messageID)
+	if err != nil || !ok {
+		if err != nil {
+			err = fmt.Errorf("locate message %s: %w", messageID, err)
+		}
+		return "", Entry{}, false, err
+	}
+	e, ok, err := s.ByMessageID(ctx, key, messageID)
+	if err != nil || !ok {
+		return "", Entry{}, false, err
+	}
+	return key, e, true, nil
+}
+
+// Edit records that the chat now shows text for messageID (an edit by the
+// message's author): an edit record for the message's entry, keyed by the
+// message id and editKey (the edit's timestamp), so a replayed event is
+// written once. It reports false when no transcript holds the message, the
+// text is unchanged, or the entry is deleted.
+func (s *Service) Edit(ctx context.Context, messageID, editKey, text string) (bool, error) {
+	key, target, ok, err := s.Locate(ctx, messageID)
+	if err != nil || !ok || target.Deleted {
+		return false, err
+	}
+	cur, n, err := s.latestText(ctx, key, target)
 	if err != nil {
-		return nil, fmt.Errorf("history of %s: %w", key, err)
+		return false, err
 	}
-	// Generations only grow, so the current one is a suffix of the tail.
-	i := len(tail)
-	for i > 0 && tail[i-1].Generation == gen {
-		i--
+	if cur == text {
+		return false, nil // a replay, or nothing changed
 	}
-	return tail[i:], nil
+	// The count of earlier edits keeps two edits with one timestamp apart.
+	_, err = s.Append(ctx, key, Entry{
+		Role: target.Role, Author: target.Author, Text: text, Source: SourceEdit, Target: target.Seq,
+		DeliveryID: "edit:" + messageID + ":" + editKey + ":" + strconv.Itoa(n), Meta: map[string]string{"messageId": messageID},
+	})
+	if err != nil && !errors.Is(err, ErrDeliveryConflict) {
+		return false, fmt.Errorf("edit message %s: %w", messageID, err)
+	}
+	return err == nil, nil
+}
+
+// latestText is target's text after the edit records that follow it, and
+// how many there are.
+func (s *Service) latestText(ctx context.Context, key string, target Entry) (string, int, error) {
+	text, n := target.Text, 0
+	err := s.changesOf(ctx, key, target.Seq, func(e Entry) {
+		if e.Source == SourceEdit {
+			text, n = e.Text, n+1
+		}
+	})
+	return text, n, err
+}
+
+// changesOf calls f for each change record of session key that targets seq,
+// in order. Records only follow their target, so it reads from seq on.
+func (s *Service) changesOf(ctx context.Context, key string, seq uint64, f func(Entry)) error {
+	const page = 256
+	for from := seq + 1; ; {
+		es, err := s.store.Range(ctx, key, from, page)
+		if err != nil {
+			return fmt.Errorf("changes of %s/%d: %w", key, seq, err)
+		}
+		for _, e := range es {
+			if e.IsChange() && e.Target == seq {
+				f(e)
+			}
+		}
+		if len(es) < page {
+			return nil
+		}
+		from = es[len(es)-1].Seq + 1
+	}
+}
+
+// Delete records that messageID left the chat (deleted by anyone, or its
+// thread or channel deleted): the entry's text and the text of its edit
+// records are erased first, then the erasers run, then a deletion record is
+// appended (keyed by the message id, so a replay writes nothing). A crash
+// between the steps leaves the entry erased and marked Deleted, which
+// History already leaves out; the next Delete of the same message finishes
+// the rest. A split reply is one entry: deleting any of its parts deletes
+// the entry (docs/DECISIONS.md). It reports false when no transcript holds
+// the message.
+func (s *Service) Delete(ctx context.Context, messageID string) (bool, error) {
+	key, target, ok, err := s.Locate(ctx, messageID)
+	if err != nil || !ok {
+		return false, err
+	}
+	seqs := []uint64{target.Seq}
+	if err := s.changesOf(ctx, key, target.Seq, func(e Entry) {
+		if e.Source == SourceEdit {
+			seqs = append(seqs, e.Seq)
+		}
+	}); err != nil {
+		return false, err
+	}
+	if err := s.store.Erase(ctx, key, seqs); err != nil {
+		return false, fmt.Errorf("erase message %s in %s: %w", messageID, key, err)
+	}
+	for _, er := range s.erasers {
+		if err := er.EraseEntry(ctx, target); err != nil {
+			return false, fmt.Errorf("erase copies of message %s: %w", messageID, err)
+		}
+	}
+	if _, err := s.Append(ctx, key, Entry{
+		Role: target.Role, Source: SourceDeletion, Target: target.Seq,
+		DeliveryID: "delete:" + key + ":" + strconv.FormatUint(target.Seq, 10), Meta: map[string]string{"messageId": messageID},
+	}); err != nil {
+		return false, fmt.Errorf("delete message %s: %w", messageID, err)
+	}
+	return true, nil
 }
 
 // Reset starts a new generation: earlier entries stay in the record but
@@ -130,4 +301,39 @@ func (s *Service) Exists(ctx context.Context, key string) (bool, error) {
 		return false, fmt.Errorf("look up %s: %w", key, err)
 	}
 	return len(tail) > 0, nil
+}
+
+// DeleteDisplayed records that every message of session key displayed since
+// `since` (zero: ever) left the chat: its thread or channel was deleted. Each
+// entry with message ids at or after since is deleted as by Delete. It
+// returns how many entries it deleted.
+func (s *Service) DeleteDisplayed(ctx context.Context, key string, since time.Time) (int, error) {
+	const page = 256
+	var ids []string
+	for from := uint64(1); ; {
+		es, err := s.store.Range(ctx, key, from, page)
+		if err != nil {
+			return 0, fmt.Errorf("delete messages of %s: %w", key, err)
+		}
+		for _, e := range es {
+			if !e.IsChange() && !e.Deleted && len(e.MessageIDs) > 0 && !e.At.Before(since) {
+				ids = append(ids, e.MessageIDs[0])
+			}
+		}
+		if len(es) < page {
+			break
+		}
+		from = es[len(es)-1].Seq + 1
+	}
+	n := 0
+	for _, id := range ids {
+		ok, err := s.Delete(ctx, id)
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,5 +76,102 @@ func TestHistoryFollowsGenerations(t *testing.T) {
 	all, _ := s.Entries(ctx, "k", 0, 100)
 	if len(all) != 6 {
 		t.Fatalf("the record lost entries across reset: %d", len(all))
+	}
+}
+
+type recordingEraser struct{ got []transcript.Entry }
+
+func (r *recordingEraser) EraseEntry(_ context.Context, e transcript.Entry) error {
+	r.got = append(r.got, e)
+	return nil
+}
+
+func texts(es []transcript.Entry) []string {
+	out := []string{}
+	for _, e := range es {
+		out = append(out, e.Text)
+	}
+	return out
+}
+
+// TestEditsAndDeletionsInHistory: History shows an edited entry's latest
+// text and leaves deleted entries (and the change records) out; a deletion
+// erases the entry's text and its edits' texts in the store; replayed
+// events write nothing.
+func TestEditsAndDeletionsInHistory(t *testing.T) {
+	st := memory.New()
+	s := transcript.NewService(st, clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)))
+	er := &recordingEraser{}
+	s.SetErasers(er)
+	ctx := context.Background()
+	for i, text := range []string{"q1 typo", "a1", "my password is hunter2", "a2"} {
+		role := transcript.RoleUser
+		if i%2 == 1 {
+			role = transcript.RoleAssistant
+		}
+		if _, err := s.Append(ctx, "k", transcript.Entry{Role: role, Text: text, MessageIDs: []string{fmt.Sprintf("m%d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := s.Edit(ctx, "m0", "t1", "q1 fixed"); err != nil || !ok {
+		t.Fatalf("Edit: %v %v", ok, err)
+	}
+	if ok, err := s.Edit(ctx, "m0", "t1", "q1 fixed"); err != nil || ok {
+		t.Fatalf("replayed Edit wrote again: %v %v", ok, err)
+	}
+	if ok, err := s.Edit(ctx, "m2", "t2", "my password is hunter9"); err != nil || !ok {
+		t.Fatalf("Edit: %v %v", ok, err)
+	}
+	// A second edit with the same timestamp is another edit, not a replay.
+	if ok, err := s.Edit(ctx, "m2", "t2", "my password is hunter3"); err != nil || !ok {
+		t.Fatalf("second Edit with one timestamp: %v %v", ok, err)
+	}
+	if ok, err := s.Edit(ctx, "nope", "t3", "x"); err != nil || ok {
+		t.Fatalf("Edit of an unknown message: %v %v", ok, err)
+	}
+	h, err := s.History(ctx, "k", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(texts(h)); got != "[q1 fixed a1 my password is hunter3 a2]" {
+		t.Fatalf("history after edits = %s", got)
+	}
+	for _, id := range []string{"m2", "m2", "m3"} { // m2 twice: a replay
+		if ok, err := s.Delete(ctx, id); err != nil || !ok {
+			t.Fatalf("Delete(%s): %v %v", id, ok, err)
+		}
+	}
+	h, err = s.History(ctx, "k", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(texts(h)); got != "[q1 fixed a1]" {
+		t.Fatalf("history after deletions = %s", got)
+	}
+	// n counts visible entries: the window widens past records and deleted entries.
+	if h, err = s.History(ctx, "k", 2); err != nil || fmt.Sprint(texts(h)) != "[q1 fixed a1]" {
+		t.Fatalf("History(2) = %v, %v", texts(h), err)
+	}
+	all, err := s.Entries(ctx, "k", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deletions := 0
+	for _, e := range all {
+		if e.Source == transcript.SourceDeletion {
+			deletions++
+		}
+		if strings.Contains(e.Text, "hunter") || e.Text == "a2" {
+			t.Fatalf("deleted text survives in entry %d: %+v", e.Seq, e)
+		}
+	}
+	if deletions != 2 {
+		t.Fatalf("%d deletion records, want 2 (a replayed delete writes nothing)", deletions)
+	}
+	if len(er.got) != 3 || er.got[0].Seq != 3 {
+		t.Fatalf("erasers saw %+v", er.got)
+	}
+	if ok, err := s.Edit(ctx, "m2", "t4", "back"); err != nil || ok {
+		t.Fatalf("Edit of a deleted message: %v %v", ok, err)
 	}
 }

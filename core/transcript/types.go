@@ -36,6 +36,12 @@ const (
 	SourceNotice      Source = "notice"
 	SourceCommand     Source = "command"
 	SourceSnapshot    Source = "snapshot"
+	// SourceEdit and SourceDeletion are change records (invariant 17): an
+	// edit record carries the new text of the entry Target, a deletion
+	// record says the entry Target left the display. History applies them
+	// and never shows them to the model as entries of their own.
+	SourceEdit     Source = "edit"
+	SourceDeletion Source = "deletion"
 )
 
 // Errors.
@@ -66,6 +72,12 @@ type Entry struct {
 	Generation int               `json:"generation"`
 	At         time.Time         `json:"at"`
 	Meta       map[string]string `json:"meta,omitempty"`
+	// Target is, on an edit or deletion record, the seq of the entry it
+	// changes; 0 on every other entry.
+	Target uint64 `json:"target,omitempty"`
+	// Deleted marks an entry whose message was deleted from the chat: its
+	// Text has been erased (the one rewrite invariant 9 permits).
+	Deleted bool `json:"deleted,omitempty"`
 	// Attachments are the files a user message carried, as Discord showed
 	// them; a replay sends the model what the chat displayed.
 	Attachments []Attachment `json:"attachments,omitempty"`
@@ -78,6 +90,9 @@ type Attachment struct {
 	Size        int64  `json:"size"`
 	URL         string `json:"url"`
 }
+
+// IsChange reports whether e is an edit or deletion record.
+func (e Entry) IsChange() bool { return e.Source == SourceEdit || e.Source == SourceDeletion }
 
 // ForStore returns e as a store keeps it for session key: SessionKey set,
 // MessageIDs copied and never nil, Meta copied and nil when empty. Stores
@@ -120,4 +135,11 @@ type Store interface {
 	SetGeneration(ctx context.Context, key string, gen int) error
 	// Sessions lists session keys that have a transcript.
 	Sessions(ctx context.Context) ([]string, error)
+	// LocateMessage finds the session whose transcript holds a Discord
+	// message id (the first session that recorded it).
+	LocateMessage(ctx context.Context, messageID string) (key string, ok bool, err error)
+	// Erase rewrites the entries seqs of session key with empty Text and
+	// Deleted set (invariant 9's one exception). Erasing an erased or
+	// missing entry is not an error.
+	Erase(ctx context.Context, key string, seqs []uint64) error
 }

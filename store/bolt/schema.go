@@ -19,12 +19,13 @@ var (
 	bucketJobLedger   = []byte("job_ledger") // job id -> newest claimed instant
 	bucketSessions    = []byte("sessions")
 	bucketWebhooks    = []byte("webhooks")
+	bucketMsgSessions = []byte("message_sessions") // Discord message id -> session key (transcript.go)
 
 	keySchemaVersion = []byte("schemaVersion")
 )
 
 // SchemaVersion is the schema this binary writes: len(migrations).
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // A migration moves the schema from version i to i+1, where i is its index
 // in migrations. Migrations run in order inside one read-write transaction
@@ -52,6 +53,7 @@ var migrations = []migration{
 		}
 		return nil
 	}},
+	{name: "message id index across sessions", fn: backfillMessageSessions},
 }
 
 // schemaVersion reads the recorded version (0 for a new file).

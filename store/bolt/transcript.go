@@ -164,6 +164,9 @@ func appendTx(tx *bbolt.Tx, key string, e transcript.Entry) (transcript.Entry, b
 		if err := ss.message.Put([]byte(id), seqKey); err != nil {
 			return transcript.Entry{}, false, err
 		}
+		if err := putMessageSession(tx, id, key); err != nil {
+			return transcript.Entry{}, false, err
+		}
 	}
 	return e, false, nil
 }
@@ -317,4 +320,90 @@ func (s *Store) Sessions(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// putMessageSession records, once, which session first held a message id.
+func putMessageSession(tx *bbolt.Tx, messageID, key string) error {
+	idx := tx.Bucket(bucketMsgSessions)
+	if idx == nil {
+		return fmt.Errorf("bolt: bucket %q missing", bucketMsgSessions)
+	}
+	if idx.Get([]byte(messageID)) != nil {
+		return nil
+	}
+	return idx.Put([]byte(messageID), []byte(key))
+}
+
+// backfillMessageSessions is migration 3: the cross-session message index,
+// built from every session's own message index.
+func backfillMessageSessions(tx *bbolt.Tx) error {
+	if _, err := tx.CreateBucketIfNotExists(bucketMsgSessions); err != nil {
+		return err
+	}
+	root := tx.Bucket(bucketTranscripts)
+	if root == nil {
+		return nil
+	}
+	return root.ForEachBucket(func(k []byte) error {
+		ss, ok, err := sessionBuckets(tx, string(k), false)
+		if err != nil || !ok {
+			return err
+		}
+		return ss.message.ForEach(func(id, _ []byte) error { return putMessageSession(tx, string(id), string(k)) })
+	})
+}
+
+// LocateMessage finds the session that first recorded messageID.
+func (s *Store) LocateMessage(ctx context.Context, messageID string) (string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return "", false, err
+	}
+	var key string
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		idx := tx.Bucket(bucketMsgSessions)
+		if idx == nil {
+			return fmt.Errorf("bolt: bucket %q missing", bucketMsgSessions)
+		}
+		key = string(idx.Get([]byte(messageID)))
+		return nil
+	})
+	if err != nil {
+		return "", false, err
+	}
+	return key, key != "", nil
+}
+
+// Erase rewrites entries seqs of session key with empty text and Deleted
+// set, in one transaction. The entry keeps its seq, message ids and
+// delivery id (it stays as a marker). Freed pages keep the old bytes until
+// bbolt reuses them: `bot compact` writes a copy without them.
+func (s *Store) Erase(ctx context.Context, key string, seqs []uint64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		ss, ok, err := sessionBuckets(tx, key, false)
+		if err != nil || !ok {
+			return err
+		}
+		for _, seq := range seqs {
+			seqKey := u64(seq)
+			e, ok, err := ss.entry(seqKey)
+			if err != nil {
+				return err
+			}
+			if !ok || (e.Deleted && e.Text == "") {
+				continue
+			}
+			e.Text, e.Deleted = "", true
+			raw, err := json.Marshal(e)
+			if err != nil {
+				return fmt.Errorf("bolt: encode transcript entry: %w", err)
+			}
+			if err := ss.entries.Put(seqKey, raw); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

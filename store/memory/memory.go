@@ -23,11 +23,12 @@ var (
 
 // Store is an in-memory store; the zero value is not usable, call New.
 type Store struct {
-	mu         sync.RWMutex
-	bindings   map[string]binding.Record
-	sessions   map[string]*session
-	deliveries map[string]delivery.Record
-	sched      schedState // scheduler.Store (jobs.go); zero value ready
+	mu             sync.RWMutex
+	bindings       map[string]binding.Record
+	sessions       map[string]*session
+	messageSession map[string]string // Discord message id -> first session key holding it
+	deliveries     map[string]delivery.Record
+	sched          schedState // scheduler.Store (jobs.go); zero value ready
 }
 
 type session struct {
@@ -40,9 +41,10 @@ type session struct {
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		bindings:   make(map[string]binding.Record),
-		sessions:   make(map[string]*session),
-		deliveries: make(map[string]delivery.Record),
+		bindings:       make(map[string]binding.Record),
+		sessions:       make(map[string]*session),
+		messageSession: map[string]string{},
+		deliveries:     make(map[string]delivery.Record),
 	}
 }
 
@@ -130,6 +132,9 @@ func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (tra
 		if _, ok := ss.byMessage[id]; !ok {
 			ss.byMessage[id] = e.Seq
 		}
+		if _, ok := s.messageSession[id]; !ok && id != "" {
+			s.messageSession[id] = key
+		}
 	}
 	return copyEntry(e), false, nil
 }
@@ -194,6 +199,38 @@ func (s *Store) ByMessageID(ctx context.Context, key, messageID string) (transcr
 		return transcript.Entry{}, false, nil
 	}
 	return copyEntry(ss.entries[seq-1]), true, nil
+}
+
+// LocateMessage finds the first session (by first write) that holds messageID.
+func (s *Store) LocateMessage(ctx context.Context, messageID string) (string, bool, error) {
+	if err := ctxErr(ctx); err != nil {
+		return "", false, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	key, ok := s.messageSession[messageID]
+	return key, ok, nil
+}
+
+// Erase empties the text of entries seqs of session key and marks them Deleted.
+func (s *Store) Erase(ctx context.Context, key string, seqs []uint64) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.sessions[key]
+	if ss == nil {
+		return nil
+	}
+	for _, seq := range seqs {
+		if seq == 0 || seq > uint64(len(ss.entries)) {
+			continue
+		}
+		ss.entries[seq-1].Text = ""
+		ss.entries[seq-1].Deleted = true
+	}
+	return nil
 }
 
 // Generation returns the session's generation (0 if never set).

@@ -234,3 +234,60 @@ func (s *Store) Sessions(ctx context.Context) ([]string, error) {
 	}
 	return keys, nil
 }
+
+// LocateMessage finds a session whose transcript holds messageID (a message
+// is recorded in one session; if several hold it, the first by key).
+func (s *Store) LocateMessage(ctx context.Context, messageID string) (string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return "", false, err
+	}
+	var key string
+	err := s.pool.QueryRow(ctx, `SELECT session_key FROM transcript_messages WHERE message_id = $1 ORDER BY session_key LIMIT 1`,
+		messageID).Scan(&key)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("postgres: locate message: %w", err)
+	}
+	return key, true, nil
+}
+
+// Erase rewrites entries seqs of session key with empty text and Deleted
+// set, in one transaction. The old row versions stay as dead tuples until
+// VACUUM reclaims them.
+func (s *Store) Erase(ctx context.Context, key string, seqs []uint64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		for _, seq := range seqs {
+			var raw []byte
+			err := tx.QueryRow(ctx, `SELECT data FROM transcript_entries WHERE session_key = $1 AND seq = $2 FOR UPDATE`,
+				key, int64(seq)).Scan(&raw)
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("postgres: session %q: erase %d: %w", key, seq, err)
+			}
+			e, err := decodeEntry(key, int64(seq), raw)
+			if err != nil {
+				return err
+			}
+			if e.Deleted && e.Text == "" {
+				continue
+			}
+			e.Text, e.Deleted = "", true
+			out, err := encode("transcript entry", key, e)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE transcript_entries SET data = $3 WHERE session_key = $1 AND seq = $2`,
+				key, int64(seq), out); err != nil {
+				return fmt.Errorf("postgres: session %q: erase %d: %w", key, seq, err)
+			}
+		}
+		return nil
+	})
+}

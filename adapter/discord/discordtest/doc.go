@@ -28,7 +28,7 @@
 //     interactions, request log, rate-limit and fault state). A REST write and the gateway events
 //     it causes are committed under that mutex, so every session sees events in commit order.
 //   - Every successful write is echoed on the gateway as Discord does: MESSAGE_CREATE (with
-//     webhook_id for webhook and interaction posts), MESSAGE_UPDATE, MESSAGE_DELETE, THREAD_CREATE,
+//     webhook_id for webhook and interaction posts), MESSAGE_UPDATE, MESSAGE_DELETE, MESSAGE_DELETE_BULK, THREAD_CREATE,
 //     THREAD_UPDATE (also for auto-unarchive on send), THREAD_DELETE, CHANNEL_DELETE,
 //     THREAD_MEMBER_UPDATE, WEBHOOKS_UPDATE; user actions emit MESSAGE_CREATE / INTERACTION_CREATE.
 //   - Gateway frames are written by one goroutine per connection from an unbounded queue; dispatch

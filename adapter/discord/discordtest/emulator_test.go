@@ -925,3 +925,50 @@ func TestTypingAlwaysRateLimited(t *testing.T) {
 		t.Fatalf("recorded %d typing calls", n)
 	}
 }
+
+// TestUserEditsAndDeletions: a user's edit and deletion and a moderator's bulk delete reach
+// discordgo as MESSAGE_UPDATE, MESSAGE_DELETE and MESSAGE_DELETE_BULK; only a message's
+// author may edit or delete it as a user.
+func TestUserEditsAndDeletions(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, discordtest.Options{})
+	updates := make(chan *discordgo.MessageUpdate, 4)
+	deletes := make(chan *discordgo.MessageDelete, 4)
+	bulks := make(chan *discordgo.MessageDeleteBulk, 4)
+	s := openSession(t, f.e, func(s *discordgo.Session) {
+		s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageUpdate) { updates <- m })
+		s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageDelete) { deletes <- m })
+		s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageDeleteBulk) { bulks <- m })
+	})
+	m1, err := f.e.UserSay(f.ch.ID, f.alice.ID, "typo")
+	must(t, err)
+	_, err = f.e.UserEdit(m1.ID, "fixed")
+	must(t, err)
+	if u := <-updates; u.ID != m1.ID || u.Content != "fixed" || u.EditedTimestamp == nil || u.Author == nil || u.Author.ID != f.alice.ID {
+		t.Fatalf("update = %+v", u.Message)
+	}
+	bot, err := s.ChannelMessageSendComplex(f.ch.ID, &discordgo.MessageSend{Content: "mine", AllowedMentions: quiet()})
+	must(t, err)
+	if _, err := f.e.UserEdit(bot.ID, "hijack"); err == nil {
+		t.Fatal("a user edited the bot's message")
+	}
+	if err := f.e.UserDelete(f.alice.ID, bot.ID); err == nil {
+		t.Fatal("a user deleted the bot's message as its author")
+	}
+	must(t, f.e.UserDelete(f.alice.ID, m1.ID))
+	if d := <-deletes; d.ID != m1.ID || d.ChannelID != f.ch.ID || d.GuildID != f.guild.ID {
+		t.Fatalf("delete = %+v", d.Message)
+	}
+	m2, err := f.e.UserSay(f.ch.ID, f.alice.ID, "two")
+	must(t, err)
+	if err := f.e.BulkDelete(f.ch.ID, []string{m2.ID}); err == nil {
+		t.Fatal("bulk delete of one message accepted (Discord wants 2 to 100)")
+	}
+	must(t, f.e.BulkDelete(f.ch.ID, []string{m2.ID, bot.ID}))
+	if b := <-bulks; len(b.Messages) != 2 || b.Messages[0] != m2.ID || b.Messages[1] != bot.ID || b.ChannelID != f.ch.ID {
+		t.Fatalf("bulk = %+v", b)
+	}
+	if got := f.e.Messages(f.ch.ID); len(got) != 0 {
+		t.Fatalf("messages left: %+v", got)
+	}
+}

@@ -232,11 +232,65 @@ func (e *Emulator) UserEdit(messageID, content string) (Message, error) {
 	if m == nil {
 		return Message{}, fmt.Errorf("discordtest: unknown message %s", messageID)
 	}
+	if m.WebhookID != "" || m.Author.ID == e.botUser.ID || m.Author.Bot {
+		return Message{}, fmt.Errorf("discordtest: message %s is not a user's (only its author can edit it)", messageID)
+	}
 	m.History = append(m.History, m.Content)
 	m.Content = content
+	m.Mentions = e.world.mentionsIn(content)
 	m.EditedTimestamp = e.opts.Now()
 	e.dispatchMessageLocked("MESSAGE_UPDATE", m)
 	return cloneMessage(m), nil
+}
+
+// UserDelete has a user delete a message of their own, emitting MESSAGE_DELETE. Discord
+// lets an author delete their own message without Manage Messages; anyone else's needs it
+// (DeleteMessage is the moderator's action).
+func (e *Emulator) UserDelete(userID, messageID string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m := e.world.msgByID[messageID]
+	if m == nil {
+		return fmt.Errorf("discordtest: unknown message %s", messageID)
+	}
+	if m.WebhookID != "" || m.Author.ID != userID {
+		return fmt.Errorf("discordtest: user %s is not the author of %s (Discord: Missing Permissions)", userID, messageID)
+	}
+	e.removeMessageLocked(e.world.channels[m.ChannelID], m)
+	return nil
+}
+
+// BulkDelete deletes messages of one channel at once (as a moderator), emitting one
+// MESSAGE_DELETE_BULK, as Discord does for POST /channels/{id}/messages/bulk-delete and for
+// a member banned with message deletion. Discord takes 2 to 100 ids, all in the channel.
+func (e *Emulator) BulkDelete(channelID string, messageIDs []string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ch := e.world.channel(channelID)
+	if ch == nil {
+		return fmt.Errorf("discordtest: unknown channel %s", channelID)
+	}
+	if len(messageIDs) < 2 || len(messageIDs) > 100 {
+		return fmt.Errorf("discordtest: bulk delete takes 2 to 100 messages, got %d (Discord: 50035)", len(messageIDs))
+	}
+	var ms []*Message
+	for _, id := range messageIDs {
+		m := e.world.msgByID[id]
+		if m == nil || m.ChannelID != channelID {
+			return fmt.Errorf("discordtest: message %s is not in %s", id, channelID)
+		}
+		ms = append(ms, m)
+	}
+	for _, m := range ms {
+		e.world.messages[ch.ID] = slices.DeleteFunc(e.world.messages[ch.ID], func(x *Message) bool { return x == m })
+		delete(e.world.msgByID, m.ID)
+	}
+	d := map[string]any{"ids": slices.Clone(messageIDs), "channel_id": ch.ID}
+	if ch.GuildID != "" {
+		d["guild_id"] = ch.GuildID
+	}
+	e.dispatchLocked("MESSAGE_DELETE_BULK", d)
+	return nil
 }
 
 // DeleteMessage deletes any message (as a moderator), emitting MESSAGE_DELETE.

@@ -47,6 +47,8 @@ func Run(t *testing.T, open func(t *testing.T) transcript.Store, opts ...Option)
 		{Name: "CopySemantics", Fn: testCopies},
 		{Name: "ConcurrentAppends", Fn: testConcurrent},
 		{Name: "Durable", Fn: testDurable},
+		{Name: "LocateMessage", Fn: testLocateMessage},
+		{Name: "Erase", Fn: testErase},
 	})
 }
 
@@ -744,5 +746,68 @@ func testDurable(t *testing.T, h *harness) {
 	mustEqual(t, "dedupe after reopen", got, stored[3])
 	if next := mustAppend(t, s, "k", entry(6)); next.Seq != 6 {
 		t.Fatalf("seq after reopen = %d, want 6", next.Seq)
+	}
+}
+
+func testLocateMessage(t *testing.T, h *harness) {
+	s := h.Open(t)
+	e := entry(1)
+	e.MessageIDs = []string{"p1", "p2"}
+	mustAppend(t, s, "a", e)
+	mustAppend(t, s, "b", entry(2))
+	for _, c := range []struct {
+		id, key string
+		ok      bool
+	}{{"p1", "a", true}, {"p2", "a", true}, {"m2", "b", true}, {"m9", "", false}, {"", "", false}} {
+		key, ok, err := s.LocateMessage(h.Ctx, c.id)
+		if err != nil || ok != c.ok || key != c.key {
+			t.Fatalf("LocateMessage(%q) = %q, %v, %v; want %q, %v", c.id, key, ok, err, c.key, c.ok)
+		}
+	}
+	if h.CanReopen() {
+		s = h.Reopen(t, s)
+	}
+	if key, ok, err := s.LocateMessage(h.Ctx, "p2"); err != nil || !ok || key != "a" {
+		t.Fatalf("LocateMessage after reopen = %q, %v, %v", key, ok, err)
+	}
+}
+
+func testErase(t *testing.T, h *harness) {
+	s := h.Open(t)
+	var stored []transcript.Entry
+	for i := 1; i <= 3; i++ {
+		e := entry(i)
+		e.DeliveryID = fmt.Sprintf("d%d", i)
+		stored = append(stored, mustAppend(t, s, "k", e))
+	}
+	if err := s.Erase(h.Ctx, "k", []uint64{2, 99}); err != nil {
+		t.Fatalf("Erase: %v", err)
+	}
+	if err := s.Erase(h.Ctx, "k", []uint64{2}); err != nil { // again: a no-op
+		t.Fatalf("Erase again: %v", err)
+	}
+	if err := s.Erase(h.Ctx, "nobody", []uint64{1}); err != nil {
+		t.Fatalf("Erase of an unknown session: %v", err)
+	}
+	if h.CanReopen() {
+		s = h.Reopen(t, s)
+	}
+	tail := mustTail(t, s, "k", 10)
+	if len(tail) != 3 {
+		t.Fatalf("after erase: %d entries, want 3 (the entry stays as a marker)", len(tail))
+	}
+	want := stored[1]
+	want.Text, want.Deleted = "", true
+	mustEqual(t, "erased entry", tail[1], want)
+	mustEqual(t, "untouched entry", tail[0], stored[0])
+	mustEqual(t, "untouched entry", tail[2], stored[2])
+	if got, ok, err := s.ByMessageID(h.Ctx, "k", "m2"); err != nil || !ok || !got.Deleted || got.Text != "" {
+		t.Fatalf("ByMessageID of an erased entry = %+v, %v, %v", got, ok, err)
+	}
+	// The delivery id still dedupes: a replayed send is not written again.
+	dup := entry(2)
+	dup.DeliveryID = "d2"
+	if _, existed, err := s.Append(h.Ctx, "k", dup); err != nil || !existed {
+		t.Fatalf("dedupe of an erased entry: existed=%v err=%v", existed, err)
 	}
 }

@@ -1,0 +1,42 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/core/transcript"
+)
+
+// TestConversationShowsEditsAndDeletions: the console shows an edited
+// entry's final text marked edited, and a deleted one as "(deleted)"
+// without its text.
+func TestConversationShowsEditsAndDeletions(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	tr := transcript.NewService(st, clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	key := "agent:main:discord:channel:55"
+	for i, text := range []string{"frist question", "gone-secret-q9"} {
+		if _, err := tr.Append(ctx, key, transcript.Entry{Role: transcript.RoleUser, Author: "alice", Text: text,
+			MessageIDs: []string{[]string{"501", "502"}[i]}, Source: transcript.SourceUser}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := tr.Edit(ctx, "501", "t1", "first question"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if ok, err := tr.Delete(ctx, "502"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	code, body := get(t, newTestConsole(t, st, ""), http.MethodGet, "/sessions/"+key)
+	if code != http.StatusOK {
+		t.Fatalf("GET = %d\n%s", code, body)
+	}
+	mustContain(t, "conversation", body, "first question (edited)", "(deleted)", "(edit of #1)", "(deletion of #2)")
+	if strings.Contains(body, "gone-secret-q9") {
+		t.Error("the console shows a deleted message's text")
+	}
+}

@@ -1,0 +1,42 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentbot/agentbot/core/transcript"
+)
+
+// EraseEntry erases the outbox's copy of a deleted message's text
+// (invariant 17): the record of the entry's delivery keeps its state, ids
+// and times, without Delivery.Text and DisplayedText. It implements
+// transcript.Eraser. It runs under the conversation's send lock, as
+// Deliver's own record writes do, so a delivery still finishing (its
+// message displayed, its record not yet final) cannot write the text back
+// after it.
+func (o *Outbound) EraseEntry(ctx context.Context, e transcript.Entry) error {
+	if e.DeliveryID == "" {
+		return nil
+	}
+	prev, found, err := o.outbox.GetDelivery(ctx, e.DeliveryID)
+	if err != nil || !found {
+		if err != nil {
+			err = fmt.Errorf("erase delivery %s: %w", e.DeliveryID, err)
+		}
+		return err
+	}
+	unlock := o.locks.lock(prev.Delivery.Target.Key())
+	defer unlock()
+	rec, found, err := o.outbox.GetDelivery(ctx, e.DeliveryID)
+	if err != nil {
+		return fmt.Errorf("erase delivery %s: %w", e.DeliveryID, err)
+	}
+	if !found || (rec.Delivery.Text == "" && rec.DisplayedText == "") {
+		return nil
+	}
+	rec.Delivery.Text, rec.DisplayedText = "", ""
+	if err := o.outbox.PutDelivery(ctx, rec); err != nil {
+		return fmt.Errorf("erase delivery %s: %w", e.DeliveryID, err)
+	}
+	return nil
+}
