@@ -83,8 +83,14 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 		// Display order is checked among the bot's own entries and among
 		// users' entries. Across the two, the transcript keeps the order in
 		// which the bot learnt of each message: a user message that crosses
-		// a bot send still in flight is appended after it.
-		last := map[bool]uint64{}
+		// a bot send still in flight is appended after it. Order is a
+		// conversation's: a session fed by two conversations (a binding
+		// moved by /focus) interleaves them as it learnt of them.
+		type lane struct {
+			fromUser bool
+			channel  string
+		}
+		last := map[lane]uint64{}
 		// Invariant 17: an entry shows its latest edit's text; a deleted
 		// entry (erased, or with a deletion record) displays nothing.
 		edited, deleted := map[uint64]string{}, map[uint64]bool{}
@@ -114,10 +120,14 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 			}
 			first, _ := strconv.ParseUint(e.MessageIDs[0], 10, 64)
 			fromUser := e.Source == transcript.SourceUser
-			if first < last[fromUser] && e.Meta["recovered"] != "true" {
+			l := lane{fromUser: fromUser}
+			if m, ok := emu.Message(e.MessageIDs[0]); ok {
+				l.channel = m.ChannelID
+			}
+			if first < last[l] && e.Meta["recovered"] != "true" {
 				problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is out of display order", key, e.Seq, e.Source))
 			}
-			last[fromUser] = max(last[fromUser], first)
+			last[l] = max(last[l], first)
 			var shown strings.Builder
 			channel := ""
 			for _, id := range e.MessageIDs {
