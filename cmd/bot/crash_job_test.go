@@ -78,10 +78,7 @@ func TestCrashDuringJobRunEndsVisibly(t *testing.T) {
 		t.Skip("builds and runs the bot binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "bot")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBot(t, dir)
 	emu := discordtest.NewTest(t, discordtest.Options{})
 	g := emu.AddGuild("crash")
 	ch, err := emu.AddTextChannel(g.ID, "jobs")
@@ -173,18 +170,8 @@ scheduler: {enabled: true, timezone: UTC}
 		t.Fatal(err)
 	}
 	settle(ctx, t, emu)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("graceful stop: %v\nlogs:\n%s", err, logs.String())
-	}
-
-	st, err := bolt.Open(storePath, bolt.Options{LockTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	stopBot(t, cmd, &logs)
+	st := openStopped(t, storePath)
 	runs, err := st.Runs(ctx, jobID, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,6 @@ import (
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/model/modeltest"
 	"github.com/agentbot/agentbot/scheduler"
-	"github.com/agentbot/agentbot/store/bolt"
 )
 
 // TestCrashRestartLosesNothing runs the real bot binary against the
@@ -34,10 +33,7 @@ func TestCrashRestartLosesNothing(t *testing.T) {
 		t.Skip("builds and runs the bot binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "bot")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBot(t, dir)
 	emu := discordtest.NewTest(t, discordtest.Options{})
 	g := emu.AddGuild("crash")
 	var channels []string
@@ -76,7 +72,7 @@ log: {level: warn, format: json}
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logs strings.Builder
+	var logs lockedBuffer // the child writes it while the test reads it
 	start := func() *exec.Cmd {
 		cmd := exec.Command(bin, "run", "-config", cfgPath)
 		cmd.Stderr = &logs
@@ -219,18 +215,8 @@ log: {level: warn, format: json}
 		t.Fatalf("owed work never finished: %v\nlogs:\n%s", err, logs.String())
 	}
 	settle(ctx, t, emu)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("graceful stop: %v\nlogs:\n%s", err, logs.String())
-	}
-
-	st, err := bolt.Open(storePath, bolt.Options{LockTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	stopBot(t, cmd, &logs)
+	st := openStopped(t, storePath)
 	all := append([]string{}, channels...)
 	for _, ch := range channels {
 		for _, th := range emu.Threads(ch) {
