@@ -6,7 +6,7 @@ PKGS     := ./...
 SOAK_SEEDS   ?= 1-40
 SOAK_TIMEOUT ?= 60m
 
-.PHONY: help build run demo test vet fmtcheck bench soak fuzz lint clean image image-test
+.PHONY: help build run demo test vet fmtcheck bench soak fuzz lint npm clean image image-test
 
 help: ## list targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z]+:.*## /{printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -53,6 +53,10 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s); a finding is sav
 
 soak: ## long randomized scenario run; SOAK_SEEDS=1-200 picks the seeds (default 1-40)
 	SOAK=1 SOAK_SEEDS=$(SOAK_SEEDS) $(GO) test -race -count=1 -timeout $(SOAK_TIMEOUT) -run '^TestScenario$$' ./cmd/bot/
+
+NPM_PKGS := $(shell grep -v '^\#' .ci/npm-packages 2>/dev/null)
+npm: ## install the npm programs some tests run (MCP servers, ACP agents; .ci/npm-packages) into .cache/npm
+	@if [ -n "$(NPM_PKGS)" ]; then mkdir -p .cache/npm && npm install --no-audit --no-fund --prefix .cache/npm $(NPM_PKGS); fi
 
 ENGINE ?= $(shell command -v podman || command -v docker)
 image: ## build the container image agentbot:latest (docker or podman; pulls the base images)
