@@ -380,9 +380,13 @@ func TestToolListChanged(t *testing.T) {
 	sdk.AddTool(f.srv.srv, &sdk.Tool{Name: "added", Description: "New."}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "new"}}}, nil, nil
 	})
-	waitFor(t, "the new tool", func() bool { return strings.Contains(strings.Join(names(f.hub.Tools(ctx, "main", alice)), ","), "fake__added") })
+	waitFor(t, "the new tool", func() bool {
+		return strings.Contains(strings.Join(names(f.hub.Tools(ctx, "main", alice)), ","), "fake__added")
+	})
 	f.srv.srv.RemoveTools("echo")
-	waitFor(t, "the removed tool gone", func() bool { return !strings.Contains(strings.Join(names(f.hub.Tools(ctx, "main", alice)), ","), "fake__echo") })
+	waitFor(t, "the removed tool gone", func() bool {
+		return !strings.Contains(strings.Join(names(f.hub.Tools(ctx, "main", alice)), ","), "fake__echo")
+	})
 }
 
 // Configured secrets never reach an error text the model or a log sees.
