@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -280,6 +282,46 @@ func TestMCPE2ESubagentGetsAgentTools(t *testing.T) {
 		if !strings.HasPrefix(n, "files__") {
 			t.Errorf("subagent offered %s (an orchestration tool)", n)
 		}
+	}
+	finishBot(t, h, h.general.ID)
+}
+
+// A server that keeps failing to start is listed in /readyz (which still
+// answers 200: the bot works without it) and counted in the metrics, and
+// its env values never show there.
+func TestMCPE2EFailingServerReported(t *testing.T) {
+	h := startBot(t, nil, func(c *config.Config) {
+		c.HTTP.Listen = "127.0.0.1:0"
+		c.MCP.Servers = map[string]config.MCPServerConfig{"broken": {Command: filepath.Join(t.TempDir(), "no-such-server"),
+			Env: map[string]string{"API_KEY": "mcp-env-secret-42"}, Timeout: 5 * time.Second, MaxResultBytes: config.DefaultMCPMaxResultBytes}}
+		c.Agents[0].MCP = []string{"broken"}
+	})
+	var addr string
+	select {
+	case addr = <-h.app.httpAddr:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the HTTP server did not start")
+	}
+	pollUntil(t, "the server failing", func() bool { return serverStatus(h, "broken").State == mcp.StateFailing })
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/readyz")
+	if code != http.StatusOK || !strings.Contains(body, "mcp broken: failing after ") || !strings.Contains(body, "no such file or directory") {
+		t.Errorf("/readyz = %d %q", code, body)
+	}
+	_, metricsBody := get("/metrics")
+	if !strings.Contains(metricsBody, `agentbot_mcp_server_up{server="broken"} 0`) || !strings.Contains(metricsBody, `agentbot_mcp_server_restarts_total{server="broken"}`) {
+		t.Errorf("metrics lack the MCP server's state")
+	}
+	if strings.Contains(body+metricsBody, "mcp-env-secret-42") {
+		t.Error("an env value leaked")
 	}
 	finishBot(t, h, h.general.ID)
 }
