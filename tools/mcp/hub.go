@@ -331,10 +331,13 @@ func (s *server) call(ctx context.Context, call model.ToolCall) (string, string,
 		return "", "unknown", errors.New("the server does not offer this tool (any more)")
 	}
 	defer func() { s.mu.Lock(); s.inFlight--; s.mu.Unlock() }()
-	var args map[string]any
+	args := map[string]any{} // never null: servers validate arguments as an object
 	if strings.TrimSpace(call.Arguments) != "" {
 		if err := json.Unmarshal([]byte(call.Arguments), &args); err != nil {
 			return "", "bad-arguments", fmt.Errorf("arguments are not a JSON object: %w", err)
+		}
+		if args == nil { // "null"
+			args = map[string]any{}
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
@@ -587,7 +590,7 @@ func (s *server) transport() (sdk.Transport, *proc, error) {
 	case s.cfg.Command != "":
 		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
 		cmd.Dir = s.cfg.Dir
-		cmd.Env = os.Environ()
+		cmd.Env = inheritedEnv()
 		for k, v := range s.cfg.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -612,6 +615,20 @@ func (s *server) transport() (sdk.Transport, *proc, error) {
 		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxRetries: -1}, nil, nil
 	}
 	return nil, nil, errors.New("no command or url configured")
+}
+
+// inheritedEnv is what a stdio server gets of the bot's environment: what
+// a program needs to run (the same list as the MCP TypeScript SDK's default
+// environment, plus locale, temp dir and zone), never the rest: the bot
+// token and API keys stay in the bot.
+func inheritedEnv() []string {
+	var out []string
+	for _, k := range []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ"} {
+		if v, ok := os.LookupEnv(k); ok {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
 }
 
 // headerTransport adds the configured headers to every request.
