@@ -66,16 +66,10 @@ func doctorMCP(ctx context.Context, cfg *config.Config, stdout io.Writer) int {
 		if st.State != mcp.StateUp {
 			problems++
 			fmt.Fprintf(stdout, "✘ mcp server %s did not start: %s\n", st.Name, orUnknown(st.LastError))
-			continue
+		} else {
+			fmt.Fprintf(stdout, "✔ mcp server %s: %d tools: %s\n", st.Name, len(st.Tools), strings.Join(st.Tools, ", "))
 		}
-		fmt.Fprintf(stdout, "✔ mcp server %s: %d tools: %s\n", st.Name, len(st.Tools), strings.Join(st.Tools, ", "))
-		var users []string
-		for _, a := range cfg.Agents {
-			if slices.Contains(a.MCP, st.Name) {
-				users = append(users, a.ID)
-			}
-		}
-		if len(users) == 0 {
+		if !slices.ContainsFunc(cfg.Agents, func(a config.AgentConfig) bool { return slices.Contains(a.MCP, st.Name) }) {
 			fmt.Fprintf(stdout, "  ⚠ no agent uses it (add it to agents[].mcp)\n")
 		}
 	}
