@@ -34,7 +34,7 @@ fmtcheck: ## fail if any file is not gofmt-formatted
 lint: vet fmtcheck ## static checks
 
 bench: ## the performance targets (benchmarks); figures are in the issue notes
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime=2s ./core/... ./store/bolt/ ./store/postgres/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime=2s ./core/... ./store/bolt/ ./store/postgres/ ./tools/mcp/
 	$(GO) test -run '^$$' -bench . -benchtime=1x ./cmd/bot/ ./console/
 
 # Fuzz targets as "package:FuzzName"; their seed corpora (f.Add and

@@ -26,6 +26,7 @@ type Config struct {
 	Store     StoreConfig            `yaml:"store"`
 	HTTP      HTTPConfig             `yaml:"http"`
 	Log       LogConfig              `yaml:"log"`
+	MCP       MCPConfig              `yaml:"mcp"`
 
 	src *source // where the values came from; nil for a Config built in code
 }
@@ -126,6 +127,49 @@ type AgentConfig struct {
 	AvatarURL    string `yaml:"avatarURL"`
 	SystemPrompt string `yaml:"systemPrompt"`
 	Model        string `yaml:"model"` // a key of Config.Models
+	// MCP names the servers under mcp.servers whose tools this agent (and
+	// its subagents) may use.
+	MCP []string `yaml:"mcp"`
+}
+
+// MCPConfig is the mcp section: Model Context Protocol servers whose tools
+// agents may use.
+type MCPConfig struct {
+	Servers map[string]MCPServerConfig `yaml:"servers"` // name: [a-zA-Z0-9-] (tools reach the model as <name>__<tool>)
+}
+
+// MCPServerConfig is one MCP server: a stdio program (Command, Args, Env)
+// or a streamable HTTP endpoint (URL, Headers). Env and Headers values are
+// secrets (never logged).
+type MCPServerConfig struct {
+	Command string            `yaml:"command"`
+	Args    []string          `yaml:"args"`
+	Env     map[string]string `yaml:"env"`
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers"`
+	// Timeout bounds each tool call (and the start handshake).
+	Timeout time.Duration `yaml:"timeout"`
+	// AllowedTools are the server's tools offered; empty = every tool it lists.
+	AllowedTools []string `yaml:"allowedTools"`
+	// Users and Roles may use the server; all empty (and OperatorsOnly
+	// false) = everyone allowed to talk to the bot.
+	Users []string `yaml:"users"`
+	Roles []string `yaml:"roles"`
+	// OperatorsOnly lets operators use the server (besides Users and Roles).
+	OperatorsOnly bool `yaml:"operatorsOnly"`
+	// MaxResultBytes caps the text of one tool result the model sees.
+	MaxResultBytes int `yaml:"maxResultBytes"`
+}
+
+// Default MCP server settings.
+const (
+	DefaultMCPTimeout        = 30 * time.Second
+	DefaultMCPMaxResultBytes = 32 << 10
+)
+
+// setDefaults prepares a map element before the decoder fills it from the file.
+func (m *MCPServerConfig) setDefaults() {
+	*m = MCPServerConfig{Timeout: DefaultMCPTimeout, MaxResultBytes: DefaultMCPMaxResultBytes}
 }
 
 // ModelConfig is one named model endpoint.

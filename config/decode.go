@@ -87,6 +87,18 @@ func collectSecrets(n *yaml.Node, env func(string) (string, bool)) []string {
 						out = append(out, v.Value)
 					}
 				}
+				if (k.Value == "env" || k.Value == "headers") && v.Kind == yaml.MappingNode {
+					// mcp.servers.*: every value may be a credential.
+					for j := 1; j < len(v.Content); j += 2 {
+						if c := v.Content[j]; c.Kind == yaml.ScalarNode {
+							if s, err := expand(c.Value, env, nil); err == nil {
+								out = append(out, s)
+							} else {
+								out = append(out, c.Value)
+							}
+						}
+					}
+				}
 				walk(v)
 			}
 		case yaml.SequenceNode, yaml.DocumentNode:

@@ -15,6 +15,19 @@ func (c *Config) Secrets() []string {
 	for _, m := range c.Models {
 		out = append(out, m.APIKey)
 	}
+	for _, s := range c.MCP.Servers {
+		// Env and header values carry API keys; which ones cannot be told
+		// apart, so all are kept out (values under redact.MinSecretLen are not).
+		for _, v := range s.Env {
+			out = append(out, v)
+		}
+		for _, v := range s.Headers {
+			out = append(out, v)
+			if _, cred, ok := strings.Cut(v, " "); ok {
+				out = append(out, cred) // "Bearer <token>": the token alone too
+			}
+		}
+	}
 	if c.Store.DSN != "" {
 		out = append(out, c.Store.DSN)
 		if pw := dsnPassword(c.Store.DSN); pw != "" {

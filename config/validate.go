@@ -17,7 +17,7 @@ import (
 func (c *Config) Validate() error {
 	for _, check := range []func() *Error{
 		c.validateDiscord, c.validateModels, c.validateAgents, c.validateSubagents,
-		c.validateScheduler, c.validateStore, c.validateHTTP, c.validateLog,
+		c.validateScheduler, c.validateStore, c.validateHTTP, c.validateLog, c.validateMCP,
 	} {
 		if err := check(); err != nil {
 			return err
@@ -369,4 +369,75 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+func (c *Config) validateMCP() *Error {
+	for _, name := range sortedKeys(c.MCP.Servers) {
+		s := c.MCP.Servers[name]
+		p := "mcp.servers." + name
+		if !validMCPName(name) {
+			return c.src.errAt(p, "%s is not a server name: use 1-30 letters, digits and '-' (its tools reach the model as %s__<tool>)", show(name), "<name>")
+		}
+		switch {
+		case s.Command == "" && s.URL == "":
+			return c.src.errAt(p, "needs command (a stdio server, e.g. npx) or url (a streamable HTTP server)")
+		case s.Command != "" && s.URL != "":
+			return c.src.errAt(p+".url", "set either command (stdio) or url (HTTP), not both")
+		case s.Command == "" && (len(s.Args) > 0 || len(s.Env) > 0):
+			return c.src.errAt(p+".args", "args and env are for stdio servers (command); an HTTP server takes headers")
+		case s.URL == "" && len(s.Headers) > 0:
+			return c.src.errAt(p+".headers", "headers are for HTTP servers (url); a stdio server takes env")
+		}
+		if err := c.checkURL(p+".url", s.URL, "https://mcp.example.com/mcp"); err != nil {
+			return err
+		}
+		for k := range s.Env {
+			if !validEnvName(k) {
+				return c.src.errAt(p+".env."+k, "%s is not an environment variable name (letters, digits and '_', not starting with a digit)", show(k))
+			}
+		}
+		if s.Timeout <= 0 {
+			return c.src.errAt(p+".timeout", "must be more than 0, e.g. \"30s\"")
+		}
+		if s.MaxResultBytes < 256 || s.MaxResultBytes > 1<<20 {
+			return c.src.errAt(p+".maxResultBytes", "must be between 256 and 1048576 (bytes of one tool result the model sees), got %d", s.MaxResultBytes)
+		}
+		for i, t := range s.AllowedTools {
+			if strings.TrimSpace(t) == "" {
+				return c.src.errAt(fmt.Sprintf("%s.allowedTools[%d]", p, i), "is empty: name a tool the server lists")
+			}
+		}
+		if err := c.checkIDs(p+".users", s.Users, "Copy User ID"); err != nil {
+			return err
+		}
+		if err := c.checkIDs(p+".roles", s.Roles, "Copy Role ID"); err != nil {
+			return err
+		}
+	}
+	for i, a := range c.Agents {
+		for j, name := range a.MCP {
+			if _, ok := c.MCP.Servers[name]; !ok {
+				defined := "none"
+				if len(c.MCP.Servers) > 0 {
+					defined = strings.Join(sortedKeys(c.MCP.Servers), ", ")
+				}
+				return c.src.errAt(fmt.Sprintf("agents[%d].mcp[%d]", i, j), "%s is not defined under mcp.servers; defined servers: %s", show(name), defined)
+			}
+		}
+	}
+	return nil
+}
+
+// validMCPName: letters, digits and '-', at most 30 (the model sees
+// <name>__<tool>, within the providers' 64-character tool names).
+func validMCPName(s string) bool {
+	if s == "" || len(s) > 30 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

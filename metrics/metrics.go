@@ -21,6 +21,10 @@ type Metrics struct {
 	TurnSeconds     prometheus.Histogram
 	Inbound         *prometheus.CounterVec // decision
 	Rule1Exceptions *prometheus.CounterVec // reason
+	MCPUp           *prometheus.GaugeVec   // server
+	MCPRestarts     *prometheus.CounterVec // server
+	MCPToolCalls    *prometheus.CounterVec // server, outcome
+	MCPToolSeconds  *prometheus.HistogramVec
 }
 
 // New creates and registers the collectors; activeBindings reports the gauge.
@@ -42,8 +46,17 @@ func New(reg prometheus.Registerer, activeBindings func() float64) *Metrics {
 			Help: "Inbound messages by decision (routed, ignored-*)."}, []string{"decision"}),
 		Rule1Exceptions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbot_rule1_exceptions_total",
 			Help: "Deliveries displayed without a transcript entry (Rule 1 exceptions, warn diagnostics) by reason."}, []string{"reason"}),
+		MCPUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "agentbot_mcp_server_up",
+			Help: "1 while an MCP server's session is up (its tools offered), 0 while it is down."}, []string{"server"}),
+		MCPRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbot_mcp_server_restarts_total",
+			Help: "MCP server failed starts and crashes (each followed by a restart)."}, []string{"server"}),
+		MCPToolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbot_mcp_tool_calls_total",
+			Help: "MCP tool calls by server and outcome (ok, tool-error, error, timeout, unavailable, ...)."}, []string{"server", "outcome"}),
+		MCPToolSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentbot_mcp_tool_call_seconds",
+			Help: "MCP tool call latency.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"server"}),
 	}
-	reg.MustRegister(m.Deliveries, m.RouterDecisions, m.RESTErrors, m.RateLimited, m.ActiveBindings, m.TurnSeconds, m.Inbound, m.Rule1Exceptions)
+	reg.MustRegister(m.Deliveries, m.RouterDecisions, m.RESTErrors, m.RateLimited, m.ActiveBindings, m.TurnSeconds, m.Inbound, m.Rule1Exceptions,
+		m.MCPUp, m.MCPRestarts, m.MCPToolCalls, m.MCPToolSeconds)
 	return m
 }
 
@@ -95,5 +108,31 @@ func (m *Metrics) Turn(seconds float64) {
 func (m *Metrics) Rule1Exception(reason string) {
 	if m != nil {
 		m.Rule1Exceptions.WithLabelValues(reason).Inc()
+	}
+}
+
+// MCPServerUp records whether an MCP server's session is up.
+func (m *Metrics) MCPServerUp(server string, up bool) {
+	if m != nil {
+		v := 0.0
+		if up {
+			v = 1
+		}
+		m.MCPUp.WithLabelValues(server).Set(v)
+	}
+}
+
+// MCPRestart counts an MCP server's failed start or crash.
+func (m *Metrics) MCPRestart(server string) {
+	if m != nil {
+		m.MCPRestarts.WithLabelValues(server).Inc()
+	}
+}
+
+// MCPToolCall counts one MCP tool call and observes its latency.
+func (m *Metrics) MCPToolCall(server, outcome string, seconds float64) {
+	if m != nil {
+		m.MCPToolCalls.WithLabelValues(server, outcome).Inc()
+		m.MCPToolSeconds.WithLabelValues(server).Observe(seconds)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/agentbot/agentbot/metrics"
 	"github.com/agentbot/agentbot/model"
 	"github.com/agentbot/agentbot/model/providers"
+	"github.com/agentbot/agentbot/tools/mcp"
 )
 
 // app is the whole bot, wired explicitly: store, core services, sessions,
@@ -48,6 +49,7 @@ type app struct {
 	sched       *schedulerBridge
 	cluster     *cluster // several processes on PostgreSQL; nil on bbolt
 	metrics     *metrics.Metrics
+	tools       *mcp.Hub // MCP servers; nil when none is configured
 	started     time.Time
 	httpAddr    chan string // receives the bound HTTP address (tests)
 }
@@ -64,6 +66,8 @@ type appOptions struct {
 	Provider model.Provider
 	// TypingAfter, if set, paces the typing indicator (tests fire it by hand).
 	TypingAfter session.After
+	// MCPBackoff is the first MCP server restart delay (0: the hub's default).
+	MCPBackoff time.Duration
 }
 
 // newApp opens the store and builds every component. It connects to
@@ -127,6 +131,13 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		Diagnose: func(d delivery.Diagnostic) { a.metrics.Rule1Exception(d.Reason) },
 		Claimer:  a.cluster.claimer(), Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
 	})
+	// MCP servers: started eagerly by Run, their tools offered per agent
+	// and user (docs/DECISIONS.md).
+	a.tools = newToolHub(cfg, a.adapter.Authority(), a.metrics, log, o.MCPBackoff)
+	var toolbox session.Toolbox
+	if a.tools != nil {
+		toolbox = a.tools
+	}
 	a.sessions = session.New(session.Options{
 		Channel: "discord", AccountID: "default", Agents: agents,
 		ThreadBindings: tb.Enabled, SpawnSubagentSessions: tb.SpawnSubagentSessions,
@@ -137,7 +148,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
 		Store: st, Threads: a.adapter, Typist: a.adapter, Fetcher: a.adapter, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
-		Authority: a.adapter.Authority(),
+		Authority: a.adapter.Authority(), Toolbox: toolbox,
 	})
 	if cfg.Scheduler.Enabled {
 		a.sched, err = newSchedulerBridge(a)
@@ -258,7 +269,12 @@ func (a *app) Run(ctx context.Context) error {
 	var producers sync.WaitGroup
 	producers.Add(2)
 	go func() { producers.Wait(); stopSessions() }()
-	g.Go(func() error { defer stopBindings(); return a.sessions.Run(sessCtx) })
+	// MCP servers stop after the sessions drained (a draining turn may call a tool).
+	toolsCtx, stopTools := context.WithCancel(context.WithoutCancel(ctx))
+	g.Go(func() error { defer stopBindings(); defer stopTools(); return a.sessions.Run(sessCtx) })
+	if a.tools != nil {
+		g.Go(func() error { return a.tools.Run(toolsCtx) })
+	}
 	g.Go(func() error { return a.bindings.Run(bindCtx, a.cluster.bindingTick()) })
 	if a.cluster != nil {
 		// Other processes' binding changes, within a second.
@@ -303,6 +319,12 @@ func (a *app) serveHTTP(ctx context.Context) error {
 			return
 		}
 		_, _ = w.Write([]byte("ready\n"))
+		if a.tools != nil {
+			// Degraded, not unready: the bot still answers without them.
+			for _, f := range a.tools.Failing() {
+				_, _ = w.Write([]byte("mcp " + redact.String(f) + "\n"))
+			}
+		}
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
 	mux.Handle("GET /inspect/{what}", inspectHandler(inspector{a.store, redact.New(a.cfg.Secrets()...)}, a.cfg.HTTP.Token))

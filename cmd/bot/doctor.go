@@ -29,6 +29,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	fmt.Fprintln(stdout, "✔ config is valid")
 	problems := 0
+	problems += doctorMCP(ctx, cfg, stdout)
 	if *live {
 		if err := cfg.ValidateForRun(); err != nil {
 			fmt.Fprintln(stderr, "bot:", err)

@@ -114,7 +114,7 @@ func configureHarness(o harnessOptions, emu *discordtest.Emulator, g discordtest
 
 // start builds and runs the bot; it returns once the gateway is ready.
 func (h *harness) start(ctx context.Context) error {
-	a, err := newApp(h.cfg, h.log, appOptions{Clock: h.clock, RetryBackoff: 10 * time.Millisecond, Provider: h.prov, BaseTransport: h.base, TypingAfter: h.typing})
+	a, err := newApp(h.cfg, h.log, appOptions{Clock: h.clock, RetryBackoff: 10 * time.Millisecond, Provider: h.prov, BaseTransport: h.base, TypingAfter: h.typing, MCPBackoff: 100 * time.Millisecond})
 	if err != nil {
 		return err
 	}

@@ -197,7 +197,7 @@ func (in inspector) transcript(ctx context.Context, w io.Writer, key string, asJ
 
 func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: bot inspect bindings|jobs|runs [JOB]|transcript KEY [-config FILE] [-json]")
+		fmt.Fprintln(stderr, "usage: bot inspect bindings|jobs|runs [JOB]|transcript KEY|tools [AGENT] [-config FILE] [-json]")
 		return exitUsage
 	}
 	what := args[0]
@@ -215,6 +215,10 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 	pos = append(pos, fs.Args()...)
+	if what == "tools" {
+		// From the config: starts the agent's MCP servers once to list their tools.
+		return inspectExit(inspectTools(ctx, cfg, pos, redact.New(cfg.Secrets()...).Writer(stdout), *asJSON), stderr)
+	}
 	st, err := openStore(ctx, cfg.Store, 200*time.Millisecond)
 	if errors.Is(err, bolt.ErrLocked) && cfg.HTTP.Enabled() {
 		// The bot is running: ask it.

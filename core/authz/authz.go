@@ -238,3 +238,46 @@ func (a *Authority) MayStop(ctx context.Context, actor Actor, owner, what string
 	}
 	return refuse("you may not stop %s: it is someone else's, and stopping another user's run needs an operator", what)
 }
+
+// Grant is who may use a resource (an MCP server's tools): the listed
+// users, members holding a listed role in the guild they act in, and, with
+// Operators, operators. An empty Grant (no users, no roles, not
+// operators-only) is everyone.
+type Grant struct {
+	Users, Roles []string
+	Operators    bool
+}
+
+// Open reports whether g lets everyone in.
+func (g Grant) Open() bool { return len(g.Users) == 0 && len(g.Roles) == 0 && !g.Operators }
+
+// Permits refuses unless the actor may use what g guards; what names it for
+// the refusal ("the files tools"). A failed role lookup refuses (fail closed).
+func (a *Authority) Permits(ctx context.Context, actor Actor, g Grant, what string) error {
+	if g.Open() {
+		return nil
+	}
+	if actor.UserID == "" {
+		return refuse("%s need a user's authority, and this was not started by a user", what)
+	}
+	for _, u := range g.Users {
+		if u == actor.UserID {
+			return nil
+		}
+	}
+	if len(g.Roles) > 0 && !IsDM(actor.Where) && actor.Where.ConversationID != "" && a.dir != nil {
+		if m, ok, err := a.dir.Member(ctx, actor.UserID, actor.Where); err == nil && ok {
+			for _, r := range m.Roles {
+				for _, want := range g.Roles {
+					if r == want {
+						return nil
+					}
+				}
+			}
+		}
+	}
+	if g.Operators && a.Operator(ctx, actor) {
+		return nil
+	}
+	return refuse("you may not use %s (its users, roles or operators only)", what)
+}

@@ -260,3 +260,39 @@ func TestMayStop(t *testing.T) {
 		}
 	}
 }
+
+func TestPermits(t *testing.T) {
+	t.Parallel()
+	dir := fakeDir{members: map[string]authz.Member{"mod": {Roles: []string{"r-mod"}}, "admin": {ManageGuild: true}, "plain": {}}}
+	a := authz.New(authz.Config{}, dir)
+	tests := []struct {
+		name  string
+		g     authz.Grant
+		actor authz.Actor
+		want  bool
+	}{
+		{"open grant, anyone", authz.Grant{}, authz.Actor{UserID: "plain", Where: conv("c1")}, true},
+		{"open grant, nobody", authz.Grant{}, authz.Actor{Where: conv("c1")}, true},
+		{"listed user", authz.Grant{Users: []string{"u1"}}, authz.Actor{UserID: "u1", Where: conv("user:u1")}, true},
+		{"unlisted user", authz.Grant{Users: []string{"u1"}}, authz.Actor{UserID: "plain", Where: conv("c1")}, false},
+		{"listed role", authz.Grant{Roles: []string{"r-mod"}}, authz.Actor{UserID: "mod", Where: conv("c1")}, true},
+		{"role does not count in a DM", authz.Grant{Roles: []string{"r-mod"}}, authz.Actor{UserID: "mod", Where: conv("user:mod")}, false},
+		{"operators only: operator", authz.Grant{Operators: true}, authz.Actor{UserID: "admin", Where: conv("c1")}, true},
+		{"operators only: plain member", authz.Grant{Operators: true}, authz.Actor{UserID: "plain", Where: conv("c1")}, false},
+		{"users list does not admit operators", authz.Grant{Users: []string{"u1"}}, authz.Actor{UserID: "admin", Where: conv("c1")}, false},
+		{"restricted, nobody", authz.Grant{Users: []string{"u1"}}, authz.Actor{Where: conv("c1")}, false},
+	}
+	for _, tt := range tests {
+		err := a.Permits(context.Background(), tt.actor, tt.g, "the x tools")
+		if (err == nil) != tt.want {
+			t.Errorf("%s: Permits = %v, want allowed %v", tt.name, err, tt.want)
+		}
+		if err != nil && !authz.IsRefusal(err) {
+			t.Errorf("%s: not a refusal: %v", tt.name, err)
+		}
+	}
+	failing := authz.New(authz.Config{}, fakeDir{err: errors.New("down")})
+	if err := failing.Permits(context.Background(), authz.Actor{UserID: "mod", Where: conv("c1")}, authz.Grant{Roles: []string{"r-mod"}}, "x"); err == nil {
+		t.Error("a failed role lookup allowed the call")
+	}
+}

@@ -168,6 +168,7 @@ type fixtureOptions struct {
 	fetcher       session.Fetcher
 	vision        bool
 	after         session.After
+	toolbox       session.Toolbox
 }
 
 // fakeAuthority refuses posting into the conversations in deny (by id) and
@@ -232,7 +233,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		reg = o.regStore
 	}
 	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(bs), Bindings: bs, Transcripts: tr, Store: reg, Turns: o.turns, Clock: clk, Log: zerolog.Nop(),
-		Authority: o.authority, Typist: o.typist, After: o.after, Fetcher: o.fetcher}
+		Authority: o.authority, Typist: o.typist, After: o.after, Fetcher: o.fetcher, Toolbox: o.toolbox}
 	if !o.noThreads {
 		deps.Threads = o.threads
 		if o.threadsImpl != nil {

@@ -54,6 +54,8 @@ type Deps struct {
 	Store       Store
 	Threads     Threads // nil: no thread creation
 	Jobs        Jobs    // nil: job tools are not offered
+	// Toolbox offers the agents' MCP tools, to turns and subagents (nil: none).
+	Toolbox Toolbox
 	// Authority decides where send_message may post (nil: nowhere but the
 	// turn's own conversation).
 	Authority Authority

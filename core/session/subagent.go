@@ -233,14 +233,19 @@ func (m *Manager) runSubagent(ctx context.Context, key string) {
 		stopTyping := m.startTyping(m.answerConversation(info))
 		defer stopTyping()
 		msgs := append(m.toMessages(rctx, turnInput{key: key}, history), model.Message{Role: model.RoleUser, Text: "Task: " + info.Task})
-		var resp model.Response
 		sctx, end := m.startRun(rctx, key, info.SpawnedBy)
-		resp, err = agent.Provider.Complete(sctx, model.Request{System: m.systemPrompt(agent, key), Messages: msgs})
+		// A subagent gets its agent's MCP tools, acting for its spawner, and
+		// none of the bot's own (orchestration) tools.
+		t := turnInput{key: key, conv: info.Requester, requester: info.SpawnedBy}
+		req := model.Request{System: m.systemPrompt(agent, key), Messages: msgs}
+		if agent.MaxToolSteps > 0 {
+			req.Tools = m.toolboxTools(sctx, agent, t)
+		}
+		text, err = m.toolLoop(sctx, agent, t, req)
 		if stopped(sctx) {
 			err = ErrStopped
 		}
 		end()
-		text = resp.Text
 		stopTyping()
 	}
 	status := StatusOK

@@ -23,6 +23,9 @@ func obj(props map[string]any, required ...string) map[string]any {
 
 var str = map[string]any{"type": "string"}
 
+// builtinTool names the bot's own tools (everything else offered is the Toolbox's).
+var builtinTool = map[string]bool{"send_message": true, "spawn_subagent": true, "schedule_job": true, "list_jobs": true, "cancel_job": true}
+
 // tools are offered to main sessions only; subagents get none.
 func (m *Manager) tools(key string) []model.Tool {
 	if sessionkey.Kind(key) != "conversation" {
@@ -48,8 +51,13 @@ func (m *Manager) runTool(ctx context.Context, t turnInput, offered []model.Tool
 	var out string
 	err := fmt.Errorf("tool %q is not available here", call.Name)
 	if slices.ContainsFunc(offered, func(tl model.Tool) bool { return tl.Name == call.Name }) {
-		// Only offered tools run: a model may name any tool, and subagents get none.
-		out, err = m.tool(ctx, t, call)
+		// Only offered tools run: a model may name any tool, and subagents
+		// get none of the bot's own.
+		if builtinTool[call.Name] {
+			out, err = m.tool(ctx, t, call)
+		} else if m.d.Toolbox != nil {
+			out, err = m.d.Toolbox.Call(ctx, m.agentFor(t.key).ID, t.actor(), call)
+		}
 	}
 	if authz.IsRefusal(err) {
 		// A refusal is the tool's answer: the model tells the user why.

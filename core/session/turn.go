@@ -148,8 +148,21 @@ func (m *Manager) reply(ctx context.Context, t turnInput, text string, source tr
 func (m *Manager) complete(ctx context.Context, agent Agent, t turnInput, history []transcript.Entry) (string, error) {
 	req := model.Request{System: m.systemPrompt(agent, t.key), Messages: m.toMessages(ctx, t, history)}
 	if agent.MaxToolSteps > 0 {
-		req.Tools = turnTools(m.tools(t.key), t)
+		req.Tools = append(turnTools(m.tools(t.key), t), m.toolboxTools(ctx, agent, t)...)
 	}
+	return m.toolLoop(ctx, agent, t, req)
+}
+
+// toolboxTools are the agent's MCP tools the turn's user may use.
+func (m *Manager) toolboxTools(ctx context.Context, agent Agent, t turnInput) []model.Tool {
+	if m.d.Toolbox == nil {
+		return nil
+	}
+	return m.d.Toolbox.Tools(ctx, agent.ID, t.actor())
+}
+
+// toolLoop runs the model with req.Tools until it answers with text.
+func (m *Manager) toolLoop(ctx context.Context, agent Agent, t turnInput, req model.Request) (string, error) {
 	for step := 0; ; step++ {
 		resp, err := agent.Provider.Complete(ctx, req)
 		if err != nil {

@@ -176,6 +176,15 @@ type Authority interface {
 	CanPost(ctx context.Context, userID string, conv binding.ConversationRef) error
 }
 
+// Toolbox is the agents' tools beyond the bot's own: MCP servers'
+// (tools/mcp.Hub). Names never collide with the bot's tools (they hold
+// "__"). A user who may not use a tool is not offered it; Call checks again
+// and refuses with an authz.Refusal.
+type Toolbox interface {
+	Tools(ctx context.Context, agentID string, actor authz.Actor) []model.Tool
+	Call(ctx context.Context, agentID string, actor authz.Actor, call model.ToolCall) (string, error)
+}
+
 // JobRequest is a schedule_job tool call.
 type JobRequest struct {
 	Schedule, Prompt, Target, To string
