@@ -16,6 +16,8 @@ import (
 // implements it; it finds the session by message id itself.
 type ChatChanges interface {
 	Edit(ctx context.Context, messageID, editKey, text string) (bool, error)
+	// Locate finds the session whose transcript holds a message.
+	Locate(ctx context.Context, messageID string) (string, transcript.Entry, bool, error)
 	Delete(ctx context.Context, messageID string) (bool, error)
 	DeleteDisplayed(ctx context.Context, key string, since time.Time) (int, error)
 	// History is the session's model-visible window (edits applied).
@@ -31,6 +33,9 @@ const changesWindow = 50
 // Change decisions (metric labels).
 const (
 	chEdited    = "edited"
+	chRerun     = "edited-rerun"     // its turn was running: it runs again on the new text
+	chReanswer  = "edited-reanswer"  // discord.edits: reprocess queued a new answer
+	chMentioned = "edited-mentioned" // an unrouted message now mentions the bot: routed as new
 	chDeleted   = "deleted"
 	chUnknown   = "ignored-unknown"  // no transcript holds the message
 	chNotAnEdit = "ignored-not-edit" // an embed unfurl, a pin, a bot's own edit
@@ -41,29 +46,80 @@ const (
 // Discord also sends MESSAGE_UPDATE for embed unfurls and pins: only an
 // update carrying content and an edited_timestamp, by a human author, is
 // an edit. The bot's own edits are already written by their writer.
+//
+// What the edit does besides (issue 22): the message's turn, if its model
+// call is still running, runs again on the new text; with discord.edits:
+// reprocess, an answered message addressed to the bot is answered again;
+// a message no transcript holds (it did not reach the bot) that now
+// mentions the bot is routed as a new message would be (discord.access
+// and the turn budget apply as to any turn).
 func (a *Adapter) onMessageUpdate(ctx context.Context, m *discordgo.Message) string {
 	botID, _ := a.ids()
 	if a.d.Changes == nil || m == nil || m.EditedTimestamp == nil || m.Content == "" ||
 		m.Author == nil || m.Author.ID == botID || m.Author.Bot || m.WebhookID != "" {
 		return chNotAnEdit
 	}
-	ok, err := a.d.Changes.Edit(ctx, m.ID, m.EditedTimestamp.UTC().Format(time.RFC3339Nano), m.Content)
+	editKey := m.EditedTimestamp.UTC().Format(time.RFC3339Nano)
+	ok, err := a.d.Changes.Edit(ctx, m.ID, editKey, m.Content)
 	switch {
 	case err != nil:
 		a.log.Error().Err(err).Str("message", m.ID).Msg("record edit")
 		return chFailed
 	case !ok:
-		return chUnknown
+		_, _, held, err := a.d.Changes.Locate(ctx, m.ID)
+		if err != nil {
+			a.log.Error().Err(err).Str("message", m.ID).Msg("look up edited message")
+			return chFailed
+		}
+		if held || !a.mentionsBot(m) {
+			return chUnknown // unchanged (a replay), or not addressed to the bot
+		}
+		a.log.Debug().Str("message", m.ID).Msg("edit added a mention: routed as a new message")
+		a.onMessage(ctx, m)
+		return chMentioned
 	}
 	a.log.Debug().Str("message", m.ID).Str("channel", m.ChannelID).Msg("edit recorded")
+	if a.d.Sessions == nil {
+		return chEdited
+	}
+	if a.d.Sessions.MessageEdited(m.ID) {
+		return chRerun
+	}
+	if a.opt.ReprocessEdits && a.reanswer(ctx, m, editKey) {
+		return chReanswer
+	}
 	return chEdited
 }
 
-// onMessagesDeleted applies the deletion of messages (by anyone): the
-// model no longer sees them and their stored text is erased. It first
-// passes the conversation's send lock (a barrier, not held: the erasers
-// take it themselves): a bot message displayed by a send still being
-// committed (its entry not yet written) is found once the send finished.
+// reanswer queues a new answer to an edited message that is addressed to
+// the bot, under discord.access and the turn budget like any turn.
+func (a *Adapter) reanswer(ctx context.Context, m *discordgo.Message, editKey string) bool {
+	conv, rec, bound, decision := a.addressed(m)
+	if decision != "" {
+		return false
+	}
+	if d := a.admit(ctx, m, conv); d != "" {
+		a.d.Metrics.InboundDecision(d)
+		return false
+	}
+	if bound {
+		a.d.Bindings.Touch(rec.ID, a.d.Clock.Now())
+	}
+	ok, err := a.d.Sessions.Reanswer(ctx, a.sessionMessage(m, conv), editKey)
+	if err != nil {
+		a.log.Error().Err(err).Str("message", m.ID).Msg("re-answer an edited message")
+		return false
+	}
+	return ok
+}
+
+// onMessagesDeleted applies the deletion of messages (by anyone): a turn
+// such a message started and that has not sent its reply is cancelled
+// (nothing is posted), the model no longer sees the messages and their
+// stored text is erased. It first passes the conversation's send lock (a
+// barrier, not held: the erasers take it themselves): a bot message
+// displayed by a send still being committed (its entry not yet written) is
+// found once the send finished.
 func (a *Adapter) onMessagesDeleted(ctx context.Context, guildID, channelID string, ids []string) {
 	if a.d.Changes == nil {
 		return
@@ -72,14 +128,23 @@ func (a *Adapter) onMessagesDeleted(ctx context.Context, guildID, channelID stri
 		_ = a.d.Outbound.WithConversation(ref, func() error { return nil })
 	}
 	for _, id := range ids {
-		ok, err := a.d.Changes.Delete(ctx, id)
-		switch {
-		case err != nil:
-			a.log.Error().Err(err).Str("message", id).Msg("record deletion")
-		case ok:
+		if a.recordDeletion(ctx, id) {
 			a.log.Debug().Str("message", id).Str("channel", channelID).Msg("deletion recorded")
 		}
 	}
+}
+
+// recordDeletion cancels the turn of a deleted message, if one is still
+// running, and records the deletion (erasing the text).
+func (a *Adapter) recordDeletion(ctx context.Context, id string) bool {
+	if a.d.Sessions != nil {
+		a.d.Sessions.MessageDeleted(ctx, id)
+	}
+	ok, err := a.d.Changes.Delete(ctx, id)
+	if err != nil {
+		a.log.Error().Err(err).Str("message", id).Msg("record deletion")
+	}
+	return ok
 }
 
 // conversationOfChannel is the conversation a channel id shows: a guild
@@ -206,9 +271,7 @@ func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 		}
 		switch m := shown[id]; {
 		case gone:
-			if ok, err := a.d.Changes.Delete(ctx, id); err != nil {
-				a.log.Error().Err(err).Str("message", id).Msg("record deletion found at catch-up")
-			} else if ok {
+			if a.recordDeletion(ctx, id) {
 				applied++
 			}
 		case e.Source == transcript.SourceUser && m.EditedTimestamp != nil && m.Content != "" && m.Content != e.Text:
@@ -216,6 +279,9 @@ func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 				a.log.Error().Err(err).Str("message", id).Msg("record edit found at catch-up")
 			} else if ok {
 				applied++
+				if a.d.Sessions != nil {
+					a.d.Sessions.MessageEdited(id) // a resumed turn still running runs again
+				}
 			}
 		}
 	}

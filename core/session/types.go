@@ -86,6 +86,16 @@ type Info struct {
 // PendingTurn is a user message waiting for (or in) its turn.
 type PendingTurn struct {
 	Message Message `json:"message"`
+	// DeliveryID is set for a re-answer of an edited message (discord.edits:
+	// reprocess); "" is the message's own turn, "turn:<message id>".
+	DeliveryID string `json:"deliveryId,omitempty"`
+}
+
+func (p PendingTurn) deliveryID() string {
+	if p.DeliveryID != "" {
+		return p.DeliveryID
+	}
+	return "turn:" + p.Message.MessageID
 }
 
 // Store persists the session registry.
