@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -20,8 +21,9 @@ type ChatChanges interface {
 	Locate(ctx context.Context, messageID string) (string, transcript.Entry, bool, error)
 	Delete(ctx context.Context, messageID string) (bool, error)
 	DeleteDisplayed(ctx context.Context, key string, since time.Time) (int, error)
-	// History is the session's model-visible window (edits applied).
-	History(ctx context.Context, key string, n int) ([]transcript.Entry, error)
+	// Displayed is the session's newest entries the chat still displays,
+	// every generation (edits applied).
+	Displayed(ctx context.Context, key string, n int) ([]transcript.Entry, error)
 }
 
 // changesWindow is how many of a conversation's newest model-visible
@@ -29,6 +31,10 @@ type ChatChanges interface {
 // messages a page; one page is read). Changes to older messages made while
 // the bot was down are not found (docs/DECISIONS.md).
 const changesWindow = 50
+
+// changesPages bounds the pages of 100 messages catch-up reads from the
+// window's oldest message on.
+const changesPages = 5
 
 // Change decisions (metric labels).
 const (
@@ -130,6 +136,8 @@ func (a *Adapter) onMessagesDeleted(ctx context.Context, guildID, channelID stri
 	for _, id := range ids {
 		if a.recordDeletion(ctx, id) {
 			a.log.Debug().Str("message", id).Str("channel", channelID).Msg("deletion recorded")
+		} else {
+			a.log.Debug().Str("message", id).Str("channel", channelID).Msg("deleted message is in no transcript")
 		}
 	}
 }
@@ -225,7 +233,7 @@ func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 	}
 	var entries []transcript.Entry
 	for _, w := range windows {
-		es, err := a.d.Changes.History(ctx, w.key, changesWindow)
+		es, err := a.d.Changes.Displayed(ctx, w.key, changesWindow)
 		if err != nil {
 			a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
 			return
@@ -239,28 +247,60 @@ func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 	if len(entries) == 0 {
 		return
 	}
-	msgs, err := s.ChannelMessages(channelID, 100, "", "", "", discordgo.WithContext(ctx))
-	if err != nil {
-		a.countError(err)
-		a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
-		return
-	}
-	if len(msgs) == 0 {
-		return
-	}
-	shown := make(map[string]*discordgo.Message, len(msgs))
-	oldest := msgs[0].ID
-	for _, m := range msgs {
-		shown[m.ID] = m
-		if compareIDs(m.ID, oldest) < 0 {
-			oldest = m.ID
+	// Read every message from the window's oldest on (a few pages at
+	// most): whatever came after the window, each entry is judged against
+	// a complete view of its part of the channel.
+	oldest := entries[0].MessageIDs[0]
+	for _, e := range entries {
+		if compareIDs(e.MessageIDs[0], oldest) < 0 {
+			oldest = e.MessageIDs[0]
 		}
 	}
-	full := len(msgs) == 100 // a full page: older messages were not read
+	shown := map[string]*discordgo.Message{}
+	after, complete := prevSnowflake(oldest), false
+	for page := 0; page < changesPages; page++ {
+		msgs, err := s.ChannelMessages(channelID, 100, "", after, "", discordgo.WithContext(ctx))
+		if err != nil {
+			a.countError(err)
+			a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
+			return
+		}
+		for _, m := range msgs {
+			shown[m.ID] = m
+			if compareIDs(m.ID, after) > 0 {
+				after = m.ID
+			}
+		}
+		if len(msgs) < 100 {
+			complete = true
+			break
+		}
+	}
+	// Past the pages read, the newest page: a long gap between the
+	// window's oldest entry and the rest costs the entries in the gap only.
+	newest, tail := after, ""
+	if !complete {
+		msgs, err := s.ChannelMessages(channelID, 100, "", "", "", discordgo.WithContext(ctx))
+		if err != nil {
+			a.countError(err)
+			a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
+			return
+		}
+		for _, m := range msgs {
+			shown[m.ID] = m
+			if tail == "" || compareIDs(m.ID, tail) < 0 {
+				tail = m.ID
+			}
+		}
+	}
+	// judged: every message of the range holding id was read.
+	judged := func(id string) bool {
+		return complete || compareIDs(id, newest) <= 0 || (tail != "" && compareIDs(id, tail) >= 0)
+	}
 	applied := 0
 	for _, e := range entries {
 		id := e.MessageIDs[0]
-		if full && compareIDs(id, oldest) < 0 {
+		if !judged(id) || !judged(e.MessageIDs[len(e.MessageIDs)-1]) {
 			continue
 		}
 		gone := false
@@ -288,4 +328,13 @@ func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 	if applied > 0 {
 		a.log.Info().Str("conversation", conv).Int("changes", applied).Msg("applied edits and deletions made while down")
 	}
+}
+
+// prevSnowflake is the id just before id (for an inclusive "after" read).
+func prevSnowflake(id string) string {
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil || n == 0 {
+		return "0"
+	}
+	return strconv.FormatUint(n-1, 10)
 }

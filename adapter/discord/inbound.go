@@ -260,9 +260,13 @@ func (a *Adapter) catchUp(s *discordgo.Session) {
 			continue // another shard's process catches up on this conversation
 		}
 		if err == nil {
-			queued += a.catchUpChannel(ctx, s, conv, channelID, guildID, last)
+			// Changes first: the window compared is the transcript as it
+			// stood before the missed messages add their entries (and
+			// their answers their messages), which could push a change
+			// made while down out of it.
 			conv, channelID, guildID := conv, channelID, guildID
 			a.events.push(channelID, "catch_up_changes", func(ctx context.Context) { a.catchUpChanges(ctx, s, conv, channelID, guildID) })
+			queued += a.catchUpChannel(ctx, s, conv, channelID, guildID, last)
 		}
 		if err != nil {
 			a.countError(err)

@@ -133,7 +133,7 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 			for _, id := range e.MessageIDs {
 				m, ok := emu.Message(id)
 				if !ok {
-					problems = append(problems, fmt.Sprintf("%s: entry #%d names message %s, which no channel displays", key, e.Seq, id))
+					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s, delivery %s) names message %s, which no channel displays", key, e.Seq, e.Source, e.DeliveryID, id))
 					continue
 				}
 				if channel != "" && m.ChannelID != channel {
