@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -81,7 +82,7 @@ func (a *Adapter) onMessageUpdate(ctx context.Context, m *discordgo.Message) str
 			return chUnknown // unchanged (a replay), or not addressed to the bot
 		}
 		a.log.Debug().Str("message", m.ID).Msg("edit added a mention: routed as a new message")
-		a.onMessage(ctx, m)
+		a.d.Metrics.InboundDecision(a.route(ctx, m, true))
 		return chMentioned
 	}
 	a.log.Debug().Str("message", m.ID).Str("channel", m.ChannelID).Msg("edit recorded")
@@ -215,7 +216,7 @@ func (a *Adapter) onConversationDeleted(ctx context.Context, channelID, parentID
 // older than the oldest message read, is deleted; a user entry whose
 // message now shows other content is edited. It runs on the conversation's
 // event queue, after the catch-up messages.
-func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv, channelID, guildID string) {
+func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv, channelID, guildID, watermark string) {
 	if a.d.Changes == nil || a.d.Outbound == nil || a.d.Sessions == nil {
 		return
 	}
@@ -327,6 +328,36 @@ func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 	}
 	if applied > 0 {
 		a.log.Info().Str("conversation", conv).Int("changes", applied).Msg("applied edits and deletions made while down")
+	}
+	a.catchUpEditedMentions(ctx, shown, guildID, watermark)
+}
+
+// catchUpEditedMentions routes the messages up to the watermark that were
+// edited after it was taken, now mention the bot and are in no transcript:
+// an edit made while down that added a mention starts a turn as a live one
+// would. Messages after the watermark are the missed ones, taken next as
+// they show now.
+func (a *Adapter) catchUpEditedMentions(ctx context.Context, shown map[string]*discordgo.Message, guildID, watermark string) {
+	since, err := discordgo.SnowflakeTimestamp(watermark)
+	if err != nil {
+		return
+	}
+	botID, _ := a.ids()
+	var ms []*discordgo.Message
+	for _, m := range shown {
+		if m.EditedTimestamp != nil && m.EditedTimestamp.After(since) && compareIDs(m.ID, watermark) <= 0 &&
+			m.Author != nil && m.Author.ID != botID && !m.Author.Bot && m.WebhookID == "" && a.mentionsBot(m) {
+			ms = append(ms, m)
+		}
+	}
+	slices.SortFunc(ms, func(x, y *discordgo.Message) int { return compareIDs(x.ID, y.ID) })
+	for _, m := range ms {
+		if _, _, held, err := a.d.Changes.Locate(ctx, m.ID); err != nil || held {
+			continue
+		}
+		m.GuildID = guildID
+		a.log.Info().Str("message", m.ID).Msg("an edit made while down added a mention: routed as a new message")
+		a.d.Metrics.InboundDecision(a.route(ctx, m, true))
 	}
 }
 

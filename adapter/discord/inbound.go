@@ -35,11 +35,13 @@ const (
 // onMessage routes one MESSAGE_CREATE (see addressed for what reaches a
 // session).
 func (a *Adapter) onMessage(ctx context.Context, m *discordgo.Message) {
-	decision := a.route(ctx, m)
+	decision := a.route(ctx, m, false)
 	a.d.Metrics.InboundDecision(decision)
 }
 
-func (a *Adapter) route(ctx context.Context, m *discordgo.Message) string {
+// route routes a user message; viaEdit marks one that reached the bot by an
+// edit adding a mention.
+func (a *Adapter) route(ctx context.Context, m *discordgo.Message, viaEdit bool) string {
 	conv, rec, bound, decision := a.addressed(m)
 	if decision != "" {
 		return decision
@@ -53,7 +55,9 @@ func (a *Adapter) route(ctx context.Context, m *discordgo.Message) string {
 	if bound {
 		a.d.Bindings.Touch(rec.ID, a.d.Clock.Now())
 	}
-	if err := a.d.Sessions.HandleMessage(ctx, a.sessionMessage(m, conv)); err != nil {
+	msg := a.sessionMessage(m, conv)
+	msg.ViaEdit = viaEdit
+	if err := a.d.Sessions.HandleMessage(ctx, msg); err != nil {
 		if errors.Is(err, session.ErrStopping) {
 			a.log.Info().Str("message", m.ID).Msg("inbound message left for the next start (stopping)")
 		} else {
@@ -265,7 +269,8 @@ func (a *Adapter) catchUp(s *discordgo.Session) {
 			// their answers their messages), which could push a change
 			// made while down out of it.
 			conv, channelID, guildID := conv, channelID, guildID
-			a.events.push(channelID, "catch_up_changes", func(ctx context.Context) { a.catchUpChanges(ctx, s, conv, channelID, guildID) })
+			last := last
+			a.events.push(channelID, "catch_up_changes", func(ctx context.Context) { a.catchUpChanges(ctx, s, conv, channelID, guildID, last) })
 			queued += a.catchUpChannel(ctx, s, conv, channelID, guildID, last)
 		}
 		if err != nil {

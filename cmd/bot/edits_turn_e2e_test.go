@@ -241,3 +241,31 @@ func TestEditsE2ERefusedEditAddingMentionNoModelCall(t *testing.T) {
 		}
 	}
 }
+
+// An edit made while the bot was down that added a mention to a message
+// that had not reached it starts a turn at the next start.
+func TestEditsE2EEditAddingMentionWhileDownStartsTurn(t *testing.T) {
+	t.Parallel()
+	m := &edModel{}
+	h := startBot(t, m, nil)
+	edAsk(t, h, "hello", 2)
+	plain, err := h.emu.UserSay(h.general.ID, h.alice.ID, "does this work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edAsk(t, h, "still there?", 5)
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.emu.UserEdit(plain.ID, adMention(h)+"does this work"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, h, "the answer to the edited message", func() bool { return len(botMessages(h, h.general.ID, "")) == 3 })
+	finishBot(t, h, h.general.ID)
+	if bm := botMessages(h, h.general.ID, ""); bm[2].MessageReference == nil || bm[2].MessageReference.MessageID != plain.ID {
+		t.Errorf("the third answer %+v does not reply to the edited message", bm[2])
+	}
+}

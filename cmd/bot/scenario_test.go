@@ -165,6 +165,9 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 		{2, s.editMessage},
 		{1, s.deleteMessage},
 		{1, s.deleteBotMessage},
+		{1, s.askThenDelete},
+		{1, s.askThenEdit},
+		{1, s.editAddsMention},
 	}
 	total := 0
 	for _, a := range actions {

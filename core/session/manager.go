@@ -524,6 +524,9 @@ func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 		if msg.ReplyTo != "" {
 			meta["replyTo"] = msg.ReplyTo
 		}
+		if msg.ViaEdit {
+			meta["viaEdit"] = "true"
+		}
 		var err error
 		entry, err = m.d.Transcripts.Append(ctx, key, transcript.Entry{
 			Role: transcript.RoleUser, Author: msg.AuthorName, Text: msg.Text,

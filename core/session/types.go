@@ -127,6 +127,10 @@ type Message struct {
 	ReplyTo      string                  `json:"replyTo,omitempty"` // id of the message this one replies to, if any
 	// Attachments are the files the message carried.
 	Attachments []transcript.Attachment `json:"attachments,omitempty"`
+	// ViaEdit: the message reached the bot by an edit that added a mention
+	// of it; its entry is appended when the bot learnt of it, after
+	// messages displayed later (meta viaEdit=true; docs/DECISIONS.md).
+	ViaEdit bool `json:"viaEdit,omitempty"`
 }
 
 // Deliverer is the outbound send owner (core/delivery.Outbound).
