@@ -38,6 +38,7 @@ type DiscordConfig struct {
 	Guilds         []string             `yaml:"guilds"` // allowlist of guild ids; empty = all
 	Operators      OperatorsConfig      `yaml:"operators"`
 	Access         AccessConfig         `yaml:"access"`
+	Edits          string               `yaml:"edits"` // history | reprocess (EditsHistory, EditsReprocess)
 	ThreadBindings ThreadBindingsConfig `yaml:"threadBindings"`
 	Shard          ShardConfig          `yaml:"shard"`
 }
@@ -96,6 +97,12 @@ type RateLimitConfig struct {
 	Per        time.Duration `yaml:"per"`
 	GuildTurns int           `yaml:"guildTurns"`
 }
+
+// What an edit of an answered message does (discord.edits).
+const (
+	EditsHistory   = "history"   // the model sees the edited text next time
+	EditsReprocess = "reprocess" // an edited message addressed to the bot is answered again
+)
 
 // DM access modes (discord.access.dm).
 const (
@@ -269,6 +276,7 @@ func Default() *Config {
 	return &Config{
 		Discord: DiscordConfig{
 			ThreadBindings: ThreadBindingsConfig{Enabled: true, IdleHours: 24},
+			Edits:          EditsHistory,
 			Access:         AccessConfig{DM: DMMembers, RateLimit: RateLimitConfig{Turns: 20, Per: time.Hour, GuildTurns: 200}},
 			Shard:          ShardConfig{ID: 0, Count: "1"},
 		},

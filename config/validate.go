@@ -71,6 +71,11 @@ func (c *Config) validateDiscord() *Error {
 	if err := c.validateShard(); err != nil {
 		return err
 	}
+	switch d.Edits {
+	case EditsHistory, EditsReprocess:
+	default:
+		return c.src.errAt("discord.edits", "must be history (the model sees an edited message's new text next time) or reprocess (an edited message addressed to the bot is answered again), got %s", show(d.Edits))
+	}
 	tb := d.ThreadBindings
 	if tb.IdleHours < 0 {
 		return c.src.errAt("discord.threadBindings.idleHours", "must be 0 or more (hours of inactivity before a thread is unbound; 0 disables), got %v", tb.IdleHours)

@@ -45,6 +45,9 @@ type Options struct {
 	RetryBackoff time.Duration
 	// DrainTimeout bounds how long a stop waits for accepted events.
 	DrainTimeout time.Duration
+	// ReprocessEdits is discord.edits: reprocess (an edit of an answered
+	// message addressed to the bot is answered again); false is history.
+	ReprocessEdits bool
 	// Shard is the gateway shard to serve (zero value: unsharded).
 	Shard Shard
 	// Sleep waits before an IDENTIFY (pacing, backoff, a spent budget);
@@ -63,6 +66,14 @@ type Sessions interface {
 	Watermarks() map[string]string
 	Running(key string) (session.Run, bool)
 	Stop(run session.Run) bool
+	// MessageDeleted cancels the turn a deleted message started (nothing
+	// is posted); MessageEdited runs an edited message's turn again on the
+	// new text when its model call has not returned yet; Reanswer queues a
+	// new turn for an edited message already answered (discord.edits:
+	// reprocess). Each reports whether it found (or queued) a turn.
+	MessageDeleted(ctx context.Context, messageID string) bool
+	MessageEdited(messageID string) bool
+	Reanswer(ctx context.Context, msg session.Message, editKey string) (bool, error)
 }
 
 // Bindings is what the adapter needs of core/binding.Service.

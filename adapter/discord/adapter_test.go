@@ -419,7 +419,7 @@ func TestRouteEchoSuppression(t *testing.T) {
 			a.botID = bot
 			a.hooks.own.Store(hook, struct{}{})
 			m := tc.m
-			if got := a.route(context.Background(), &m); got != tc.want {
+			if got := a.route(context.Background(), &m, false); got != tc.want {
 				t.Fatalf("route = %s, want %s", got, tc.want)
 			}
 			if routed := len(ss.got) == 1; routed != (tc.want == inRouted) {

@@ -2,6 +2,8 @@ package discord
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -16,10 +18,13 @@ import (
 // implements it; it finds the session by message id itself.
 type ChatChanges interface {
 	Edit(ctx context.Context, messageID, editKey, text string) (bool, error)
+	// Locate finds the session whose transcript holds a message.
+	Locate(ctx context.Context, messageID string) (string, transcript.Entry, bool, error)
 	Delete(ctx context.Context, messageID string) (bool, error)
 	DeleteDisplayed(ctx context.Context, key string, since time.Time) (int, error)
-	// History is the session's model-visible window (edits applied).
-	History(ctx context.Context, key string, n int) ([]transcript.Entry, error)
+	// Displayed is the session's newest entries the chat still displays,
+	// every generation (edits applied).
+	Displayed(ctx context.Context, key string, n int) ([]transcript.Entry, error)
 }
 
 // changesWindow is how many of a conversation's newest model-visible
@@ -28,9 +33,16 @@ type ChatChanges interface {
 // the bot was down are not found (docs/DECISIONS.md).
 const changesWindow = 50
 
+// changesPages bounds the pages of 100 messages catch-up reads from the
+// window's oldest message on.
+const changesPages = 5
+
 // Change decisions (metric labels).
 const (
 	chEdited    = "edited"
+	chRerun     = "edited-rerun"     // its turn was running: it runs again on the new text
+	chReanswer  = "edited-reanswer"  // discord.edits: reprocess queued a new answer
+	chMentioned = "edited-mentioned" // an unrouted message now mentions the bot: routed as new
 	chDeleted   = "deleted"
 	chUnknown   = "ignored-unknown"  // no transcript holds the message
 	chNotAnEdit = "ignored-not-edit" // an embed unfurl, a pin, a bot's own edit
@@ -41,29 +53,80 @@ const (
 // Discord also sends MESSAGE_UPDATE for embed unfurls and pins: only an
 // update carrying content and an edited_timestamp, by a human author, is
 // an edit. The bot's own edits are already written by their writer.
+//
+// What the edit does besides (issue 22): the message's turn, if its model
+// call is still running, runs again on the new text; with discord.edits:
+// reprocess, an answered message addressed to the bot is answered again;
+// a message no transcript holds (it did not reach the bot) that now
+// mentions the bot is routed as a new message would be (discord.access
+// and the turn budget apply as to any turn).
 func (a *Adapter) onMessageUpdate(ctx context.Context, m *discordgo.Message) string {
 	botID, _ := a.ids()
 	if a.d.Changes == nil || m == nil || m.EditedTimestamp == nil || m.Content == "" ||
 		m.Author == nil || m.Author.ID == botID || m.Author.Bot || m.WebhookID != "" {
 		return chNotAnEdit
 	}
-	ok, err := a.d.Changes.Edit(ctx, m.ID, m.EditedTimestamp.UTC().Format(time.RFC3339Nano), m.Content)
+	editKey := m.EditedTimestamp.UTC().Format(time.RFC3339Nano)
+	ok, err := a.d.Changes.Edit(ctx, m.ID, editKey, m.Content)
 	switch {
 	case err != nil:
 		a.log.Error().Err(err).Str("message", m.ID).Msg("record edit")
 		return chFailed
 	case !ok:
-		return chUnknown
+		_, _, held, err := a.d.Changes.Locate(ctx, m.ID)
+		if err != nil {
+			a.log.Error().Err(err).Str("message", m.ID).Msg("look up edited message")
+			return chFailed
+		}
+		if held || !a.mentionsBot(m) {
+			return chUnknown // unchanged (a replay), or not addressed to the bot
+		}
+		a.log.Debug().Str("message", m.ID).Msg("edit added a mention: routed as a new message")
+		a.d.Metrics.InboundDecision(a.route(ctx, m, true))
+		return chMentioned
 	}
 	a.log.Debug().Str("message", m.ID).Str("channel", m.ChannelID).Msg("edit recorded")
+	if a.d.Sessions == nil {
+		return chEdited
+	}
+	if a.d.Sessions.MessageEdited(m.ID) {
+		return chRerun
+	}
+	if a.opt.ReprocessEdits && a.reanswer(ctx, m, editKey) {
+		return chReanswer
+	}
 	return chEdited
 }
 
-// onMessagesDeleted applies the deletion of messages (by anyone): the
-// model no longer sees them and their stored text is erased. It first
-// passes the conversation's send lock (a barrier, not held: the erasers
-// take it themselves): a bot message displayed by a send still being
-// committed (its entry not yet written) is found once the send finished.
+// reanswer queues a new answer to an edited message that is addressed to
+// the bot, under discord.access and the turn budget like any turn.
+func (a *Adapter) reanswer(ctx context.Context, m *discordgo.Message, editKey string) bool {
+	conv, rec, bound, decision := a.addressed(m)
+	if decision != "" {
+		return false
+	}
+	if d := a.admit(ctx, m, conv); d != "" {
+		a.d.Metrics.InboundDecision(d)
+		return false
+	}
+	if bound {
+		a.d.Bindings.Touch(rec.ID, a.d.Clock.Now())
+	}
+	ok, err := a.d.Sessions.Reanswer(ctx, a.sessionMessage(m, conv), editKey)
+	if err != nil {
+		a.log.Error().Err(err).Str("message", m.ID).Msg("re-answer an edited message")
+		return false
+	}
+	return ok
+}
+
+// onMessagesDeleted applies the deletion of messages (by anyone): a turn
+// such a message started and that has not sent its reply is cancelled
+// (nothing is posted), the model no longer sees the messages and their
+// stored text is erased. It first passes the conversation's send lock (a
+// barrier, not held: the erasers take it themselves): a bot message
+// displayed by a send still being committed (its entry not yet written) is
+// found once the send finished.
 func (a *Adapter) onMessagesDeleted(ctx context.Context, guildID, channelID string, ids []string) {
 	if a.d.Changes == nil {
 		return
@@ -72,14 +135,25 @@ func (a *Adapter) onMessagesDeleted(ctx context.Context, guildID, channelID stri
 		_ = a.d.Outbound.WithConversation(ref, func() error { return nil })
 	}
 	for _, id := range ids {
-		ok, err := a.d.Changes.Delete(ctx, id)
-		switch {
-		case err != nil:
-			a.log.Error().Err(err).Str("message", id).Msg("record deletion")
-		case ok:
+		if a.recordDeletion(ctx, id) {
 			a.log.Debug().Str("message", id).Str("channel", channelID).Msg("deletion recorded")
+		} else {
+			a.log.Debug().Str("message", id).Str("channel", channelID).Msg("deleted message is in no transcript")
 		}
 	}
+}
+
+// recordDeletion cancels the turn of a deleted message, if one is still
+// running, and records the deletion (erasing the text).
+func (a *Adapter) recordDeletion(ctx context.Context, id string) bool {
+	if a.d.Sessions != nil {
+		a.d.Sessions.MessageDeleted(ctx, id)
+	}
+	ok, err := a.d.Changes.Delete(ctx, id)
+	if err != nil {
+		a.log.Error().Err(err).Str("message", id).Msg("record deletion")
+	}
+	return ok
 }
 
 // conversationOfChannel is the conversation a channel id shows: a guild
@@ -142,7 +216,7 @@ func (a *Adapter) onConversationDeleted(ctx context.Context, channelID, parentID
 // older than the oldest message read, is deleted; a user entry whose
 // message now shows other content is edited. It runs on the conversation's
 // event queue, after the catch-up messages.
-func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv, channelID, guildID string) {
+func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv, channelID, guildID, watermark string) {
 	if a.d.Changes == nil || a.d.Outbound == nil || a.d.Sessions == nil {
 		return
 	}
@@ -160,7 +234,7 @@ func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 	}
 	var entries []transcript.Entry
 	for _, w := range windows {
-		es, err := a.d.Changes.History(ctx, w.key, changesWindow)
+		es, err := a.d.Changes.Displayed(ctx, w.key, changesWindow)
 		if err != nil {
 			a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
 			return
@@ -174,28 +248,60 @@ func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 	if len(entries) == 0 {
 		return
 	}
-	msgs, err := s.ChannelMessages(channelID, 100, "", "", "", discordgo.WithContext(ctx))
-	if err != nil {
-		a.countError(err)
-		a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
-		return
-	}
-	if len(msgs) == 0 {
-		return
-	}
-	shown := make(map[string]*discordgo.Message, len(msgs))
-	oldest := msgs[0].ID
-	for _, m := range msgs {
-		shown[m.ID] = m
-		if compareIDs(m.ID, oldest) < 0 {
-			oldest = m.ID
+	// Read every message from the window's oldest on (a few pages at
+	// most): whatever came after the window, each entry is judged against
+	// a complete view of its part of the channel.
+	oldest := entries[0].MessageIDs[0]
+	for _, e := range entries {
+		if compareIDs(e.MessageIDs[0], oldest) < 0 {
+			oldest = e.MessageIDs[0]
 		}
 	}
-	full := len(msgs) == 100 // a full page: older messages were not read
+	shown := map[string]*discordgo.Message{}
+	after, complete := prevSnowflake(oldest), false
+	for page := 0; page < changesPages; page++ {
+		msgs, err := s.ChannelMessages(channelID, 100, "", after, "", discordgo.WithContext(ctx))
+		if err != nil {
+			a.countError(err)
+			a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
+			return
+		}
+		for _, m := range msgs {
+			shown[m.ID] = m
+			if compareIDs(m.ID, after) > 0 {
+				after = m.ID
+			}
+		}
+		if len(msgs) < 100 {
+			complete = true
+			break
+		}
+	}
+	// Past the pages read, the newest page: a long gap between the
+	// window's oldest entry and the rest costs the entries in the gap only.
+	newest, tail := after, ""
+	if !complete {
+		msgs, err := s.ChannelMessages(channelID, 100, "", "", "", discordgo.WithContext(ctx))
+		if err != nil {
+			a.countError(err)
+			a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
+			return
+		}
+		for _, m := range msgs {
+			shown[m.ID] = m
+			if tail == "" || compareIDs(m.ID, tail) < 0 {
+				tail = m.ID
+			}
+		}
+	}
+	// judged: every message of the range holding id was read.
+	judged := func(id string) bool {
+		return complete || compareIDs(id, newest) <= 0 || (tail != "" && compareIDs(id, tail) >= 0)
+	}
 	applied := 0
 	for _, e := range entries {
 		id := e.MessageIDs[0]
-		if full && compareIDs(id, oldest) < 0 {
+		if !judged(id) || !judged(e.MessageIDs[len(e.MessageIDs)-1]) {
 			continue
 		}
 		gone := false
@@ -206,9 +312,7 @@ func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 		}
 		switch m := shown[id]; {
 		case gone:
-			if ok, err := a.d.Changes.Delete(ctx, id); err != nil {
-				a.log.Error().Err(err).Str("message", id).Msg("record deletion found at catch-up")
-			} else if ok {
+			if a.recordDeletion(ctx, id) {
 				applied++
 			}
 		case e.Source == transcript.SourceUser && m.EditedTimestamp != nil && m.Content != "" && m.Content != e.Text:
@@ -216,10 +320,52 @@ func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 				a.log.Error().Err(err).Str("message", id).Msg("record edit found at catch-up")
 			} else if ok {
 				applied++
+				if a.d.Sessions != nil {
+					a.d.Sessions.MessageEdited(id) // a resumed turn still running runs again
+				}
 			}
 		}
 	}
 	if applied > 0 {
 		a.log.Info().Str("conversation", conv).Int("changes", applied).Msg("applied edits and deletions made while down")
 	}
+	a.catchUpEditedMentions(ctx, shown, guildID, watermark)
+}
+
+// catchUpEditedMentions routes the messages up to the watermark that were
+// edited after it was taken, now mention the bot and are in no transcript:
+// an edit made while down that added a mention starts a turn as a live one
+// would. Messages after the watermark are the missed ones, taken next as
+// they show now.
+func (a *Adapter) catchUpEditedMentions(ctx context.Context, shown map[string]*discordgo.Message, guildID, watermark string) {
+	since, err := discordgo.SnowflakeTimestamp(watermark)
+	if err != nil {
+		return
+	}
+	botID, _ := a.ids()
+	var ms []*discordgo.Message
+	for _, m := range shown {
+		if m.EditedTimestamp != nil && m.EditedTimestamp.After(since) && compareIDs(m.ID, watermark) <= 0 &&
+			m.Author != nil && m.Author.ID != botID && !m.Author.Bot && m.WebhookID == "" && a.mentionsBot(m) {
+			ms = append(ms, m)
+		}
+	}
+	slices.SortFunc(ms, func(x, y *discordgo.Message) int { return compareIDs(x.ID, y.ID) })
+	for _, m := range ms {
+		if _, _, held, err := a.d.Changes.Locate(ctx, m.ID); err != nil || held {
+			continue
+		}
+		m.GuildID = guildID
+		a.log.Info().Str("message", m.ID).Msg("an edit made while down added a mention: routed as a new message")
+		a.d.Metrics.InboundDecision(a.route(ctx, m, true))
+	}
+}
+
+// prevSnowflake is the id just before id (for an inclusive "after" read).
+func prevSnowflake(id string) string {
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil || n == 0 {
+		return "0"
+	}
+	return strconv.FormatUint(n-1, 10)
 }

@@ -141,7 +141,7 @@ func FuzzInboundModelText(f *testing.F) {
 		a.botID, a.botName = "1", "agentbot"
 		a.mu.Unlock()
 		m := &discordgo.Message{ID: "9", ChannelID: "50", Author: &discordgo.User{ID: "2", Username: "alice"}, Content: content}
-		decision := a.route(context.Background(), m)
+		decision := a.route(context.Background(), m, false)
 		empty := strings.TrimSpace(stripMention(content, "1")) == ""
 		switch {
 		case empty && decision != inEmpty:

@@ -32,46 +32,19 @@ const (
 	inHandlerFailed = "failed"
 )
 
-// onMessage routes one MESSAGE_CREATE: the bot's own messages and its own
-// webhooks' posts are ignored (no echo loops), as are other bots; guild
-// messages need the allowlist and a mention unless the conversation is
-// bound; DMs always reach the agent.
+// onMessage routes one MESSAGE_CREATE (see addressed for what reaches a
+// session).
 func (a *Adapter) onMessage(ctx context.Context, m *discordgo.Message) {
-	decision := a.route(ctx, m)
+	decision := a.route(ctx, m, false)
 	a.d.Metrics.InboundDecision(decision)
 }
 
-func (a *Adapter) route(ctx context.Context, m *discordgo.Message) string {
-	botID, _ := a.ids()
-	switch {
-	case m.Author == nil || m.Author.ID == botID:
-		return inOwnMessage
-	case m.WebhookID != "" && a.hooks.isOwn(m.WebhookID):
-		return inOwnMessage
-	case m.Author.Bot || m.WebhookID != "":
-		return inOtherBot
-	case m.GuildID != "" && len(a.guilds) > 0 && !a.guilds[m.GuildID]:
-		return inNotAllowed
-	}
-	conv := a.conversationOf(m.GuildID, m.ChannelID, m.Author.ID)
-	rec, bound := a.d.Bindings.ResolveByConversation(conv)
-	// Addressed to the bot: a mention, or a reply to one of the bot's own
-	// messages (its own posts or its personas' webhook posts), so "stop
-	// this" in reply to any bot message reaches the agent.
-	mentioned := false
-	for _, u := range m.Mentions {
-		if u != nil && u.ID == botID {
-			mentioned = true
-		}
-	}
-	if r := m.ReferencedMessage; r != nil && ((r.Author != nil && r.Author.ID == botID) || (r.WebhookID != "" && a.hooks.isOwn(r.WebhookID))) {
-		mentioned = true
-	}
-	if m.GuildID != "" && !bound && !mentioned {
-		return inNotMentioned
-	}
-	if strings.TrimSpace(stripMention(m.Content, botID)) == "" && len(m.Attachments) == 0 {
-		return inEmpty
+// route routes a user message; viaEdit marks one that reached the bot by an
+// edit adding a mention.
+func (a *Adapter) route(ctx context.Context, m *discordgo.Message, viaEdit bool) string {
+	conv, rec, bound, decision := a.addressed(m)
+	if decision != "" {
+		return decision
 	}
 	a.noteMember(a.session(), m.GuildID, m.Member, m.Author)
 	// discord.access: a refused message gets no model call, no reply and
@@ -82,10 +55,8 @@ func (a *Adapter) route(ctx context.Context, m *discordgo.Message) string {
 	if bound {
 		a.d.Bindings.Touch(rec.ID, a.d.Clock.Now())
 	}
-	msg := session.Message{Conversation: conv, MessageID: m.ID, AuthorID: m.Author.ID, AuthorName: displayName(m), Text: m.Content, Attachments: attachmentsOf(m)}
-	if m.MessageReference != nil {
-		msg.ReplyTo = m.MessageReference.MessageID
-	}
+	msg := a.sessionMessage(m, conv)
+	msg.ViaEdit = viaEdit
 	if err := a.d.Sessions.HandleMessage(ctx, msg); err != nil {
 		if errors.Is(err, session.ErrStopping) {
 			a.log.Info().Str("message", m.ID).Msg("inbound message left for the next start (stopping)")
@@ -95,6 +66,62 @@ func (a *Adapter) route(ctx context.Context, m *discordgo.Message) string {
 		return inHandlerFailed
 	}
 	return inRouted
+}
+
+// addressed decides whether a user message is addressed to the bot (it
+// returns "" and the message's conversation) or the inbound decision that
+// ignores it: the bot's own messages and its own webhooks' posts are
+// ignored (no echo loops), as are other bots; guild messages need the
+// allowlist and a mention unless the conversation is bound; DMs always
+// reach the agent.
+func (a *Adapter) addressed(m *discordgo.Message) (binding.ConversationRef, binding.Record, bool, string) {
+	botID, _ := a.ids()
+	switch {
+	case m.Author == nil || m.Author.ID == botID:
+		return binding.ConversationRef{}, binding.Record{}, false, inOwnMessage
+	case m.WebhookID != "" && a.hooks.isOwn(m.WebhookID):
+		return binding.ConversationRef{}, binding.Record{}, false, inOwnMessage
+	case m.Author.Bot || m.WebhookID != "":
+		return binding.ConversationRef{}, binding.Record{}, false, inOtherBot
+	case m.GuildID != "" && len(a.guilds) > 0 && !a.guilds[m.GuildID]:
+		return binding.ConversationRef{}, binding.Record{}, false, inNotAllowed
+	}
+	conv := a.conversationOf(m.GuildID, m.ChannelID, m.Author.ID)
+	rec, bound := a.d.Bindings.ResolveByConversation(conv)
+	// Addressed to the bot: a mention, or a reply to one of the bot's own
+	// messages (its own posts or its personas' webhook posts), so "stop
+	// this" in reply to any bot message reaches the agent.
+	mentioned := a.mentionsBot(m)
+	if r := m.ReferencedMessage; r != nil && ((r.Author != nil && r.Author.ID == botID) || (r.WebhookID != "" && a.hooks.isOwn(r.WebhookID))) {
+		mentioned = true
+	}
+	if m.GuildID != "" && !bound && !mentioned {
+		return conv, rec, bound, inNotMentioned
+	}
+	if strings.TrimSpace(stripMention(m.Content, botID)) == "" && len(m.Attachments) == 0 {
+		return conv, rec, bound, inEmpty
+	}
+	return conv, rec, bound, ""
+}
+
+// mentionsBot reports whether a message mentions the bot user.
+func (a *Adapter) mentionsBot(m *discordgo.Message) bool {
+	botID, _ := a.ids()
+	for _, u := range m.Mentions {
+		if u != nil && u.ID == botID {
+			return true
+		}
+	}
+	return false
+}
+
+// sessionMessage is the session's view of a routed user message.
+func (a *Adapter) sessionMessage(m *discordgo.Message, conv binding.ConversationRef) session.Message {
+	msg := session.Message{Conversation: conv, MessageID: m.ID, AuthorID: m.Author.ID, AuthorName: displayName(m), Text: m.Content, Attachments: attachmentsOf(m)}
+	if m.MessageReference != nil {
+		msg.ReplyTo = m.MessageReference.MessageID
+	}
+	return msg
 }
 
 // conversationOf builds the ref of a message's conversation: a DM is
@@ -237,9 +264,14 @@ func (a *Adapter) catchUp(s *discordgo.Session) {
 			continue // another shard's process catches up on this conversation
 		}
 		if err == nil {
-			queued += a.catchUpChannel(ctx, s, conv, channelID, guildID, last)
+			// Changes first: the window compared is the transcript as it
+			// stood before the missed messages add their entries (and
+			// their answers their messages), which could push a change
+			// made while down out of it.
 			conv, channelID, guildID := conv, channelID, guildID
-			a.events.push(channelID, "catch_up_changes", func(ctx context.Context) { a.catchUpChanges(ctx, s, conv, channelID, guildID) })
+			last := last
+			a.events.push(channelID, "catch_up_changes", func(ctx context.Context) { a.catchUpChanges(ctx, s, conv, channelID, guildID, last) })
+			queued += a.catchUpChannel(ctx, s, conv, channelID, guildID, last)
 		}
 		if err != nil {
 			a.countError(err)

@@ -123,6 +123,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		Access: accessPolicy(cfg.Discord.Access), Limits: accessLimits(cfg.Discord.Access.RateLimit),
 		ThreadBindings: tb.Enabled, Reconnect: true, BaseTransport: o.BaseTransport,
 		RetryBackoff: o.RetryBackoff, SweepInterval: o.SweepInterval, Shard: shardOf(cfg.Discord.Shard),
+		ReprocessEdits: cfg.Discord.Edits == config.EditsReprocess,
 	}, discord.Deps{}) // deps are set below, once everything exists
 	a.outbound = delivery.NewOutbound(delivery.OutboundConfig{
 		Sender: a.adapter, Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,

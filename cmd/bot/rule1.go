@@ -102,6 +102,9 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 				deleted[e.Target] = true
 			}
 		}
+		if hs, ok := st.(historyReader); ok {
+			problems = append(problems, compareHistory(ctx, hs, key, entries, edited, deleted)...)
+		}
 		for _, e := range entries {
 			if len(e.MessageIDs) == 0 {
 				continue
@@ -124,7 +127,9 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 			if m, ok := emu.Message(e.MessageIDs[0]); ok {
 				l.channel = m.ChannelID
 			}
-			if first < last[l] && e.Meta["recovered"] != "true" {
+			// Appended when the bot learnt of them: a recovered send, a
+			// message that reached the bot by an edit adding a mention.
+			if first < last[l] && e.Meta["recovered"] != "true" && e.Meta["viaEdit"] != "true" {
 				problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is out of display order", key, e.Seq, e.Source))
 			}
 			last[l] = max(last[l], first)
@@ -133,7 +138,7 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 			for _, id := range e.MessageIDs {
 				m, ok := emu.Message(id)
 				if !ok {
-					problems = append(problems, fmt.Sprintf("%s: entry #%d names message %s, which no channel displays", key, e.Seq, id))
+					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s, delivery %s) names message %s, which no channel displays", key, e.Seq, e.Source, e.DeliveryID, id))
 					continue
 				}
 				if channel != "" && m.ChannelID != channel {
@@ -176,6 +181,49 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 	}
 	slices.Sort(problems)
 	return problems, nil
+}
+
+// historyReader is a store the transcript service can read the
+// model-visible history from.
+type historyReader interface {
+	transcript.Store
+}
+
+// compareHistory checks that what the model sees of a session (History,
+// the current generation's entries with edit and deletion records
+// applied) is the check's own reading of the raw entries: every entry of
+// the current generation that is not a change record, not deleted, in
+// order, with its latest edit's text. The display side of those entries
+// is checked by rule1Check itself.
+func compareHistory(ctx context.Context, st historyReader, key string, entries []transcript.Entry, edited map[uint64]string, deleted map[uint64]bool) []string {
+	gen, err := st.Generation(ctx, key)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: generation: %v", key, err)}
+	}
+	var want []transcript.Entry
+	for _, e := range entries {
+		if e.Generation != gen || e.IsChange() || e.Deleted || deleted[e.Seq] {
+			continue
+		}
+		if t, ok := edited[e.Seq]; ok {
+			e.Text = t
+		}
+		want = append(want, e)
+	}
+	got, err := transcript.NewService(st, nil).History(ctx, key, len(entries)+1)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: history: %v", key, err)}
+	}
+	if len(got) != len(want) {
+		return []string{fmt.Sprintf("%s: the model sees %d entries, the chat displays %d of the current generation", key, len(got), len(want))}
+	}
+	var out []string
+	for i := range got {
+		if got[i].Seq != want[i].Seq || got[i].Text != want[i].Text {
+			out = append(out, fmt.Sprintf("%s: model-visible entry %d is #%d %q, the chat displays #%d %q", key, i, got[i].Seq, excerpt(got[i].Text), want[i].Seq, excerpt(want[i].Text)))
+		}
+	}
+	return out
 }
 
 // addressed reports whether a user message mentions the bot and has text

@@ -74,3 +74,43 @@ func (s *scenario) deleteBotMessage() error {
 	s.note("moderator deletes bot message %s", id)
 	return s.h.emu.DeleteMessage(id)
 }
+
+// askThenDelete has a user ask and delete the question at once: its turn is
+// queued or running when the deletion arrives (it is cancelled and posts
+// nothing), or its reply is already on its way (it stands).
+func (s *scenario) askThenDelete() error {
+	ch, user := s.pick(s.channels), s.pick(s.users)
+	m, err := s.h.emu.UserSay(ch, user, fmt.Sprintf("<@%s> soon gone %d", s.h.emu.BotUserID(), s.rng.IntN(1000)))
+	if err != nil {
+		return err
+	}
+	s.note("mention %s in %s by %s, deleted at once", m.ID, ch, user)
+	return s.h.emu.UserDelete(user, m.ID)
+}
+
+// askThenEdit has a user ask and fix the question at once: its turn runs
+// again on the new text if its model call had not returned.
+func (s *scenario) askThenEdit() error {
+	ch, user := s.pick(s.channels), s.pick(s.users)
+	m, err := s.h.emu.UserSay(ch, user, fmt.Sprintf("<@%s> qestion %d", s.h.emu.BotUserID(), s.rng.IntN(1000)))
+	if err != nil {
+		return err
+	}
+	s.note("mention %s in %s by %s, edited at once", m.ID, ch, user)
+	_, err = s.h.emu.UserEdit(m.ID, fmt.Sprintf("<@%s> question %d", s.h.emu.BotUserID(), s.rng.IntN(1000)))
+	return err
+}
+
+// editAddsMention has a user say something to the room, then edit the
+// message to mention the bot: it starts a turn as a new mention would.
+func (s *scenario) editAddsMention() error {
+	ch, user := s.pick(s.channels), s.pick(s.users)
+	n := s.rng.IntN(1000)
+	m, err := s.h.emu.UserSay(ch, user, fmt.Sprintf("anyone? %d", n))
+	if err != nil {
+		return err
+	}
+	s.note("message %s in %s by %s, edited to mention the bot", m.ID, ch, user)
+	_, err = s.h.emu.UserEdit(m.ID, fmt.Sprintf("<@%s> anyone? %d", s.h.emu.BotUserID(), n))
+	return err
+}

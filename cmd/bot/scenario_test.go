@@ -100,8 +100,12 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	spawnThreads := rng.IntN(2) == 0
 	log := zerolog.Nop()
-	if os.Getenv("SCENARIO_LOG") != "" {
-		log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	if v := os.Getenv("SCENARIO_LOG"); v != "" {
+		level := zerolog.WarnLevel
+		if l, err := zerolog.ParseLevel(v); err == nil && v != "1" {
+			level = l // SCENARIO_LOG=debug shows every edit and deletion handled
+		}
+		log = zerolog.New(zerolog.NewTestWriter(t)).Level(level)
 	}
 	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: log, Configure: func(c *config.Config) {
 		c.Discord.ThreadBindings.SpawnSubagentSessions = spawnThreads
@@ -161,6 +165,9 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 		{2, s.editMessage},
 		{1, s.deleteMessage},
 		{1, s.deleteBotMessage},
+		{1, s.askThenDelete},
+		{1, s.askThenEdit},
+		{1, s.editAddsMention},
 	}
 	total := 0
 	for _, a := range actions {
@@ -210,8 +217,8 @@ func (s *scenario) threads() []string {
 func (s *scenario) mention() error {
 	ch, user := s.pick(s.channels), s.pick(s.users)
 	text := fmt.Sprintf("<@%s> note %d", s.h.emu.BotUserID(), s.rng.IntN(1000))
-	s.note("mention in %s by %s", ch, user)
-	_, err := s.h.emu.UserSay(ch, user, text)
+	m, err := s.h.emu.UserSay(ch, user, text)
+	s.note("mention %s in %s by %s", m.ID, ch, user)
 	return err
 }
 

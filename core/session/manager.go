@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -107,6 +108,7 @@ type Manager struct {
 
 	rmu  sync.Mutex
 	runs map[string]*running // work /stop can end, by session key
+	trig map[string]*trigger // turns of user messages, by message id (changes.go)
 }
 
 type queue struct {
@@ -137,7 +139,7 @@ func New(opt Options, d Deps) *Manager {
 	if opt.Channel == "" {
 		opt.Channel = "discord"
 	}
-	m := &Manager{opt: opt, d: d, agents: map[string]Agent{}, queues: map[string]*queue{}, sessions: map[string]Info{}, queued: map[string]bool{}, typing: map[string]*typingLoop{}, runs: map[string]*running{}, base: context.Background()}
+	m := &Manager{opt: opt, d: d, agents: map[string]Agent{}, queues: map[string]*queue{}, sessions: map[string]Info{}, queued: map[string]bool{}, typing: map[string]*typingLoop{}, runs: map[string]*running{}, trig: map[string]*trigger{}, base: context.Background()}
 	for _, a := range opt.Agents {
 		m.agents[a.ID] = a
 	}
@@ -193,17 +195,30 @@ func (m *Manager) Resume(ctx context.Context) (turns, runs int) {
 			continue
 		}
 		for _, p := range in.Pending {
+			if p.DeliveryID != "" { // a re-answer of an edited message
+				m.dropPending(ctx, in.Key, func(q PendingTurn) bool { return q.deliveryID() == p.deliveryID() })
+				if done, err := m.d.Outbound.Delivered(ctx, p.DeliveryID); err == nil && done {
+					continue
+				}
+				editKey := strings.TrimPrefix(p.DeliveryID, "turn:"+p.Message.MessageID+":edit:")
+				if ok, err := m.Reanswer(ctx, p.Message, editKey); err != nil {
+					m.d.Log.Error().Err(err).Str("session", in.Key).Msg("resume re-answer")
+				} else if ok {
+					turns++
+				}
+				continue
+			}
 			if m.seen(ctx, p.Message.MessageID) {
 				m.imu.RLock()
 				queued := m.queued[p.Message.MessageID]
 				m.imu.RUnlock()
 				if !queued { // answered before the crash
-					m.removePending(ctx, in.Key, p.Message.MessageID)
+					m.removePending(ctx, in.Key, p.deliveryID())
 				}
 				continue
 			}
 			// Route afresh: the conversation may route elsewhere now.
-			m.removePending(ctx, in.Key, p.Message.MessageID)
+			m.removePending(ctx, in.Key, p.deliveryID())
 			if err := m.HandleMessage(ctx, p.Message); err != nil {
 				m.d.Log.Error().Err(err).Str("session", in.Key).Msg("resume turn")
 				continue
@@ -287,22 +302,23 @@ func (m *Manager) seen(ctx context.Context, messageID string) bool {
 	return err == nil && done
 }
 
-// addPending records a user message's turn as owed (persisted first, so a
-// crash at any later point resumes it).
-func (m *Manager) addPending(ctx context.Context, key string, msg Message) {
+// addPending records a turn as owed (persisted first, so a crash at any
+// later point resumes it).
+func (m *Manager) addPending(ctx context.Context, key string, p PendingTurn) {
+	msg := p.Message
 	m.imu.Lock()
 	in, ok := m.sessions[key]
 	if !ok {
 		m.imu.Unlock()
 		return
 	}
-	for _, p := range in.Pending {
-		if p.Message.MessageID == msg.MessageID {
+	for _, q := range in.Pending {
+		if q.deliveryID() == p.deliveryID() {
 			m.imu.Unlock()
 			return
 		}
 	}
-	in.Pending = append(slices.Clone(in.Pending), PendingTurn{Message: msg})
+	in.Pending = append(slices.Clone(in.Pending), p)
 	if newerID(msg.MessageID, in.LastInbound[msg.Conversation.ConversationID]) {
 		in.LastInbound = maps.Clone(in.LastInbound)
 		if in.LastInbound == nil {
@@ -317,15 +333,20 @@ func (m *Manager) addPending(ctx context.Context, key string, msg Message) {
 	}
 }
 
-// removePending forgets a finished turn.
-func (m *Manager) removePending(ctx context.Context, key, messageID string) {
+// removePending forgets a finished turn (by its delivery id).
+func (m *Manager) removePending(ctx context.Context, key, deliveryID string) {
+	m.dropPending(ctx, key, func(p PendingTurn) bool { return p.deliveryID() == deliveryID })
+}
+
+// dropPending forgets the owed turns of key that drop selects.
+func (m *Manager) dropPending(ctx context.Context, key string, drop func(PendingTurn) bool) {
 	m.imu.Lock()
 	in, ok := m.sessions[key]
-	if !ok {
+	if !ok || !slices.ContainsFunc(in.Pending, drop) {
 		m.imu.Unlock()
 		return
 	}
-	in.Pending = slices.DeleteFunc(slices.Clone(in.Pending), func(p PendingTurn) bool { return p.Message.MessageID == messageID })
+	in.Pending = slices.DeleteFunc(slices.Clone(in.Pending), drop)
 	m.sessions[key] = in
 	m.imu.Unlock()
 	if err := m.d.Store.PutSessionInfo(ctx, in); err != nil {
@@ -498,12 +519,15 @@ func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 	m.imu.Lock()
 	m.queued[msg.MessageID] = true
 	m.imu.Unlock()
-	m.addPending(ctx, key, msg)
+	m.addPending(ctx, key, PendingTurn{Message: msg})
 	var entry transcript.Entry
 	err := m.d.Outbound.WithConversation(msg.Conversation, func() error {
 		meta := map[string]string{"authorId": msg.AuthorID}
 		if msg.ReplyTo != "" {
 			meta["replyTo"] = msg.ReplyTo
+		}
+		if msg.ViaEdit {
+			meta["viaEdit"] = "true"
 		}
 		var err error
 		entry, err = m.d.Transcripts.Append(ctx, key, transcript.Entry{
@@ -516,22 +540,7 @@ func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 	if err != nil {
 		return fmt.Errorf("handle message %s: %w", msg.MessageID, err)
 	}
-	t := turnInput{key: key, conv: msg.Conversation, replyTo: msg.MessageID, userReplyTo: msg.ReplyTo, deliveryID: "turn:" + msg.MessageID, triggerSeq: entry.Seq, requester: msg.AuthorID}
-	if bound {
-		t.bindingID = rec.ID
-	}
-	err = m.enqueue(key, func(ctx context.Context) {
-		// Another process sharing the store (or the one before a crash)
-		// may have answered while this turn waited for its lock.
-		if done, err := m.d.Outbound.Delivered(ctx, t.deliveryID); err != nil || !done {
-			m.runTurn(ctx, t)
-		}
-		m.removePending(ctx, key, msg.MessageID)
-		m.imu.Lock()
-		delete(m.queued, msg.MessageID)
-		m.imu.Unlock()
-	})
-	if err != nil { // the turn stays owed: the next start resumes it
+	if err := m.queueTurn(ctx, key, rec.ID, bound, PendingTurn{Message: msg}, entry.Seq); err != nil {
 		return fmt.Errorf("handle message %s: %w", msg.MessageID, err)
 	}
 	return nil

@@ -26,6 +26,9 @@ type turnInput struct {
 	deliveryID  string
 	triggerSeq  uint64
 	requester   string
+	// trigger is the user message that started the turn ("" for a job
+	// turn): deleting it cancels the turn, editing it runs it again.
+	trigger string
 	// inChatJob marks an in-chat job's turn (Rule 2: it delivers only into
 	// its own chat, so it is offered no tool that posts elsewhere).
 	inChatJob bool
@@ -50,24 +53,54 @@ func (m *Manager) persona(key string, bound bool) (delivery.Persona, bool) {
 	return delivery.Persona{Name: truncateRunes("🤖 "+label, 80), AvatarURL: a.AvatarURL}, true
 }
 
-func (m *Manager) runTurn(ctx context.Context, t turnInput) {
+// runTurn runs one turn: the model on the history up to the turn's message,
+// then its reply. It reports whether the turn ended before its model call
+// returned unchanged (stopped, its message deleted): a trigger's "waiting".
+func (m *Manager) runTurn(ctx context.Context, t turnInput) (waiting bool) {
+	waiting = true
 	if m.opt.OnTurn != nil {
 		start := m.d.Clock.Now()
 		defer func() { m.opt.OnTurn(m.d.Clock.Now().Sub(start)) }()
 	}
 	agent := m.agentFor(t.key)
-	history, err := m.d.Transcripts.History(ctx, t.key, max(agent.MaxHistory, 1))
-	history = upTo(history, t.triggerSeq)
 	var text string
+	var err error
 	source := transcript.SourceTurn
 	stopTyping := m.startTyping(t.conv)
 	defer stopTyping()
-	if err == nil {
+	for {
+		// A change of the turn's message after this point is seen by the
+		// watch below; one before it is in the history read here.
+		deleted, edits := m.triggerState(t.trigger)
+		if deleted {
+			m.d.Log.Info().Str("session", t.key).Msg("turn dropped: its message was deleted")
+			if t.done != nil {
+				t.done(nil, errDeleted)
+			}
+			return true
+		}
+		var history []transcript.Entry
+		history, err = m.d.Transcripts.History(ctx, t.key, max(agent.MaxHistory, 1))
+		history = upTo(history, t.triggerSeq)
+		if err != nil {
+			break
+		}
 		mctx, end := m.startRun(ctx, t.key, t.requester)
-		text, err = m.complete(mctx, agent, t, history)
-		wasStopped := stopped(mctx)
+		wctx, unwatch := m.watchTrigger(mctx, t.trigger, edits)
+		text, err = m.complete(wctx, agent, t, history)
+		wasStopped := stopped(wctx)
+		changed := unwatch(!wasStopped)
 		end()
-		if wasStopped {
+		switch {
+		case errors.Is(changed, errDeleted):
+			// Deleted mid-turn: nothing is posted; the user's entry is
+			// already deleted (its own record).
+			stopTyping()
+			if t.done != nil {
+				t.done(nil, errDeleted)
+			}
+			return true
+		case wasStopped:
 			// /stop: nothing of the answer was displayed, so nothing is
 			// posted; the user's entry stays (it was displayed).
 			stopTyping()
@@ -75,8 +108,12 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) {
 			if t.done != nil {
 				t.done(nil, ErrStopped)
 			}
-			return
+			return true
+		case errors.Is(changed, errEdited):
+			continue // the model runs again on the new text
 		}
+		waiting = false // the reply (or a notice) is sent now; it stands
+		break
 	}
 	stopTyping() // the reply ends the indicator; no renewal may follow it
 	var turnErr error
@@ -89,7 +126,7 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) {
 		if t.done != nil {
 			t.done(nil, nil)
 		}
-		return
+		return waiting
 	}
 	ids, err := m.reply(ctx, t, text, source)
 	if err != nil {
@@ -100,6 +137,7 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) {
 	if t.done != nil {
 		t.done(ids, err)
 	}
+	return waiting
 }
 
 // upTo drops entries written after the turn's own message (a message

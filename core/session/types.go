@@ -86,6 +86,16 @@ type Info struct {
 // PendingTurn is a user message waiting for (or in) its turn.
 type PendingTurn struct {
 	Message Message `json:"message"`
+	// DeliveryID is set for a re-answer of an edited message (discord.edits:
+	// reprocess); "" is the message's own turn, "turn:<message id>".
+	DeliveryID string `json:"deliveryId,omitempty"`
+}
+
+func (p PendingTurn) deliveryID() string {
+	if p.DeliveryID != "" {
+		return p.DeliveryID
+	}
+	return "turn:" + p.Message.MessageID
 }
 
 // Store persists the session registry.
@@ -117,6 +127,10 @@ type Message struct {
 	ReplyTo      string                  `json:"replyTo,omitempty"` // id of the message this one replies to, if any
 	// Attachments are the files the message carried.
 	Attachments []transcript.Attachment `json:"attachments,omitempty"`
+	// ViaEdit: the message reached the bot by an edit that added a mention
+	// of it; its entry is appended when the bot learnt of it, after
+	// messages displayed later (meta viaEdit=true; docs/DECISIONS.md).
+	ViaEdit bool `json:"viaEdit,omitempty"`
 }
 
 // Deliverer is the outbound send owner (core/delivery.Outbound).

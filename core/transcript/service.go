@@ -97,6 +97,30 @@ func (s *Service) History(ctx context.Context, key string, n int) ([]Entry, erro
 	}
 }
 
+// Displayed returns up to n of the newest entries of the session that the
+// chat still displays, oldest first, across generations (a /reset leaves
+// the model's history, not the chat): what catch-up compares with the
+// channel for changes made while the bot was down. Change records are
+// applied as in History.
+func (s *Service) Displayed(ctx context.Context, key string, n int) ([]Entry, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	for fetch := n; ; fetch *= 2 {
+		tail, err := s.store.Tail(ctx, key, fetch)
+		if err != nil {
+			return nil, fmt.Errorf("displayed entries of %s: %w", key, err)
+		}
+		visible := applyChanges(tail)
+		if len(visible) >= n || len(tail) < fetch {
+			if len(visible) > n {
+				visible = visible[len(visible)-n:]
+			}
+			return visible, nil
+		}
+	}
+}
+
 // applyChanges returns the entries of window that the chat still displays,
 // each with the text of its latest edit record in the window.
 func applyChanges(window []Entry) []Entry {

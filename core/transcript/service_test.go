@@ -175,3 +175,49 @@ func TestEditsAndDeletionsInHistory(t *testing.T) {
 		t.Fatalf("Edit of a deleted message: %v %v", ok, err)
 	}
 }
+
+// Displayed is what the chat still shows of a session, across generations
+// (a /reset leaves the model's history, not the chat): catch-up compares it
+// with the channel.
+func TestDisplayedSpansGenerations(t *testing.T) {
+	s := newService()
+	ctx := context.Background()
+	add := func(text, id string) {
+		t.Helper()
+		if _, err := s.Append(ctx, "k", transcript.Entry{Role: transcript.RoleUser, Text: text, MessageIDs: []string{id}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("old1", "m1")
+	add("old2", "m2")
+	if _, err := s.Reset(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	add("new1", "m3")
+	if ok, err := s.Edit(ctx, "m1", "t1", "old1 edited"); err != nil || !ok {
+		t.Fatalf("Edit: %v %v", ok, err)
+	}
+	if ok, err := s.Delete(ctx, "m2"); err != nil || !ok {
+		t.Fatalf("Delete: %v %v", ok, err)
+	}
+	tests := []struct {
+		n    int
+		want string
+	}{
+		{10, "[old1 edited new1]"},
+		{1, "[new1]"},
+		{0, "[]"},
+	}
+	for _, tt := range tests {
+		d, err := s.Displayed(ctx, "k", tt.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(texts(d)); got != tt.want {
+			t.Errorf("Displayed(%d) = %s, want %s", tt.n, got, tt.want)
+		}
+	}
+	if h, _ := s.History(ctx, "k", 10); fmt.Sprint(texts(h)) != "[new1]" {
+		t.Errorf("History = %v, want the current generation only", texts(h))
+	}
+}
