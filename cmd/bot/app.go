@@ -226,7 +226,7 @@ func buildAgents(cfg *config.Config, hc *http.Client) ([]session.Agent, error) {
 			return nil, fmt.Errorf("agent %s: model %s: %w", ac.ID, ac.Model, err)
 		}
 		out = append(out, session.Agent{ID: ac.ID, Name: ac.Name, AvatarURL: ac.AvatarURL, SystemPrompt: ac.SystemPrompt,
-			Provider: p, MaxHistory: mc.MaxHistory, MaxToolSteps: mc.MaxToolSteps, Vision: mc.Vision})
+			Provider: p, MaxHistory: mc.MaxHistory, MaxToolSteps: mc.MaxToolSteps, Vision: mc.Vision, Stream: mc.Stream})
 	}
 	return out, nil
 }

@@ -64,6 +64,10 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) {
 	defer stopTyping()
 	if err == nil {
 		mctx, end := m.startRun(ctx, t.key, t.requester)
+		if lo, sp, ok := m.streaming(agent, t); ok {
+			m.streamTurn(ctx, mctx, end, lo, sp, agent, t, history, stopTyping)
+			return
+		}
 		text, err = m.complete(mctx, agent, t, history)
 		wasStopped := stopped(mctx)
 		end()
@@ -131,17 +135,23 @@ func (m *Manager) reply(ctx context.Context, t turnInput, text string, source tr
 	if author == "" {
 		author = agent.Name
 	}
-	res, err := m.d.Outbound.Deliver(ctx, d, func(ctx context.Context, r delivery.Receipt) error {
-		_, err := m.d.Transcripts.Append(ctx, t.key, transcript.Entry{
-			Role: transcript.RoleAssistant, Author: author, Text: r.Text, MessageIDs: r.MessageIDs,
-			Source: source, DeliveryID: d.ID, Meta: r.EntryMeta(nil),
-		})
-		return err
-	})
+	res, err := m.d.Outbound.Deliver(ctx, d, m.commitReply(t.key, author, source, d.ID))
 	if err != nil {
 		return nil, err
 	}
 	return res.MessageIDs, nil
+}
+
+// commitReply writes a turn's reply entry once Discord confirmed it,
+// under the conversation lock (delivery.CommitFunc).
+func (m *Manager) commitReply(key, author string, source transcript.Source, deliveryID string) delivery.CommitFunc {
+	return func(ctx context.Context, r delivery.Receipt) error {
+		_, err := m.d.Transcripts.Append(ctx, key, transcript.Entry{
+			Role: transcript.RoleAssistant, Author: author, Text: r.Text, MessageIDs: r.MessageIDs,
+			Source: source, DeliveryID: deliveryID, Meta: r.EntryMeta(nil),
+		})
+		return err
+	}
 }
 
 // complete runs the model with tools until it answers with text.
