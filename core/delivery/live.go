@@ -106,6 +106,7 @@ type Live struct {
 	ctl       []bool   // whether each posted part carries the controls
 	fixed     []string // parts that are cut: their text never changes
 	last      map[int]time.Time
+	tried     map[int]bool // parts a post was attempted for
 	failed    error
 	unlock    func()
 	recovered bool
@@ -123,7 +124,7 @@ func (o *Outbound) Live(ctx context.Context, d Delivery, opt LiveOptions) *Live 
 	}
 	d.Target = d.Target.Normalize()
 	d.Text = ""
-	l := &Live{o: o, d: d, opt: opt, kick: make(chan struct{}, 1), done: make(chan struct{}), last: map[int]time.Time{}}
+	l := &Live{o: o, d: d, opt: opt, kick: make(chan struct{}, 1), done: make(chan struct{}), last: map[int]time.Time{}, tried: map[int]bool{}}
 	l.ls, _ = o.sender.(LiveSender)
 	go l.run(context.WithoutCancel(ctx))
 	return l
@@ -277,7 +278,7 @@ func (l *Live) loop(ctx context.Context) {
 			continue
 		}
 		next := ops[0]
-		if t, ok := l.last[next.part]; ok {
+		if t, ok := l.last[next.part]; ok && !l.recovered {
 			if wait := t.Add(l.opt.Interval).Sub(l.o.clock.Now()); wait > 0 {
 				select {
 				case <-l.opt.After(wait):
@@ -354,10 +355,18 @@ func (l *Live) do(ctx context.Context, p op) error {
 	}
 	var err error
 	if p.post {
+		// A repeated post returns the message an earlier attempt created,
+		// which shows that attempt's text: it is edited next.
+		retried := l.recovered || l.tried[p.part]
+		l.tried[p.part] = true
 		var id string
 		id, err = l.ls.PostLive(ctx, l.d, p.part, p.text, c)
 		if err == nil {
-			l.ids, l.parts, l.ctl = append(l.ids, id), append(l.parts, p.text), append(l.ctl, p.ctl)
+			shows := p.text
+			if retried {
+				shows = unknownText
+			}
+			l.ids, l.parts, l.ctl = append(l.ids, id), append(l.parts, shows), append(l.ctl, p.ctl || retried)
 			l.rec.MessageIDs = slices.Clone(l.ids)
 			if perr := l.o.outbox.PutDelivery(ctx, l.rec); perr != nil {
 				l.o.log.Error().Err(perr).Str("delivery", l.d.ID).Msg("live delivery: record posted part")
@@ -372,6 +381,9 @@ func (l *Live) do(ctx context.Context, p op) error {
 	if err == nil {
 		l.mu.Lock()
 		l.shown = strings.Join(l.parts, "")
+		if p.post && l.parts[p.part] == unknownText {
+			l.shown = strings.Join(l.parts[:p.part], "") + p.text
+		}
 		l.mu.Unlock()
 		return nil
 	}
@@ -445,6 +457,10 @@ func (l *Live) unfinished(ctx context.Context, err error) (Result, error) {
 	return Result{MessageIDs: slices.Clone(l.ids)}, &FailedError{DeliveryID: l.d.ID, Target: l.d.Target, Err: err}
 }
 
+// unknownText stands for a part whose displayed text is not known (an
+// earlier attempt's): it matches no text, so the part is edited.
+const unknownText = "\x00unknown"
+
 // recoverLive finishes a live delivery a previous process left: every
 // part shows its recorded text, the last with InterruptedMark, none with
 // controls; a part whose id was not recorded is posted again under its
@@ -466,14 +482,14 @@ func (o *Outbound) recoverLive(ctx context.Context, rec Record) error {
 		return err
 	}
 	l := &Live{o: o, ls: ls, d: rec.Delivery, rec: rec, started: true, recovered: true,
-		opt: LiveOptions{Interval: time.Nanosecond, After: time.After}, kick: make(chan struct{}, 1), last: map[int]time.Time{}}
+		opt: LiveOptions{Interval: DefaultLiveInterval, After: time.After}, kick: make(chan struct{}, 1), last: map[int]time.Time{}, tried: map[int]bool{}}
 	l.ids = slices.Clone(rec.MessageIDs)
 	if len(l.ids) > len(rec.LiveParts) {
 		l.ids = l.ids[:len(rec.LiveParts)]
 	}
 	for range l.ids {
 		// What each part shows now is not known: edit every one.
-		l.parts, l.ctl = append(l.parts, "\x00unknown"), append(l.ctl, true)
+		l.parts, l.ctl = append(l.parts, unknownText), append(l.ctl, true)
 	}
 	l.fixed = slices.Clone(rec.LiveParts[:len(rec.LiveParts)-1])
 	l.want, l.final = strings.Join(rec.LiveParts, "")+InterruptedMark, true

@@ -188,16 +188,16 @@ type InteractionResponse struct {
 
 // Interaction is a slash-command invocation made with InvokeCommand.
 type Interaction struct {
-	ID         string
-	Token      string
-	ChannelID  string
-	GuildID    string
-	User       User
-	Command    string
-	Options    []CommandOption
+	ID        string
+	Token     string
+	ChannelID string
+	GuildID   string
+	User      User
+	Command   string
+	Options   []CommandOption
 	// CustomID and MessageID are set for a button click (ClickButton).
-	CustomID  string
-	MessageID string
+	CustomID   string
+	MessageID  string
 	Responses  []InteractionResponse
 	OriginalID string // id of the displayed original response message, if any
 	Created    time.Time
