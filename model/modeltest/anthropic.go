@@ -85,7 +85,7 @@ func (f *AnthropicFake) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if stream, _ := body["stream"].(bool); stream {
-		f.stream(w, body, rep)
+		f.stream(w, r, body, rep)
 		return
 	}
 	var content []any
@@ -235,7 +235,7 @@ func ValidateAnthropic(body Body) string {
 // stream answers a "stream": true request as Messages API events: a text
 // block with one delta per chunk, then each tool_use block with its input
 // as one input_json_delta, then message_delta and message_stop.
-func (f *AnthropicFake) stream(w http.ResponseWriter, body Body, rep Reply) {
+func (f *AnthropicFake) stream(w http.ResponseWriter, r *http.Request, body Body, rep Reply) {
 	startSSE(w)
 	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": "msg_fake", "type": "message", "role": "assistant", "model": body["model"], "content": []any{},
@@ -243,7 +243,10 @@ func (f *AnthropicFake) stream(w http.ResponseWriter, body Body, rep Reply) {
 	idx := 0
 	if chunks := rep.chunks(); len(chunks) > 0 {
 		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "text", "text": ""}})
-		for _, c := range chunks {
+		for i, c := range chunks {
+			if i > 0 {
+				wait(r, rep.ChunkDelay)
+			}
 			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "text_delta", "text": c}})
 		}
 		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})

@@ -21,8 +21,9 @@ type Reply struct {
 	// Delay holds the response back (or until the client gives up).
 	Delay time.Duration
 	// Chunks, for a streamed request ("stream": true), are the text
-	// deltas sent (default: Text as one delta).
-	Chunks []string
+	// deltas sent (default: Text as one delta), ChunkDelay apart.
+	Chunks     []string
+	ChunkDelay time.Duration
 }
 
 // chunks returns the text deltas of a streamed reply.

@@ -65,7 +65,7 @@ func (f *OpenAIFake) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if stream, _ := body["stream"].(bool); stream {
-		f.stream(w, body, rep)
+		f.stream(w, r, body, rep)
 		return
 	}
 	msg := map[string]any{"role": "assistant", "content": rep.Text}
@@ -145,14 +145,17 @@ func ValidateOpenAI(body Body) string {
 // stream answers a "stream": true request as server-sent chunks: the
 // text deltas, then each tool call (id and name, then its arguments),
 // then the finish reason and [DONE].
-func (f *OpenAIFake) stream(w http.ResponseWriter, body Body, rep Reply) {
+func (f *OpenAIFake) stream(w http.ResponseWriter, r *http.Request, body Body, rep Reply) {
 	startSSE(w)
 	chunk := func(delta map[string]any, finish any) {
 		sse(w, "", map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": body["model"],
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
 	}
 	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
-	for _, c := range rep.chunks() {
+	for i, c := range rep.chunks() {
+		if i > 0 {
+			wait(r, rep.ChunkDelay)
+		}
 		chunk(map[string]any{"content": c}, nil)
 	}
 	finish := "stop"
