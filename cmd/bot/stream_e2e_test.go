@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,7 +23,7 @@ import (
 // Streamed replies (issue 14 item 3) and the Stop button (item 4),
 // against the emulator with real discordgo.
 
-func startStreamBot(t *testing.T) (*harness, *modeltest.Streaming) {
+func startStreamBot(t *testing.T, configure ...func(*config.Config)) (*harness, *modeltest.Streaming) {
 	t.Helper()
 	sm := modeltest.NewStreaming()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
@@ -29,6 +31,9 @@ func startStreamBot(t *testing.T) (*harness, *modeltest.Streaming) {
 		mc := c.Models["default"]
 		mc.Stream = true
 		c.Models["default"] = mc
+		for _, f := range configure {
+			f(c)
+		}
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -337,5 +342,74 @@ func TestE2EStreamModelErrorMidStream(t *testing.T) {
 		msgs := botMsgs(h, h.general.ID)
 		return len(msgs) == 1 && strings.HasPrefix(msgs[0].Content, "Half an answer\n\n⚠️ ") && len(msgs[0].Buttons()) == 0
 	})
+	finishBot(t, h, h.general.ID)
+}
+
+// TestE2EConsoleShowsStreamedFinalText: the console's conversation view
+// shows a streamed reply's final text and message id once it is finished,
+// and nothing of it while it streams (its entry is written once, at the end).
+func TestE2EConsoleShowsStreamedFinalText(t *testing.T) {
+	t.Parallel()
+	const token = "stream-console-token"
+	h, sm := startStreamBot(t, func(c *config.Config) { c.HTTP.Listen, c.HTTP.Token = "127.0.0.1:0", token })
+	var addr string
+	select {
+	case addr = <-h.app.httpAddr:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no HTTP address")
+	}
+	key := sessionkey.ForConversation("main", h.app.sessions.ConversationRef(h.general.ID, ""))
+	page := func() string {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", "http://"+addr+"/sessions/"+key, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET /sessions/%s = %d", key, resp.StatusCode)
+		}
+		return string(b)
+	}
+	adSay(t, h, h.general.ID, adMention(h)+"stream for the console")
+	c := nextCall(t, sm)
+	c.Send("Streaming partial")
+	waitShown(t, h, h.general.ID, "Streaming partial")
+	if body := page(); strings.Contains(body, "Streaming partial") {
+		t.Fatal("the console shows a reply still streaming (its entry was written early)")
+	}
+	c.Send(" and final words")
+	c.End(model.Response{})
+	msgs := waitShown(t, h, h.general.ID, "Streaming partial and final words")
+	waitUntil(t, h, "the Stop button removed", func() bool {
+		m, _ := h.emu.Message(msgs[0].ID)
+		return len(m.Buttons()) == 0
+	})
+	// The entry follows the confirmed final edit: wait until it is written.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for written := false; !written; {
+		es, err := h.app.transcripts.Entries(t.Context(), key, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			written = written || slices.Contains(e.MessageIDs, msgs[0].ID)
+		}
+		select {
+		case <-tick.C:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the reply's entry was not written")
+		}
+	}
+	if body := page(); !strings.Contains(body, "Streaming partial and final words") {
+		t.Fatalf("the console does not show the final text:\n%.2000s", body)
+	}
+	if body := page(); !strings.Contains(body, msgs[0].ID) {
+		t.Fatalf("the console does not show the message id %s", msgs[0].ID)
+	}
 	finishBot(t, h, h.general.ID)
 }
