@@ -64,6 +64,8 @@ type appOptions struct {
 	Provider model.Provider
 	// TypingAfter, if set, paces the typing indicator (tests fire it by hand).
 	TypingAfter session.After
+	// LiveAfter, if set, paces streamed replies' edits (tests).
+	LiveAfter func(time.Duration) <-chan time.Time
 }
 
 // newApp opens the store and builds every component. It connects to
@@ -134,6 +136,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		MaxConcurrentSubagents: cfg.Subagents.MaxConcurrent, SubagentTimeout: cfg.Subagents.RunTimeout,
 		ModelText: a.adapter.ModelText,
 		OnTurn:    func(d time.Duration) { a.metrics.Turn(d.Seconds()) },
+		LiveAfter: o.LiveAfter,
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
 		Store: st, Threads: a.adapter, Typist: a.adapter, Fetcher: a.adapter, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),

@@ -312,15 +312,15 @@ func (l *Live) start(ctx context.Context) error {
 	}
 	now := l.o.clock.Now()
 	l.rec = Record{Delivery: l.d, State: StatePending, Live: true, CreatedAt: now, UpdatedAt: now}
+	if l.o.claimer == nil {
+		// The first request's intent is the first write (one store write
+		// before the first post: the first words show sooner).
+		return nil
+	}
 	if err := l.o.outbox.PutDelivery(ctx, l.rec); err != nil {
 		return fmt.Errorf("live delivery %s: record pending: %w", l.d.ID, err)
 	}
-	if l.o.claimer != nil {
-		if err := l.o.claim(ctx, l.d.ID); err != nil {
-			return err
-		}
-	}
-	return nil
+	return l.o.claim(ctx, l.d.ID)
 }
 
 // do runs one request: the record first says what the part is about to
