@@ -107,6 +107,7 @@ type Live struct {
 	fixed     []string // parts that are cut: their text never changes
 	last      map[int]time.Time
 	tried     map[int]bool // parts a post was attempted for
+	claimedAt time.Time
 	failed    error
 	unlock    func()
 	recovered bool
@@ -320,6 +321,7 @@ func (l *Live) start(ctx context.Context) error {
 	if err := l.o.outbox.PutDelivery(ctx, l.rec); err != nil {
 		return fmt.Errorf("live delivery %s: record pending: %w", l.d.ID, err)
 	}
+	l.claimedAt = now
 	return l.o.claim(ctx, l.d.ID)
 }
 
@@ -335,6 +337,15 @@ func (l *Live) do(ctx context.Context, p op) error {
 		intent[p.part] = p.text
 	}
 	l.last[p.part] = l.o.clock.Now()
+	if l.o.claimer != nil && !l.recovered && l.o.clock.Now().Sub(l.claimedAt) > l.o.lease/3 {
+		// A stream can outlast the claim's lease: renew it, so a process
+		// recovering the outbox never takes a message still streaming.
+		if err := l.o.claim(ctx, l.d.ID); err != nil {
+			l.failed = err
+			return nil
+		}
+		l.claimedAt = l.o.clock.Now()
+	}
 	l.rec.LiveParts, l.rec.MessageIDs, l.rec.UpdatedAt = intent, slices.Clone(l.ids), l.o.clock.Now()
 	if err := l.o.outbox.PutDelivery(ctx, l.rec); err != nil {
 		// Without the intent on record a crash could leave the display
