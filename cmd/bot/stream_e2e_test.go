@@ -413,3 +413,53 @@ func TestE2EConsoleShowsStreamedFinalText(t *testing.T) {
 	}
 	finishBot(t, h, h.general.ID)
 }
+
+// TestE2EStreamMessageDeletedMidStream: a moderator deletes a reply while it
+// streams. The bot stops editing it (Discord refuses), posts nothing in its
+// place, and the deletion reaches the entry once it is written: no
+// transcript holds the deleted text (Rule 1, invariant 17).
+func TestE2EStreamMessageDeletedMidStream(t *testing.T) {
+	t.Parallel()
+	h, sm := startStreamBot(t)
+	adSay(t, h, h.general.ID, adMention(h)+"say something regrettable")
+	c := nextCall(t, sm)
+	c.Send("Regrettable")
+	msgs := waitShown(t, h, h.general.ID, "Regrettable")
+	if err := h.emu.DeleteMessage(msgs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	c.Send(" words")
+	c.End(model.Response{})
+	key := sessionkey.ForConversation("main", h.app.sessions.ConversationRef(h.general.ID, ""))
+	// The turn ends (its entry written, then the deletion applied to it).
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
+	for gone := false; !gone; {
+		es, err := h.app.transcripts.Entries(t.Context(), key, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			gone = gone || e.Source == "deletion"
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("the deletion never reached the reply's entry: %+v", es)
+		}
+	}
+	st := finishBot(t, h, h.general.ID)
+	if got := botMsgs(h, h.general.ID); len(got) != 0 {
+		t.Fatalf("bot messages after the deletion: %+v", got)
+	}
+	entries, err := st.Range(context.Background(), key, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.Contains(e.Text, "Regrettable") {
+			t.Fatalf("the deleted reply's text is still in the transcript: %+v", e)
+		}
+	}
+}
