@@ -17,7 +17,7 @@ func TestEraseEntryBlanksOutboxText(t *testing.T) {
 	rec := delivery.Record{
 		Delivery: delivery.Delivery{ID: "d1", Target: conv("c1"), Text: "secret part one secret part two"},
 		State:    delivery.StateFailed, MessageIDs: []string{"m1"}, DisplayedText: "secret part one",
-		Live:     true, LiveParts: []string{"secret part one"},
+		Live: true, LiveParts: []string{"secret part one"},
 	}
 	if err := f.store.PutDelivery(ctx, rec); err != nil {
 		t.Fatal(err)
