@@ -23,9 +23,6 @@ var _ delivery.LiveSender = (*Adapter)(nil)
 // rest is the run id (core/session Run.ID).
 const stopPrefix = "agentbot:stop:"
 
-// StopButtonID is the custom id of the Stop button of run runID.
-func StopButtonID(runID uint64) string { return stopPrefix + strconv.FormatUint(runID, 10) }
-
 // liveBody is a live message's create or edit body. Components is always
 // sent on an edit: [] removes the Stop button.
 type liveBody struct {
