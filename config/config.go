@@ -191,6 +191,9 @@ type ModelConfig struct {
 	// Vision: the model takes images (OpenAI image_url parts, Anthropic
 	// image blocks); false names an image in the text instead.
 	Vision bool `yaml:"vision"`
+	// Stream: the reply is shown as the model writes it (one message
+	// edited about once a second, continued at 2000 characters).
+	Stream bool `yaml:"stream"`
 }
 
 // SubagentsConfig limits subagent runs.

@@ -109,6 +109,8 @@ func TestBadConfigs(t *testing.T) {
 			nil, "test.yaml:5: models.default.apiKey: is required for provider openai (it is empty because the environment variable OPENAI_API_KEY is unset or empty)"},
 		{"maxHistory zero", "models:\n  default:\n    provider: echo\n    maxHistory: 0\n",
 			nil, "test.yaml:4: models.default.maxHistory: must be between 1 and 1000"},
+		{"stream not bool", "models:\n  default:\n    provider: echo\n    stream: sometimes\n",
+			nil, `test.yaml:4: models.default.stream: expected true or false, got "sometimes"`},
 		{"vision not bool", "models:\n  default:\n    provider: echo\n    vision: maybe\n",
 			nil, `test.yaml:4: models.default.vision: expected true or false, got "maybe"`},
 		{"maxHistory not int", "models:\n  default:\n    provider: echo\n    maxHistory: 2.5\n",

@@ -143,3 +143,13 @@ func PairToolResults(msgs []Message) []Message {
 	}
 	return out
 }
+
+// Streamer is a Provider that can stream its answer: Stream is Complete,
+// calling onText with each piece of answer text as it arrives, in order
+// (never tool-call names or arguments). The Response is the whole answer:
+// its Text is the pieces concatenated. onText is never called concurrently
+// with itself, and not after Stream returned.
+type Streamer interface {
+	Provider
+	Stream(ctx context.Context, req Request, onText func(delta string)) (Response, error)
+}

@@ -164,6 +164,10 @@ func parseInvocation(in *discordgo.Interaction) invocation {
 }
 
 func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) {
+	if in.Type == discordgo.InteractionMessageComponent {
+		a.onComponent(ctx, in)
+		return
+	}
 	if in.Type != discordgo.InteractionApplicationCommand {
 		return
 	}

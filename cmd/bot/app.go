@@ -68,6 +68,8 @@ type appOptions struct {
 	TypingAfter session.After
 	// MCPBackoff is the first MCP server restart delay (0: the hub's default).
 	MCPBackoff time.Duration
+	// LiveAfter, if set, paces streamed replies' edits (tests).
+	LiveAfter func(time.Duration) <-chan time.Time
 }
 
 // newApp opens the store and builds every component. It connects to
@@ -146,6 +148,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		MaxConcurrentSubagents: cfg.Subagents.MaxConcurrent, SubagentTimeout: cfg.Subagents.RunTimeout,
 		ModelText: a.adapter.ModelText,
 		OnTurn:    func(d time.Duration) { a.metrics.Turn(d.Seconds()) },
+		LiveAfter: o.LiveAfter,
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
 		Store: st, Threads: a.adapter, Typist: a.adapter, Fetcher: a.adapter, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
@@ -238,7 +241,7 @@ func buildAgents(cfg *config.Config, hc *http.Client) ([]session.Agent, error) {
 			return nil, fmt.Errorf("agent %s: model %s: %w", ac.ID, ac.Model, err)
 		}
 		out = append(out, session.Agent{ID: ac.ID, Name: ac.Name, AvatarURL: ac.AvatarURL, SystemPrompt: ac.SystemPrompt,
-			Provider: p, MaxHistory: mc.MaxHistory, MaxToolSteps: mc.MaxToolSteps, Vision: mc.Vision})
+			Provider: p, MaxHistory: mc.MaxHistory, MaxToolSteps: mc.MaxToolSteps, Vision: mc.Vision, Stream: mc.Stream})
 	}
 	return out, nil
 }

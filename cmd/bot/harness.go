@@ -39,6 +39,7 @@ type harness struct {
 	// (never routed, so in no transcript: finishBot's Rule 1 check skips them).
 	refused map[string]bool
 	typing  session.After
+	live    func(time.Duration) <-chan time.Time
 }
 
 // commandsRoute is where the bot registers its slash commands at start
@@ -69,6 +70,8 @@ type harnessOptions struct {
 	Shared *discordtest.Emulator
 	// TypingAfter paces the typing indicator (nil: real time).
 	TypingAfter session.After
+	// LiveAfter paces streamed replies' edits (nil: real time).
+	LiveAfter func(time.Duration) <-chan time.Time
 }
 
 // newHarness starts the emulator and seeds a guild with #general and alice.
@@ -108,13 +111,13 @@ func configureHarness(o harnessOptions, emu *discordtest.Emulator, g discordtest
 		}
 		return nil, err
 	}
-	h := &harness{emu: emu, cfg: cfg, log: o.Log, clock: o.Clock, guild: g, general: general, alice: alice, prov: o.Provider, base: o.BaseTransport, shared: o.Shared != nil, typing: o.TypingAfter}
+	h := &harness{emu: emu, cfg: cfg, log: o.Log, clock: o.Clock, guild: g, general: general, alice: alice, prov: o.Provider, base: o.BaseTransport, shared: o.Shared != nil, typing: o.TypingAfter, live: o.LiveAfter}
 	return h, nil
 }
 
 // start builds and runs the bot; it returns once the gateway is ready.
 func (h *harness) start(ctx context.Context) error {
-	a, err := newApp(h.cfg, h.log, appOptions{Clock: h.clock, RetryBackoff: 10 * time.Millisecond, Provider: h.prov, BaseTransport: h.base, TypingAfter: h.typing, MCPBackoff: 100 * time.Millisecond})
+	a, err := newApp(h.cfg, h.log, appOptions{Clock: h.clock, RetryBackoff: 10 * time.Millisecond, Provider: h.prov, BaseTransport: h.base, TypingAfter: h.typing, LiveAfter: h.live, MCPBackoff: 100 * time.Millisecond})
 	if err != nil {
 		return err
 	}

@@ -18,4 +18,37 @@
 //     duplicating entries.
 //   - Rule 1 exceptions (destination bound to another agent, native-only
 //     payload) send without writing and log a warning.
+//
+// # Live messages
+//
+// A message whose text grows while it is displayed (a streamed model
+// reply; an ACP agent's output) is a Live, also owned by Outbound:
+//
+//	l := out.Live(ctx, d, delivery.LiveOptions{Controls: delivery.Controls{StopRun: runID}, Commit: commit})
+//	l.Update(textSoFar) // any number of times; never blocks on I/O
+//	res, err := l.Finish(ctx, finalText) // or l.Finish(ctx, l.Shown()) after a stop
+//
+// The Sender must also be a LiveSender (post a part, edit a part, split
+// text; the Discord adapter is). Invariants:
+//   - Nothing is sent before the first non-blank text; then the first part
+//     is posted at once, and each message gets at most one request per
+//     LiveOptions.Interval (default 1 s), always with the latest text.
+//   - Past the sender's length limit the text continues in a new message
+//     at a clean cut (SplitLive); a cut part never changes again.
+//   - Controls (the Stop button) are on the growing part only; Finish's
+//     final edit removes them.
+//   - The transcript entry is written once, by Finish, after the last
+//     request is confirmed: exactly the parts displayed, every message id
+//     (through Commit for a turn's reply). A refused request keeps what is
+//     shown and records that; an unknown outcome leaves the record pending.
+//   - From its first post until Finish returns, a Live holds its
+//     conversation's send lock: other sends (and user entries) there wait,
+//     so transcript order is display order. Code that must act mid-stream
+//     (a cancel) must not wait for that lock first.
+//   - Before every post or edit the outbox record holds the text each part
+//     is about to show (Record.LiveParts) and the ids already posted; after
+//     a post, the new id. Recover finishes a live delivery a crash left:
+//     it re-posts a part with no recorded id under the same idempotency key
+//     (never a duplicate), edits each part to its recorded text plus
+//     InterruptedMark without controls, then writes the entry.
 package delivery

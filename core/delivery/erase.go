@@ -9,7 +9,7 @@ import (
 
 // EraseEntry erases the outbox's copy of a deleted message's text
 // (invariant 17): the record of the entry's delivery keeps its state, ids
-// and times, without Delivery.Text and DisplayedText. It implements
+// and times, without Delivery.Text, DisplayedText and a live delivery's LiveParts. It implements
 // transcript.Eraser. It runs under the conversation's send lock, as
 // Deliver's own record writes do, so a delivery still finishing (its
 // message displayed, its record not yet final) cannot write the text back
@@ -31,10 +31,10 @@ func (o *Outbound) EraseEntry(ctx context.Context, e transcript.Entry) error {
 	if err != nil {
 		return fmt.Errorf("erase delivery %s: %w", e.DeliveryID, err)
 	}
-	if !found || (rec.Delivery.Text == "" && rec.DisplayedText == "") {
+	if !found || (rec.Delivery.Text == "" && rec.DisplayedText == "" && len(rec.LiveParts) == 0) {
 		return nil
 	}
-	rec.Delivery.Text, rec.DisplayedText = "", ""
+	rec.Delivery.Text, rec.DisplayedText, rec.LiveParts = "", "", nil
 	if err := o.outbox.PutDelivery(ctx, rec); err != nil {
 		return fmt.Errorf("erase delivery %s: %w", e.DeliveryID, err)
 	}

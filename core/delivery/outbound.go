@@ -228,6 +228,10 @@ func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (
 	if found {
 		rec.CreatedAt = prev.CreatedAt
 		switch {
+		case prev.Live && prev.State == StatePending:
+			// A live message is finished by its Live or by Recover only.
+			return Result{}, &FailedError{DeliveryID: d.ID, Target: d.Target,
+				Err: fmt.Errorf("live delivery unfinished: %w", ErrTransient)}
 		case prev.State == StateDelivered || prev.State == StateSent:
 			// Already displayed: finish the write if a crash interrupted it, never resend.
 			return o.finish(ctx, prev, Receipt{MessageIDs: prev.MessageIDs, Duplicate: true}, commit, true)
@@ -466,6 +470,17 @@ func (o *Outbound) Recover(ctx context.Context, before time.Time) (recovered int
 	}
 	slices.SortFunc(todo, func(a, b Record) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	for _, rec := range todo {
+		if rec.Live && rec.State == StatePending {
+			if err := o.recoverLive(ctx, rec); err != nil {
+				if errors.Is(err, ErrClaimed) {
+					continue
+				}
+				o.log.Warn().Err(err).Str("delivery", rec.Delivery.ID).Msg("recovered live delivery failed")
+				continue
+			}
+			recovered++
+			continue
+		}
 		if fn := o.recoverer(rec.Delivery.Producer.Source); fn != nil {
 			handled, err := fn(ctx, rec)
 			if err != nil {

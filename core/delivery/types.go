@@ -140,11 +140,16 @@ type Record struct {
 	// DisplayedText is set when a later part failed permanently: the text
 	// of the parts displayed (MessageIDs), which is what the transcript
 	// records. Such a delivery ends failed, with its entry written.
-	DisplayedText string    `json:"displayedText,omitempty"`
-	Error         string    `json:"error,omitempty"`
-	Reason        string    `json:"reason,omitempty"` // router or skip reason
-	CreatedAt     time.Time `json:"createdAt"`
-	UpdatedAt     time.Time `json:"updatedAt"`
+	DisplayedText string `json:"displayedText,omitempty"`
+	// Live marks a live delivery (Outbound.Live): LiveParts is the text
+	// each part shows or is about to show (written before every post or
+	// edit), MessageIDs the parts posted so far.
+	Live      bool      `json:"live,omitempty"`
+	LiveParts []string  `json:"liveParts,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	Reason    string    `json:"reason,omitempty"` // router or skip reason
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // Store is the delivery outbox: a delivery is recorded as pending before it

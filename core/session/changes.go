@@ -89,30 +89,31 @@ func (m *Manager) triggerState(messageID string) (deleted bool, edits int) {
 // turn goes on to send its reply or notice) means the turn stops waiting,
 // in the same critical section, so a later change finds it answered.
 func (m *Manager) watchTrigger(ctx context.Context, messageID string, edits int) (context.Context, func(proceed bool) error) {
+	unwatched := func(bool) error { return nil }
 	if messageID == "" {
-		return ctx, func(bool) error { return nil }
+		return ctx, unwatched
 	}
-	wctx, cancel := context.WithCancelCause(ctx)
 	m.rmu.Lock()
 	tr := m.trig[messageID]
+	if tr == nil {
+		m.rmu.Unlock()
+		return ctx, unwatched
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
 	id := attemptSeq.Add(1)
-	if tr != nil {
-		tr.cancels[id] = cancel
-		switch {
-		case tr.deleted:
-			cancel(errDeleted)
-		case tr.edits != edits:
-			cancel(errEdited)
-		}
+	tr.cancels[id] = cancel
+	switch {
+	case tr.deleted:
+		cancel(errDeleted)
+	case tr.edits != edits:
+		cancel(errEdited)
 	}
 	m.rmu.Unlock()
 	return wctx, func(proceed bool) error {
+		// The watch ends; the context lives on (a streamed reply goes on
+		// after its first text) and ends with its parent, the run's.
 		m.rmu.Lock()
 		defer m.rmu.Unlock()
-		cancel(nil)
-		if tr == nil {
-			return nil
-		}
 		delete(tr.cancels, id)
 		switch {
 		case tr.deleted:

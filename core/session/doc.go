@@ -18,4 +18,11 @@
 //     requester gets a notice without the result.
 //   - Provider errors become a short visible notice; they never leave a
 //     session stuck.
+//   - A streamed reply (Agent.Stream with a model.Streamer, posted as the
+//     bot) goes through Outbound.Live: only answer text is shown, never a
+//     tool call; a round that ends in tool calls closes its message with the
+//     complete text it showed (delivery "<turn>#<n>") before any tool runs;
+//     a stop keeps exactly what is displayed (Live.Shown); a model error
+//     ends the message with the notice after what was shown. Each message's
+//     entry is written once, when it is finished.
 package session

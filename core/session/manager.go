@@ -44,6 +44,9 @@ type Options struct {
 	OnTurn func(time.Duration)
 	// TypingEvery renews the typing indicator (default DefaultTypingEvery).
 	TypingEvery time.Duration
+	// LiveAfter paces a streamed reply's edits (nil: time.After; tests
+	// fire it by hand).
+	LiveAfter func(time.Duration) <-chan time.Time
 }
 
 // Deps are the manager's collaborators.

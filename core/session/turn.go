@@ -87,9 +87,19 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) (waiting bool) {
 		}
 		mctx, end := m.startRun(ctx, t.key, t.requester)
 		wctx, unwatch := m.watchTrigger(mctx, t.trigger, edits)
-		text, err = m.complete(wctx, agent, t, history)
-		wasStopped := stopped(wctx)
-		changed := unwatch(!wasStopped)
+		var changed error
+		wasStopped := false
+		if lo, sp, ok := m.streaming(agent, t); ok {
+			// A streamed reply stands from its first displayed text on; a
+			// change of the message before that is handled as below.
+			if changed = m.streamTurn(ctx, wctx, end, unwatch, lo, sp, agent, t, history, stopTyping); changed == nil {
+				return false
+			}
+		} else {
+			text, err = m.complete(wctx, agent, t, history)
+			wasStopped = stopped(wctx)
+			changed = unwatch(!wasStopped)
+		}
 		end()
 		switch {
 		case errors.Is(changed, errDeleted):
@@ -169,17 +179,23 @@ func (m *Manager) reply(ctx context.Context, t turnInput, text string, source tr
 	if author == "" {
 		author = agent.Name
 	}
-	res, err := m.d.Outbound.Deliver(ctx, d, func(ctx context.Context, r delivery.Receipt) error {
-		_, err := m.d.Transcripts.Append(ctx, t.key, transcript.Entry{
-			Role: transcript.RoleAssistant, Author: author, Text: r.Text, MessageIDs: r.MessageIDs,
-			Source: source, DeliveryID: d.ID, Meta: r.EntryMeta(nil),
-		})
-		return err
-	})
+	res, err := m.d.Outbound.Deliver(ctx, d, m.commitReply(t.key, author, source, d.ID))
 	if err != nil {
 		return nil, err
 	}
 	return res.MessageIDs, nil
+}
+
+// commitReply writes a turn's reply entry once Discord confirmed it,
+// under the conversation lock (delivery.CommitFunc).
+func (m *Manager) commitReply(key, author string, source transcript.Source, deliveryID string) delivery.CommitFunc {
+	return func(ctx context.Context, r delivery.Receipt) error {
+		_, err := m.d.Transcripts.Append(ctx, key, transcript.Entry{
+			Role: transcript.RoleAssistant, Author: author, Text: r.Text, MessageIDs: r.MessageIDs,
+			Source: source, DeliveryID: deliveryID, Meta: r.EntryMeta(nil),
+		})
+		return err
+	}
 }
 
 // complete runs the model with tools until it answers with text.

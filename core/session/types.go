@@ -115,6 +115,9 @@ type Agent struct {
 	MaxToolSteps int
 	// Vision: the model takes images (models.<name>.vision).
 	Vision bool
+	// Stream: the reply is streamed into a live message as the model
+	// writes it (models.<name>.stream; needs a model.Streamer).
+	Stream bool
 }
 
 // Message is an inbound user message, already routed to a conversation.

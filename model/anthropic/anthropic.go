@@ -79,6 +79,41 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Respo
 	if err != nil {
 		return model.Response{}, p.mapError(ctx, err)
 	}
+	return toResponse(msg), nil
+}
+
+var _ model.Streamer = (*Provider)(nil)
+
+// Stream sends req as one streamed Messages API call (server-sent events):
+// onText gets each text delta; tool_use input is accumulated, never shown.
+func (p *Provider) Stream(ctx context.Context, req model.Request, onText func(string)) (model.Response, error) {
+	if p.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.timeout)
+		defer cancel()
+	}
+	stream := p.messages.NewStreaming(ctx, BuildParams(p.model, req))
+	defer stream.Close()
+	var msg sdk.Message
+	for stream.Next() {
+		ev := stream.Current()
+		if err := msg.Accumulate(ev); err != nil {
+			return model.Response{}, &model.Error{Kind: model.KindUnknown, Provider: Name, Err: model.Redact(err, p.apiKey)}
+		}
+		if ev.Type == "content_block_delta" {
+			if d := ev.AsContentBlockDelta().Delta; d.Type == "text_delta" && d.Text != "" {
+				onText(d.Text)
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return model.Response{}, p.mapError(ctx, err)
+	}
+	return toResponse(&msg), nil
+}
+
+// toResponse maps a Messages API message onto a model.Response.
+func toResponse(msg *sdk.Message) model.Response {
 	var out model.Response
 	for _, b := range msg.Content {
 		switch b.Type {
@@ -92,7 +127,7 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Respo
 			out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (p *Provider) mapError(ctx context.Context, err error) error {

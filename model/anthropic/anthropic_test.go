@@ -295,3 +295,36 @@ func TestImagesSentAsImageBlocks(t *testing.T) {
 		t.Fatalf("second block %v, want the text", txt)
 	}
 }
+
+// TestStream: a streamed message hands each text delta to onText (never
+// tool_use input), sends "stream": true, and returns the whole answer.
+func TestStream(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply modeltest.Reply
+		want  model.Response
+		texts []string
+	}{
+		{"text", modeltest.Reply{Chunks: []string{"Hel", "lo ", "world"}},
+			model.Response{Text: "Hello world"}, []string{"Hel", "lo ", "world"}},
+		{"text then tool", modeltest.Reply{Chunks: []string{"Let me look."}, ToolCalls: []model.ToolCall{{ID: "tu1", Name: "list_jobs", Arguments: `{"a":1}`}}},
+			model.Response{Text: "Let me look.", ToolCalls: []model.ToolCall{{ID: "tu1", Name: "list_jobs", Arguments: `{"a":1}`}}}, []string{"Let me look."}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := modeltest.NewAnthropicFake(t, testKey)
+			f.Respond(func(modeltest.Body) modeltest.Reply { return tt.reply })
+			var texts []string
+			got, err := newProvider(t, f, testKey, 0).Stream(context.Background(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "hi"}}}, func(s string) { texts = append(texts, s) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) || !reflect.DeepEqual(texts, tt.texts) {
+				t.Fatalf("got %#v texts %q\nwant %#v texts %q", got, texts, tt.want, tt.texts)
+			}
+			if s, _ := f.Last()["stream"].(bool); !s {
+				t.Fatalf("request did not ask to stream: %v", f.Last())
+			}
+		})
+	}
+}

@@ -26,6 +26,9 @@
 //     "Done: <rest of that line, trimmed>".
 //  5. Echo: "echo: <last user text>", or "echo: (no user message)".
 //
+// Stream answers exactly as Complete, handing the text to its callback a
+// word at a time (Pieces).
+//
 // Invariants: the request is never modified; the same request always gives
 // the same response; MaxTokens and Tools are ignored (a "!tool" line may name
 // any tool, so tests can also exercise unknown-tool handling).

@@ -150,3 +150,39 @@ func summarize(msgs []model.Message) string {
 	}
 	return b.String()
 }
+
+var _ model.Streamer = (*Provider)(nil)
+
+// Stream answers like Complete and hands the text to onText in pieces (a
+// word and the spaces after it each), so streaming paths can be exercised
+// without a network.
+func (p *Provider) Stream(ctx context.Context, req model.Request, onText func(string)) (model.Response, error) {
+	resp, err := p.Complete(ctx, req)
+	if err != nil {
+		return resp, err
+	}
+	for _, piece := range Pieces(resp.Text) {
+		onText(piece)
+	}
+	return resp, nil
+}
+
+// Pieces cuts text into words, each with the whitespace after it; the
+// pieces concatenated are text.
+func Pieces(text string) []string {
+	var out []string
+	start := 0
+	inSpace := false
+	for i, r := range text {
+		space := r == ' ' || r == '\n' || r == '\t'
+		if inSpace && !space {
+			out = append(out, text[start:i])
+			start = i
+		}
+		inSpace = space
+	}
+	if start < len(text) {
+		out = append(out, text[start:])
+	}
+	return out
+}

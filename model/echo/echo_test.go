@@ -123,3 +123,19 @@ func TestCanceledContext(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestStreamPieces(t *testing.T) {
+	req := model.Request{Messages: []model.Message{user("one two\nthree  four")}}
+	var got []string
+	resp, err := echo.New().Stream(context.Background(), req, func(s string) { got = append(got, s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"echo: ", "one ", "two\n", "three  ", "four"}
+	if !reflect.DeepEqual(got, want) || resp.Text != "echo: one two\nthree  four" {
+		t.Fatalf("pieces %q, text %q", got, resp.Text)
+	}
+	if _, err := echo.New().Stream(context.Background(), model.Request{Messages: []model.Message{user("!fail server")}}, func(string) { t.Fatal("text on failure") }); !errors.Is(err, model.ErrServer) {
+		t.Fatalf("err = %v", err)
+	}
+}

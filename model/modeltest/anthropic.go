@@ -84,6 +84,10 @@ func (f *AnthropicFake) serve(w http.ResponseWriter, r *http.Request) {
 		anthropicError(w, rep.Status, rep.Message)
 		return
 	}
+	if stream, _ := body["stream"].(bool); stream {
+		f.stream(w, r, body, rep)
+		return
+	}
 	var content []any
 	if rep.Text != "" {
 		content = append(content, map[string]any{"type": "text", "text": rep.Text})
@@ -226,4 +230,41 @@ func ValidateAnthropic(body Body) string {
 		}
 	}
 	return ""
+}
+
+// stream answers a "stream": true request as Messages API events: a text
+// block with one delta per chunk, then each tool_use block with its input
+// as one input_json_delta, then message_delta and message_stop.
+func (f *AnthropicFake) stream(w http.ResponseWriter, r *http.Request, body Body, rep Reply) {
+	startSSE(w)
+	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": "msg_fake", "type": "message", "role": "assistant", "model": body["model"], "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 1, "output_tokens": 0}}})
+	idx := 0
+	if chunks := rep.chunks(); len(chunks) > 0 {
+		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "text", "text": ""}})
+		for i, c := range chunks {
+			if i > 0 {
+				wait(r, rep.ChunkDelay)
+			}
+			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "text_delta", "text": c}})
+		}
+		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
+		idx++
+	}
+	stop := "end_turn"
+	for _, c := range rep.ToolCalls {
+		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": idx,
+			"content_block": map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}}})
+		args := c.Arguments
+		if args == "" {
+			args = "{}"
+		}
+		sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "input_json_delta", "partial_json": args}})
+		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
+		idx++
+		stop = "tool_use"
+	}
+	sse(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 1}})
+	sse(w, "message_stop", map[string]any{"type": "message_stop"})
 }

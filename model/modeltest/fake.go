@@ -20,6 +20,39 @@ type Reply struct {
 	ToolCalls []model.ToolCall
 	// Delay holds the response back (or until the client gives up).
 	Delay time.Duration
+	// Chunks, for a streamed request ("stream": true), are the text
+	// deltas sent (default: Text as one delta), ChunkDelay apart.
+	Chunks     []string
+	ChunkDelay time.Duration
+}
+
+// chunks returns the text deltas of a streamed reply.
+func (r Reply) chunks() []string {
+	if len(r.Chunks) > 0 {
+		return r.Chunks
+	}
+	if r.Text == "" {
+		return nil
+	}
+	return []string{r.Text}
+}
+
+// sse writes one server-sent event (event may be empty) and flushes it.
+func sse(w http.ResponseWriter, event string, data any) {
+	raw, _ := json.Marshal(data)
+	if event != "" {
+		_, _ = io.WriteString(w, "event: "+event+"\n")
+	}
+	_, _ = io.WriteString(w, "data: "+string(raw)+"\n\n")
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func startSSE(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
 }
 
 // Body is a decoded JSON request body.

@@ -2,6 +2,7 @@ package modeltest
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -61,6 +62,10 @@ func (f *OpenAIFake) serve(w http.ResponseWriter, r *http.Request) {
 	wait(r, rep.Delay)
 	if rep.Status != 0 && rep.Status/100 != 2 {
 		openAIError(w, rep.Status, "error", rep.Message)
+		return
+	}
+	if stream, _ := body["stream"].(bool); stream {
+		f.stream(w, r, body, rep)
 		return
 	}
 	msg := map[string]any{"role": "assistant", "content": rep.Text}
@@ -135,4 +140,31 @@ func ValidateOpenAI(body Body) string {
 		return "tool_calls must be followed by tool messages"
 	}
 	return ""
+}
+
+// stream answers a "stream": true request as server-sent chunks: the
+// text deltas, then each tool call (id and name, then its arguments),
+// then the finish reason and [DONE].
+func (f *OpenAIFake) stream(w http.ResponseWriter, r *http.Request, body Body, rep Reply) {
+	startSSE(w)
+	chunk := func(delta map[string]any, finish any) {
+		sse(w, "", map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": body["model"],
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+	}
+	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
+	for i, c := range rep.chunks() {
+		if i > 0 {
+			wait(r, rep.ChunkDelay)
+		}
+		chunk(map[string]any{"content": c}, nil)
+	}
+	finish := "stop"
+	for i, c := range rep.ToolCalls {
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
+			"function": map[string]any{"name": c.Name, "arguments": ""}}}}, nil)
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": c.Arguments}}}}, nil)
+		finish = "tool_calls"
+	}
+	chunk(map[string]any{}, finish)
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 }

@@ -76,7 +76,41 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Respo
 	if len(resp.Choices) == 0 {
 		return model.Response{}, &model.Error{Kind: model.KindUnknown, Provider: Name, Err: errors.New("response has no choices")}
 	}
-	msg := resp.Choices[0].Message
+	return toResponse(resp.Choices[0].Message), nil
+}
+
+var _ model.Streamer = (*Provider)(nil)
+
+// Stream sends req as one streamed chat completion (server-sent events):
+// onText gets each content delta; tool-call deltas are accumulated, never
+// shown.
+func (p *Provider) Stream(ctx context.Context, req model.Request, onText func(string)) (model.Response, error) {
+	if p.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.timeout)
+		defer cancel()
+	}
+	stream := p.chat.NewStreaming(ctx, BuildParams(p.model, req))
+	defer stream.Close()
+	var acc oai.ChatCompletionAccumulator
+	for stream.Next() {
+		chunk := stream.Current()
+		acc.AddChunk(chunk)
+		if len(chunk.Choices) > 0 && chunk.Choices[0].Delta.Content != "" {
+			onText(chunk.Choices[0].Delta.Content)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return model.Response{}, p.mapError(ctx, err)
+	}
+	if len(acc.Choices) == 0 {
+		return model.Response{}, &model.Error{Kind: model.KindUnknown, Provider: Name, Err: errors.New("stream has no choices")}
+	}
+	return toResponse(acc.Choices[0].Message), nil
+}
+
+// toResponse maps a completion message onto a model.Response.
+func toResponse(msg oai.ChatCompletionMessage) model.Response {
 	out := model.Response{Text: msg.Content}
 	for _, tc := range msg.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
@@ -88,7 +122,7 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Respo
 		}
 		out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 	}
-	return out, nil
+	return out
 }
 
 func (p *Provider) mapError(ctx context.Context, err error) error {

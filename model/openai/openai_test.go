@@ -306,3 +306,47 @@ func TestImagesSentAsImageURLParts(t *testing.T) {
 		t.Fatalf("messages\n got %s\nwant %s", got, w)
 	}
 }
+
+// TestStream: a streamed completion hands each content delta to onText
+// (never the tool call), sends "stream": true, and returns the whole answer.
+func TestStream(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply modeltest.Reply
+		want  model.Response
+		texts []string
+	}{
+		{"text", modeltest.Reply{Chunks: []string{"Hel", "lo ", "world"}},
+			model.Response{Text: "Hello world"}, []string{"Hel", "lo ", "world"}},
+		{"text then tool", modeltest.Reply{Chunks: []string{"Let me look."}, ToolCalls: []model.ToolCall{{ID: "c1", Name: "list_jobs", Arguments: `{"a":1}`}}},
+			model.Response{Text: "Let me look.", ToolCalls: []model.ToolCall{{ID: "c1", Name: "list_jobs", Arguments: `{"a":1}`}}}, []string{"Let me look."}},
+		{"tool only", modeltest.Reply{ToolCalls: []model.ToolCall{{ID: "c1", Name: "x", Arguments: `{}`}}},
+			model.Response{ToolCalls: []model.ToolCall{{ID: "c1", Name: "x", Arguments: `{}`}}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := modeltest.NewOpenAIFake(t, testKey)
+			f.Respond(func(modeltest.Body) modeltest.Reply { return tt.reply })
+			var texts []string
+			got, err := newProvider(t, f, 0).Stream(context.Background(), model.Request{Messages: []model.Message{user("", "hi")}}, func(s string) { texts = append(texts, s) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) || !reflect.DeepEqual(texts, tt.texts) {
+				t.Fatalf("got %#v texts %q\nwant %#v texts %q", got, texts, tt.want, tt.texts)
+			}
+			if s, _ := f.Last()["stream"].(bool); !s {
+				t.Fatalf("request did not ask to stream: %v", f.Last())
+			}
+		})
+	}
+}
+
+func TestStreamError(t *testing.T) {
+	f := modeltest.NewOpenAIFake(t, testKey)
+	f.Respond(func(modeltest.Body) modeltest.Reply { return modeltest.Reply{Status: 429, Message: "slow down"} })
+	_, err := newProvider(t, f, 0).Stream(context.Background(), model.Request{Messages: []model.Message{user("", "hi")}}, func(string) { t.Fatal("text on error") })
+	if !errors.Is(err, model.ErrRateLimited) || strings.Contains(err.Error(), testKey) {
+		t.Fatalf("err = %v", err)
+	}
+}

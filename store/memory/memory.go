@@ -363,6 +363,11 @@ func copyDelivery(r delivery.Record) delivery.Record {
 	} else {
 		r.MessageIDs = slices.Clone(r.MessageIDs)
 	}
+	if len(r.LiveParts) == 0 {
+		r.LiveParts = nil
+	} else {
+		r.LiveParts = slices.Clone(r.LiveParts)
+	}
 	r.CreatedAt = r.CreatedAt.Round(0)
 	r.UpdatedAt = r.UpdatedAt.Round(0)
 	return r

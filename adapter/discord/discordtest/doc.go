@@ -53,7 +53,13 @@
 //     privileged intent (members, presences, message content) they do not allow is closed with
 //     4014. GET /users/@me/guilds pages the bot's guilds with its guild-wide permissions.
 //   - Typing (POST /channels/{id}/typing) is always limited per channel (TypingLimit: 5 per 5 s) unless
-//     configured otherwise; RequestsTo("POST", that route) lists the bot's typing calls.
+//     configured otherwise; RequestsTo("POST", that route) lists the bot's typing calls. Message
+//     edits (PATCH /channels/{id}/messages/{id}) are always limited per channel (EditLimit: 5 per
+//     5 s, all of the channel's messages together) unless configured otherwise.
+//   - Message components: create and edit bodies may carry action rows of buttons (validated:
+//     at most 5 rows of 5 buttons, custom_id 1-100 characters, unique in the message, label at
+//     most 80); an edit's components replace them ([] removes them). ClickButton has a user click
+//     a button: INTERACTION_CREATE type 3 with the message, under the same 3 s deadline.
 //   - Other rate limits are off unless configured (Options.RateLimits, GlobalLimit, SetRateLimit); when
 //     on, buckets are per method+route per top-level resource, every response carries X-RateLimit-*
 //     headers, and 429s carry retry_after (seconds), Retry-After and X-RateLimit-Scope.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -970,5 +972,104 @@ func TestUserEditsAndDeletions(t *testing.T) {
 	}
 	if got := f.e.Messages(f.ch.ID); len(got) != 0 {
 		t.Fatalf("messages left: %+v", got)
+	}
+}
+
+// Message edits are limited per channel even when a test configures no
+// limits (Discord: about 5 per 5 s), across the channel's messages.
+func TestEditsAlwaysRateLimited(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	f := newFixture(t, discordtest.Options{Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
+	s := restSession(t, f.e)
+	a, err := s.ChannelMessageSendComplex(f.ch.ID, &discordgo.MessageSend{Content: "a", AllowedMentions: quiet()})
+	must(t, err)
+	b, err := s.ChannelMessageSendComplex(f.ch.ID, &discordgo.MessageSend{Content: "b", AllowedMentions: quiet()})
+	must(t, err)
+	edit := func(id, text string) error {
+		_, err := restSession(t, f.e).ChannelMessageEditComplex(&discordgo.MessageEdit{ID: id, Channel: f.ch.ID, Content: &text, AllowedMentions: quiet()},
+			discordgo.WithRetryOnRatelimit(false))
+		return err
+	}
+	for i := range discordtest.EditLimit.Limit {
+		id := a.ID
+		if i%2 == 1 {
+			id = b.ID
+		}
+		if err := edit(id, fmt.Sprint("edit ", i)); err != nil {
+			t.Fatalf("edit %d: %v", i, err)
+		}
+	}
+	var rle *discordgo.RateLimitError
+	if err := edit(b.ID, "one too many"); !errors.As(err, &rle) {
+		t.Fatalf("edit past the limit: want a 429, got %v", err)
+	}
+	mu.Lock()
+	now = now.Add(discordtest.EditLimit.Window)
+	mu.Unlock()
+	must(t, edit(b.ID, "after the window"))
+	if m, _ := f.e.Message(b.ID); m.Content != "after the window" {
+		t.Fatalf("content %q", m.Content)
+	}
+}
+
+// Buttons: validated on create and edit, replaced by an edit's components
+// ([] removes them); ClickButton reaches discordgo as a component
+// interaction whose answer keeps the 3 s deadline.
+func TestButtonsAndClicks(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	f := newFixture(t, discordtest.Options{Now: clock})
+	clicks := make(chan *discordgo.InteractionCreate, 4)
+	s := openSession(t, f.e, func(s *discordgo.Session) {
+		s.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) { clicks <- i })
+	})
+	row := func(ids ...string) []discordgo.MessageComponent {
+		var bs []discordgo.MessageComponent
+		for _, id := range ids {
+			bs = append(bs, discordgo.Button{Label: "Stop", Style: discordgo.SecondaryButton, CustomID: id})
+		}
+		return []discordgo.MessageComponent{discordgo.ActionsRow{Components: bs}}
+	}
+	if _, err := s.ChannelMessageSendComplex(f.ch.ID, &discordgo.MessageSend{Content: "x", AllowedMentions: quiet(), Components: row("a", "a")}); err == nil {
+		t.Fatal("duplicate custom ids accepted")
+	}
+	if _, err := s.ChannelMessageSendComplex(f.ch.ID, &discordgo.MessageSend{Content: "x", AllowedMentions: quiet(), Components: row(strings.Repeat("x", 101))}); err == nil {
+		t.Fatal("a 101-character custom id accepted")
+	}
+	m, err := s.ChannelMessageSendComplex(f.ch.ID, &discordgo.MessageSend{Content: "live", AllowedMentions: quiet(), Components: row("stop:1")})
+	must(t, err)
+	if got, _ := f.e.Message(m.ID); !slices.Equal(got.Buttons(), []string{"stop:1"}) {
+		t.Fatalf("buttons %v", got.Buttons())
+	}
+	in, err := f.e.ClickButton(m.ID, f.alice.ID, "stop:1")
+	must(t, err)
+	got := <-clicks
+	if got.Type != discordgo.InteractionMessageComponent || got.MessageComponentData().CustomID != "stop:1" || got.Message == nil || got.Message.ID != m.ID || got.Member == nil || got.Member.User.ID != f.alice.ID {
+		t.Fatalf("click = %+v", got.Interaction)
+	}
+	if _, err := f.e.ClickButton(m.ID, f.alice.ID, "nope"); err == nil {
+		t.Fatal("a click on a button the message lacks")
+	}
+	mu.Lock()
+	now = now.Add(3*time.Second + time.Millisecond)
+	mu.Unlock()
+	err = s.InteractionRespond(got.Interaction, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Content: "late", Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: quiet()}})
+	if status, code := restCode(t, err); status != http.StatusNotFound || code != 10062 {
+		t.Fatalf("answer after 3 s = %d/%d", status, code)
+	}
+	if r, _ := f.e.Interaction(in.ID); len(r.Responses) != 0 {
+		t.Fatalf("responses %+v", r.Responses)
+	}
+	empty := []discordgo.MessageComponent{}
+	text := "done"
+	_, err = s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: m.ID, Channel: f.ch.ID, Content: &text, Components: &empty, AllowedMentions: quiet()})
+	must(t, err)
+	if got, _ := f.e.Message(m.ID); len(got.Buttons()) != 0 || got.Content != "done" {
+		t.Fatalf("after the edit: %q buttons %v", got.Content, got.Buttons())
 	}
 }

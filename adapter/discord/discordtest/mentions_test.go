@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -17,7 +18,9 @@ import (
 // allowed_mentions with parse [] and nothing else allowed (invariant 12).
 func TestMentionsRequired(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, discordtest.Options{})
+	// Many edits of one channel's messages in a row: the edit limit is
+	// raised here (this test is about mentions, not pacing).
+	f := newFixture(t, discordtest.Options{RateLimits: []discordtest.RateLimit{{Method: "PATCH", Route: discordtest.EditLimit.Route, Limit: 1000, Window: time.Second}}})
 	s := restSession(t, f.e)
 	app := f.e.ApplicationID()
 	_, err := s.ApplicationCommandBulkOverwrite(app, f.guild.ID, []*discordgo.ApplicationCommand{{Name: "ping", Description: "p"}})

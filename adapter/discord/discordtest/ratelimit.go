@@ -48,10 +48,18 @@ type rateLimiter struct {
 // "typing" must pace itself whatever a test configures.
 var TypingLimit = RateLimit{Method: "POST", Route: "/channels/{channel_id}/typing", Limit: 5, Window: 5 * time.Second}
 
+// EditLimit is the message-edit bucket the emulator always enforces (per
+// channel, all messages of the channel together) unless Options.RateLimits
+// configures that route: Discord limits a bot's edits in a channel to
+// about 5 per 5 s, so a streamed reply must pace its edits.
+var EditLimit = RateLimit{Method: "PATCH", Route: "/channels/{channel_id}/messages/{message_id}", Limit: 5, Window: 5 * time.Second}
+
 func newRateLimiter(routes []RateLimit, global int, gw time.Duration) rateLimiter {
 	routes = append([]RateLimit(nil), routes...)
-	if !slices.ContainsFunc(routes, func(r RateLimit) bool { return r.Route == TypingLimit.Route }) {
-		routes = append(routes, TypingLimit)
+	for _, always := range []RateLimit{TypingLimit, EditLimit} {
+		if !slices.ContainsFunc(routes, func(r RateLimit) bool { return r.Route == always.Route && r.Method == always.Method }) {
+			routes = append(routes, always)
+		}
 	}
 	return rateLimiter{
 		routes: routes, global: global, globalWindow: gw,

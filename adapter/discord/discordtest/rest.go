@@ -346,6 +346,7 @@ type msgBody struct {
 	Nonce            json.RawMessage   `json:"nonce"`
 	EnforceNonce     bool              `json:"enforce_nonce"`
 	Flags            *int              `json:"flags"`
+	Components       json.RawMessage   `json:"components"`
 	Username         string            `json:"username"`
 	AvatarURL        string            `json:"avatar_url"`
 	Data             *msgBody          `json:"data"` // interaction callbacks
@@ -447,7 +448,11 @@ func (e *Emulator) createMessage(c *call) reply {
 			}
 		}
 	}
-	m := &Message{Content: b.content(), Author: e.botUser, Embeds: b.Embeds, AllowedMentions: b.AllowedMentions, Nonce: nonce}
+	rows, r := parseComponents(b.Components)
+	if r.status != 0 {
+		return r
+	}
+	m := &Message{Content: b.content(), Author: e.botUser, Embeds: b.Embeds, AllowedMentions: b.AllowedMentions, Nonce: nonce, Components: rows}
 	if b.Flags != nil {
 		m.Flags = *b.Flags
 	}
@@ -584,6 +589,13 @@ func (e *Emulator) applyEditLocked(c *call, ch *Channel, m *Message) reply {
 	if b.Embeds != nil {
 		next.Embeds = b.Embeds
 	}
+	if b.Components != nil {
+		rows, r := parseComponents(b.Components)
+		if r.status != 0 {
+			return r
+		}
+		next.Components = rows
+	}
 	chk := msgBody{Content: &next.Content, Embeds: next.Embeds}
 	if r := validateContent(&chk); r.status != 0 {
 		return r
@@ -591,7 +603,7 @@ func (e *Emulator) applyEditLocked(c *call, ch *Channel, m *Message) reply {
 	if next.Content != m.Content {
 		m.History = append(m.History, m.Content)
 	}
-	m.Content, m.Embeds = next.Content, next.Embeds
+	m.Content, m.Embeds, m.Components = next.Content, next.Embeds, next.Components
 	m.AllowedMentions = b.AllowedMentions // Discord recomputes mentions with the edit's allowances
 	if b.Flags != nil {
 		m.Flags = *b.Flags
@@ -1203,4 +1215,65 @@ func (e *Emulator) followup(c *call) reply {
 		return noContent()
 	}
 	return ok(m.wire())
+}
+
+// parseComponents validates a message's components as Discord does for
+// buttons: action rows (type 1) of at most 5 buttons (type 2), at most 5
+// rows, each button with a custom_id of 1-100 characters unique in the
+// message (or a url for a link button) and a label of at most 80.
+func parseComponents(raw json.RawMessage) ([]json.RawMessage, reply) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, reply{}
+	}
+	var rows []json.RawMessage
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		return nil, formError("components", "BASE_TYPE_BAD_ARRAY", "Must be an array.")
+	}
+	if len(rows) > 5 {
+		return nil, formError("components", "BASE_TYPE_BAD_LENGTH", "Must be 5 or fewer in length.")
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		var row struct {
+			Type       int `json:"type"`
+			Components []struct {
+				Type     int    `json:"type"`
+				Style    int    `json:"style"`
+				Label    string `json:"label"`
+				CustomID string `json:"custom_id"`
+				URL      string `json:"url"`
+			} `json:"components"`
+		}
+		if err := json.Unmarshal(r, &row); err != nil || row.Type != 1 {
+			return nil, formError("components", "COMPONENT_INVALID_TYPE", "Top-level components must be action rows.")
+		}
+		if len(row.Components) == 0 || len(row.Components) > 5 {
+			return nil, formError("components", "BASE_TYPE_BAD_LENGTH", "An action row holds 1 to 5 buttons.")
+		}
+		for _, c := range row.Components {
+			if c.Type != 2 {
+				return nil, formError("components", "COMPONENT_INVALID_TYPE", "Only buttons are emulated.")
+			}
+			if utf8.RuneCountInString(c.Label) > 80 {
+				return nil, formError("components", "BASE_TYPE_MAX_LENGTH", "Must be 80 or fewer in length.")
+			}
+			if c.Style == 5 {
+				if c.URL == "" {
+					return nil, formError("components", "BASE_TYPE_REQUIRED", "A link button needs a url.")
+				}
+				continue
+			}
+			if n := utf8.RuneCountInString(c.CustomID); n < 1 || n > 100 {
+				return nil, formError("components", "BASE_TYPE_BAD_LENGTH", "custom_id must be 1 to 100 in length.")
+			}
+			if seen[c.CustomID] {
+				return nil, formError("components", "COMPONENT_CUSTOM_ID_DUPLICATED", "Component custom id cannot be duplicated.")
+			}
+			seen[c.CustomID] = true
+		}
+	}
+	if len(rows) == 0 {
+		return nil, reply{}
+	}
+	return rows, reply{}
 }

@@ -105,6 +105,29 @@ type Message struct {
 	History []string
 	// Attachments are the files a user message carries (UserSayFiles).
 	Attachments []Attachment
+	// Components are the message's action rows as sent (nil: none).
+	Components []json.RawMessage
+}
+
+// Buttons returns the custom ids of the message's buttons, in order.
+func (m Message) Buttons() []string {
+	var out []string
+	for _, raw := range m.Components {
+		var row struct {
+			Components []struct {
+				Type     int    `json:"type"`
+				CustomID string `json:"custom_id"`
+			} `json:"components"`
+		}
+		if json.Unmarshal(raw, &row) == nil {
+			for _, c := range row.Components {
+				if c.Type == 2 {
+					out = append(out, c.CustomID)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // File is a file a user attaches to a message.
@@ -165,13 +188,16 @@ type InteractionResponse struct {
 
 // Interaction is a slash-command invocation made with InvokeCommand.
 type Interaction struct {
-	ID         string
-	Token      string
-	ChannelID  string
-	GuildID    string
-	User       User
-	Command    string
-	Options    []CommandOption
+	ID        string
+	Token     string
+	ChannelID string
+	GuildID   string
+	User      User
+	Command   string
+	Options   []CommandOption
+	// CustomID and MessageID are set for a button click (ClickButton).
+	CustomID   string
+	MessageID  string
 	Responses  []InteractionResponse
 	OriginalID string // id of the displayed original response message, if any
 	Created    time.Time
@@ -396,6 +422,9 @@ func (m *Message) wire() map[string]any {
 	}
 	if m.Nonce != "" {
 		out["nonce"] = m.Nonce
+	}
+	if len(m.Components) > 0 {
+		out["components"] = m.Components
 	}
 	return out
 }

@@ -595,3 +595,52 @@ func (e *Emulator) WaitAnswer(ctx context.Context, interactionID string) (Intera
 	}
 	return in.Responses[idx], in, nil
 }
+
+// ClickButton has a user click the button customID on a message, emitting
+// INTERACTION_CREATE (type 3, message component) with the message. The
+// bot's answer is recorded on the returned interaction (see Interaction),
+// under the same 3 s deadline as a command's.
+func (e *Emulator) ClickButton(messageID, userID, customID string) (Interaction, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	u, err := e.userLocked(userID)
+	if err != nil {
+		return Interaction{}, err
+	}
+	m := e.world.msgByID[messageID]
+	if m == nil {
+		return Interaction{}, fmt.Errorf("discordtest: unknown message %s", messageID)
+	}
+	if !slices.Contains(m.Buttons(), customID) {
+		return Interaction{}, fmt.Errorf("discordtest: message %s has no button %q", messageID, customID)
+	}
+	ch := e.world.channel(m.ChannelID)
+	if ch == nil {
+		return Interaction{}, fmt.Errorf("discordtest: unknown channel %s", m.ChannelID)
+	}
+	in := &Interaction{ID: e.nextIDLocked(), ChannelID: ch.ID, GuildID: ch.GuildID, User: u, CustomID: customID, MessageID: m.ID, Created: e.opts.Now()}
+	in.Token = "itok-" + in.ID
+	e.world.interactions[in.Token] = in
+	e.world.interByID[in.ID] = in
+	d := map[string]any{
+		"id": in.ID, "application_id": e.appID, "type": 3, "token": in.Token, "version": 1,
+		"channel_id": ch.ID, "locale": "en-US", "app_permissions": itoa(^e.world.botDenied(ch) & allPerms),
+		"data":    map[string]any{"custom_id": customID, "component_type": 2},
+		"message": m.wire(),
+		"channel": ch.wire(&e.world),
+	}
+	if ch.GuildID != "" {
+		if !e.world.isMember(ch.GuildID, u.ID) {
+			return Interaction{}, fmt.Errorf("discordtest: %s is not a member of guild %s", u.ID, ch.GuildID)
+		}
+		d["guild_id"] = ch.GuildID
+		d["guild_locale"] = "en-US"
+		mem := e.memberWireLocked(ch.GuildID, u.ID, true)
+		mem["permissions"] = itoa(e.world.permissions(u.ID, ch))
+		d["member"] = mem
+	} else {
+		d["user"] = u.wire()
+	}
+	e.dispatchLocked("INTERACTION_CREATE", d)
+	return cloneInteraction(in), nil
+}

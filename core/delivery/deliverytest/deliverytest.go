@@ -126,10 +126,13 @@ func testPutGet(t *testing.T, h *harness) {
 		MessageIDs: []string{"1", "2"},
 		// The text of the parts displayed before a later part failed.
 		DisplayedText: "multi\n",
-		Error:         "none",
-		Reason:        "bound",
-		CreatedAt:     time.Date(2025, 5, 5, 5, 5, 5, 555, zone),
-		UpdatedAt:     time.Now(),
+		// A live delivery's per-part texts (about to be shown).
+		Live:      true,
+		LiveParts: []string{"multi\n", "line ✓"},
+		Error:     "none",
+		Reason:    "bound",
+		CreatedAt: time.Date(2025, 5, 5, 5, 5, 5, 555, zone),
+		UpdatedAt: time.Now(),
 	}
 	minimal := delivery.Record{Delivery: delivery.Delivery{ID: "d-min"}}
 	empties := rec("d-empty", delivery.StatePending, t0)
@@ -273,15 +276,19 @@ func testCopies(t *testing.T, h *harness) {
 	s := h.Open(t)
 	in := rec("d1", delivery.StateDelivered, t0)
 	in.MessageIDs = []string{"m1"}
+	in.LiveParts = []string{"p1"}
 	in.Delivery.Producer.Meta = map[string]string{"a": "1"}
 	put(t, h, s, in)
 	want := in
 	want.MessageIDs = []string{"m1"}
+	want.LiveParts = []string{"p1"}
 	want.Delivery.Producer.Meta = map[string]string{"a": "1"}
 	in.MessageIDs[0] = "mutated"
+	in.LiveParts[0] = "mutated"
 	in.Delivery.Producer.Meta["a"] = "mutated"
 	got := get(t, h, s, "d1")
 	got.MessageIDs[0] = "mutated-out"
+	got.LiveParts[0] = "mutated-out"
 	got.Delivery.Producer.Meta["a"] = "mutated-out"
 	mustEqual(t, "after mutation", get(t, h, s, "d1"), want)
 	rs, _ := s.Deliveries(h.Ctx, "", 0)

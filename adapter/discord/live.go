@@ -1,0 +1,179 @@
+package discord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/agentbot/agentbot/core/authz"
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/sessionkey"
+)
+
+var _ delivery.LiveSender = (*Adapter)(nil)
+
+// stopPrefix starts the custom id of a live message's Stop button; the
+// rest is the run id (core/session Run.ID).
+const stopPrefix = "agentbot:stop:"
+
+// liveBody is a live message's create or edit body. Components is always
+// sent on an edit: [] removes the Stop button.
+type liveBody struct {
+	Content          string                            `json:"content"`
+	AllowedMentions  *discordgo.MessageAllowedMentions `json:"allowed_mentions"`
+	Components       []discordgo.MessageComponent      `json:"components"`
+	MessageReference *discordgo.MessageReference       `json:"message_reference,omitempty"`
+	Nonce            string                            `json:"nonce,omitempty"`
+	EnforceNonce     bool                              `json:"enforce_nonce,omitempty"`
+}
+
+func components(c delivery.Controls) []discordgo.MessageComponent {
+	if c.StopRun == "" {
+		return []discordgo.MessageComponent{}
+	}
+	return []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+		discordgo.Button{Label: "Stop", Style: discordgo.SecondaryButton, CustomID: stopPrefix + c.StopRun, Emoji: &discordgo.ComponentEmoji{Name: "⏹️"}},
+	}}}
+}
+
+// SplitLive implements delivery.LiveSender with the reply splitter.
+func (a *Adapter) SplitLive(text string) []string { return SplitMessage(text, MaxMessageLen) }
+
+// PostLive implements delivery.LiveSender: a bot message carrying the
+// part's nonce (a repeat returns the first message), nothing pinged, the
+// first part replying to d.ReplyTo.
+func (a *Adapter) PostLive(ctx context.Context, d delivery.Delivery, part int, text string, c delivery.Controls) (string, error) {
+	s := a.session()
+	if s == nil {
+		return "", fmt.Errorf("%w: not connected to Discord", delivery.ErrTransient)
+	}
+	channelID, err := a.channelFor(ctx, s, d.Target.ConversationID)
+	if err != nil {
+		return "", err
+	}
+	if part == 0 && !strings.HasPrefix(d.Target.ConversationID, sessionkey.DMPrefix) {
+		if err := a.checkThread(ctx, s, channelID); err != nil {
+			return "", err
+		}
+	}
+	body := liveBody{Content: text, AllowedMentions: noMentions(), Components: components(c), Nonce: nonceFor(d.ID, part), EnforceNonce: true}
+	if part == 0 && d.ReplyTo != "" {
+		f := false
+		body.MessageReference = &discordgo.MessageReference{MessageID: d.ReplyTo, ChannelID: channelID, FailIfNotExists: &f}
+	}
+	endpoint := discordgo.EndpointChannelMessages(channelID)
+	var msg discordgo.Message
+	if err := a.liveRequest(ctx, s, "POST", endpoint, endpoint, body, &msg); err != nil {
+		return "", fmt.Errorf("post live part %d to %s: %w", part+1, channelID, err)
+	}
+	a.claimed.add(msg.ID)
+	a.touch(d)
+	return msg.ID, nil
+}
+
+// EditLive implements delivery.LiveSender: the edit carries the same
+// allowed_mentions (nothing pings on an edit either) and the controls.
+func (a *Adapter) EditLive(ctx context.Context, d delivery.Delivery, messageID, text string, c delivery.Controls) error {
+	s := a.session()
+	if s == nil {
+		return fmt.Errorf("%w: not connected to Discord", delivery.ErrTransient)
+	}
+	channelID, err := a.channelFor(ctx, s, d.Target.ConversationID)
+	if err != nil {
+		return err
+	}
+	endpoint := discordgo.EndpointChannelMessage(channelID, messageID)
+	// One bucket per channel for edits (Discord's shared message-edit limit).
+	bucket := discordgo.EndpointChannelMessage(channelID, "")
+	body := liveBody{Content: text, AllowedMentions: noMentions(), Components: components(c)}
+	if err := a.liveRequest(ctx, s, "PATCH", endpoint, bucket, body, nil); err != nil {
+		return fmt.Errorf("edit live message %s: %w", messageID, err)
+	}
+	return nil
+}
+
+// liveRequest sends one REST call, waiting out 429s (which commit nothing)
+// and retrying what is retryable.
+func (a *Adapter) liveRequest(ctx context.Context, s *discordgo.Session, method, endpoint, bucket string, body any, out any) error {
+	return a.retry(ctx, func() error {
+		for {
+			raw, err := s.RequestWithBucketID(method, endpoint, body, bucket, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
+			var rl *discordgo.RateLimitError
+			if errors.As(err, &rl) && rl.RateLimit != nil && rl.TooManyRequests != nil {
+				a.d.Metrics.RESTError(0, http.StatusTooManyRequests)
+				if err := a.waitRateLimit(ctx, rl.RetryAfter, false); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil || out == nil {
+				return err
+			}
+			return json.Unmarshal(raw, out)
+		}
+	})
+}
+
+// onComponent answers a click on a message component. The Stop button of
+// a live message stops its run (the same rule as /stop: the run's owner or
+// an operator); anyone else gets an ephemeral refusal. The answer is
+// immediate (Discord's 3 s).
+func (a *Adapter) onComponent(ctx context.Context, in *discordgo.Interaction) {
+	if in.Type != discordgo.InteractionMessageComponent {
+		return
+	}
+	data := in.MessageComponentData()
+	idText, ok := strings.CutPrefix(data.CustomID, stopPrefix)
+	if !ok {
+		return
+	}
+	var userID string
+	switch {
+	case in.Member != nil && in.Member.User != nil:
+		userID = in.Member.User.ID
+		a.noteMember(a.session(), in.GuildID, in.Member, in.Member.User)
+	case in.User != nil:
+		userID = in.User.ID
+	}
+	conv := a.conversationOf(in.GuildID, in.ChannelID, userID)
+	text := a.stopClick(ctx, conv, userID, idText)
+	s := a.session()
+	if s == nil {
+		return
+	}
+	err := s.InteractionRespond(in, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}},
+		discordgo.WithContext(ctx))
+	if err != nil {
+		a.countError(err)
+		a.log.Warn().Err(restError(err)).Msg("stop button answer failed")
+	}
+}
+
+// stopClick stops the run a Stop button names, if the clicker may, and
+// returns the ephemeral answer.
+func (a *Adapter) stopClick(ctx context.Context, conv binding.ConversationRef, userID, idText string) string {
+	id, err := strconv.ParseUint(idText, 10, 64)
+	if err != nil {
+		return "ℹ️ This button is not a Stop button I know."
+	}
+	key, _, _ := a.d.Outbound.SessionFor(conv)
+	run, ok := a.d.Sessions.Running(key)
+	if !ok || run.ID != id {
+		return "ℹ️ It had already finished."
+	}
+	if err := a.auth.MayStop(ctx, authz.Actor{UserID: userID, Where: conv}, run.Owner, "this reply"); err != nil {
+		return "⚠️ " + refusalText(err)
+	}
+	if !a.d.Sessions.Stop(run) {
+		return "ℹ️ It had already finished."
+	}
+	return "⏹️ Stopped."
+}

@@ -1,0 +1,514 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// LiveSender is what a Sender offers for live messages (a reply streamed
+// into a message that is edited as its text grows). Outbound owns the
+// pacing, the outbox record and the transcript entry; the sender only
+// posts and edits.
+type LiveSender interface {
+	// PostLive posts part `part` of live delivery d showing text, with the
+	// controls c. Posting the same (d.ID, part) again returns the message
+	// an earlier attempt created (an idempotency key, e.g. a nonce)
+	// instead of a second one.
+	PostLive(ctx context.Context, d Delivery, part int, text string, c Controls) (messageID string, err error)
+	// EditLive makes a posted part show text with the controls c (none
+	// removes them).
+	EditLive(ctx context.Context, d Delivery, messageID, text string, c Controls) error
+	// SplitLive cuts text into message parts at clean points (the
+	// platform's length limit); the parts concatenated are text.
+	SplitLive(text string) []string
+}
+
+// Controls are the interactive components a live message carries while it
+// is live. The final edit removes them.
+type Controls struct {
+	// StopRun, when set, adds a Stop button that stops this run (a
+	// core/session Run.ID); the platform adapter routes its clicks.
+	StopRun string
+}
+
+// DefaultLiveInterval is the least time between two requests for one
+// message of a live delivery (Discord: about one edit per second).
+const DefaultLiveInterval = time.Second
+
+// InterruptedMark ends the text of a live message that a crash cut off,
+// when Recover finishes it: the chat shows the reply was cut short, and
+// the transcript records the mark with the rest.
+const InterruptedMark = "\n\n*(reply interrupted)*"
+
+// ErrNotLive: the Sender cannot display live messages.
+var ErrNotLive = errors.New("sender cannot display live messages")
+
+// LiveOptions tune a live delivery.
+type LiveOptions struct {
+	// Controls are carried by the last part while the message is live.
+	Controls Controls
+	// Commit writes a turn reply's entry (see CommitFunc); nil lets
+	// Outbound write it.
+	Commit CommitFunc
+	// Interval is the least time between two requests for one message
+	// (default DefaultLiveInterval).
+	Interval time.Duration
+	// After paces the edits (default time.After); tests inject one.
+	After func(time.Duration) <-chan time.Time
+	// OnRequest, if set, is called just before each post or edit (metrics,
+	// benchmarks).
+	OnRequest func(kind string)
+}
+
+// Live is one live message: posted when its first text arrives, edited as
+// the text grows (at most once per Interval per message), continued into
+// a new message at the sender's length limit, and finalized by Finish,
+// which removes the controls and writes the transcript entry once, with
+// exactly the final displayed text and every message id (Rule 1).
+//
+// From its first post until Finish returns, a live message holds its
+// conversation's send lock: nothing else is displayed (or written) in the
+// conversation in between, so transcript order stays display order.
+//
+// Crash safety: before every post or edit, the outbox record holds the
+// text each part is about to show and the ids of the parts already posted;
+// after a post it holds the new id. Recover finishes an interrupted live
+// delivery: it re-posts a part whose id is unknown under the same
+// idempotency key (finding the one displayed, never a duplicate), edits
+// every part to its recorded text with InterruptedMark and no controls,
+// and writes the entry.
+type Live struct {
+	o   *Outbound
+	ls  LiveSender
+	d   Delivery
+	opt LiveOptions
+
+	mu    sync.Mutex
+	want  string
+	final bool
+	kick  chan struct{}
+	done  chan struct{}
+	shown string // text displayed so far (what the chat shows)
+	res   Result
+	err   error
+
+	// owned by the pump goroutine
+	rec       Record
+	started   bool
+	skip      bool // the delivery was already confirmed: display nothing
+	ids       []string
+	parts     []string // text each posted part shows (as confirmed)
+	ctl       []bool   // whether each posted part carries the controls
+	fixed     []string // parts that are cut: their text never changes
+	last      map[int]time.Time
+	tried     map[int]bool // parts a post was attempted for
+	claimedAt time.Time
+	failed    error
+	unlock    func()
+	recovered bool
+}
+
+// Live starts a live delivery of d (d.Text is ignored: the text comes from
+// Update and Finish). It does no I/O until the first Update with text.
+// The caller must call Finish (also after an error or a stop).
+func (o *Outbound) Live(ctx context.Context, d Delivery, opt LiveOptions) *Live {
+	if opt.Interval <= 0 {
+		opt.Interval = DefaultLiveInterval
+	}
+	if opt.After == nil {
+		opt.After = time.After
+	}
+	d.Target = d.Target.Normalize()
+	d.Text = ""
+	l := &Live{o: o, d: d, opt: opt, kick: make(chan struct{}, 1), done: make(chan struct{}), last: map[int]time.Time{}, tried: map[int]bool{}}
+	l.ls, _ = o.sender.(LiveSender)
+	go l.run(context.WithoutCancel(ctx))
+	return l
+}
+
+// Update sets the text the message should show now (the whole text so
+// far; each call's text extends the previous one). It never blocks on
+// I/O: the edit follows when the pacing allows.
+func (l *Live) Update(text string) {
+	l.mu.Lock()
+	if l.final {
+		l.mu.Unlock()
+		return
+	}
+	l.want = text
+	l.mu.Unlock()
+	l.poke()
+}
+
+// Shown returns the text the chat displays so far.
+func (l *Live) Shown() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.shown
+}
+
+// Finish makes the message show text without controls (after the pacing
+// allows), then writes the transcript entry once. An empty text with
+// nothing displayed posts nothing. A failure after something was displayed
+// records what is displayed (or leaves the record to Recover when a
+// request's outcome is unknown) and returns *FailedError.
+func (l *Live) Finish(ctx context.Context, text string) (Result, error) {
+	l.mu.Lock()
+	if !l.final {
+		l.want, l.final = text, true
+	}
+	l.mu.Unlock()
+	l.poke()
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		<-l.done // the pump finishes on its own (context.WithoutCancel)
+	}
+	return l.res, l.err
+}
+
+func (l *Live) poke() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// op is one request: post part i (i == len(ids)) or edit it.
+type op struct {
+	part int
+	text string
+	ctl  bool
+	post bool
+}
+
+// plan lists the requests that make the chat show want (controls on the
+// last part unless final), fixing the parts that are cut.
+func (l *Live) plan(want string, final bool) []op {
+	rest, ok := strings.CutPrefix(want, strings.Join(l.fixed, ""))
+	if !ok {
+		// Text only grows; a shorter one keeps the parts already cut.
+		rest = ""
+	}
+	var parts []string
+	if strings.TrimSpace(rest) != "" {
+		parts = l.ls.SplitLive(rest)
+	}
+	if !final && len(parts) > 1 {
+		// Cut: the earlier parts are done; only the last one grows.
+		l.fixed = append(l.fixed, parts[:len(parts)-1]...)
+		parts = parts[len(parts)-1:]
+	}
+	all := append(slices.Clone(l.fixed), parts...)
+	var ops []op
+	for i, text := range all {
+		ctl := !final && i == len(all)-1 && l.opt.Controls != (Controls{})
+		switch {
+		case i >= len(l.ids):
+			ops = append(ops, op{part: i, text: text, ctl: ctl, post: true})
+		case l.parts[i] != text || l.ctl[i] != ctl:
+			ops = append(ops, op{part: i, text: text, ctl: ctl})
+		}
+	}
+	if final {
+		// Parts past the final text (none normally) lose their controls.
+		for i := len(all); i < len(l.ids); i++ {
+			if l.ctl[i] {
+				ops = append(ops, op{part: i, text: l.parts[i]})
+			}
+		}
+	}
+	return ops
+}
+
+// finalAttempts bounds how many times a failing final request is retried
+// (each after the sender's own retries) before the delivery is left
+// pending for Recover.
+const finalAttempts = 3
+
+// run is the pump: one goroutine does every request, in order.
+func (l *Live) run(ctx context.Context) {
+	defer close(l.done)
+	defer func() {
+		if l.unlock != nil {
+			l.unlock()
+		}
+	}()
+	l.loop(ctx)
+}
+
+func (l *Live) loop(ctx context.Context) {
+	finalFails := 0
+	for {
+		l.mu.Lock()
+		want, final := l.want, l.final
+		l.mu.Unlock()
+		if l.ls == nil {
+			if final {
+				l.err = fmt.Errorf("live delivery %s: %w", l.d.ID, ErrNotLive)
+				return
+			}
+			<-l.kick
+			continue
+		}
+		var ops []op
+		if l.failed == nil && !l.skip {
+			ops = l.plan(want, final)
+		}
+		if len(ops) > 0 && !l.started {
+			if err := l.start(ctx); err != nil {
+				l.o.log.Error().Err(err).Str("delivery", l.d.ID).Msg("live delivery: start")
+				l.failed = err
+				continue
+			}
+			if l.skip {
+				continue
+			}
+		}
+		if len(ops) == 0 {
+			if final {
+				l.res, l.err = l.finalize(ctx)
+				return
+			}
+			<-l.kick
+			continue
+		}
+		next := ops[0]
+		if t, ok := l.last[next.part]; ok && !l.recovered {
+			if wait := t.Add(l.opt.Interval).Sub(l.o.clock.Now()); wait > 0 {
+				select {
+				case <-l.opt.After(wait):
+				case <-l.kick:
+					// Newer text: plan again (still paced).
+				}
+				continue
+			}
+		}
+		if err := l.do(ctx, next); err != nil && final {
+			if finalFails++; finalFails >= finalAttempts {
+				l.res, l.err = l.unfinished(ctx, err)
+				return
+			}
+		}
+	}
+}
+
+// start takes the conversation's send lock and records the delivery.
+func (l *Live) start(ctx context.Context) error {
+	l.started = true
+	l.unlock = l.o.locks.lock(l.d.Target.Key())
+	prev, found, err := l.o.outbox.GetDelivery(ctx, l.d.ID)
+	if err != nil {
+		return fmt.Errorf("live delivery %s: read outbox: %w", l.d.ID, err)
+	}
+	if found {
+		// Confirmed (or being finished) before: never displayed twice.
+		l.skip, l.rec = true, prev
+		return nil
+	}
+	now := l.o.clock.Now()
+	l.rec = Record{Delivery: l.d, State: StatePending, Live: true, CreatedAt: now, UpdatedAt: now}
+	if l.o.claimer == nil {
+		// The first request's intent is the first write (one store write
+		// before the first post: the first words show sooner).
+		return nil
+	}
+	if err := l.o.outbox.PutDelivery(ctx, l.rec); err != nil {
+		return fmt.Errorf("live delivery %s: record pending: %w", l.d.ID, err)
+	}
+	l.claimedAt = now
+	return l.o.claim(ctx, l.d.ID)
+}
+
+// do runs one request: the record first says what the part is about to
+// show (and, after a post, its id), so a crash leaves Recover all it
+// needs. It returns a transient failure (the request is planned again);
+// a permanent one stops the delivery where it is.
+func (l *Live) do(ctx context.Context, p op) error {
+	intent := slices.Clone(l.parts)
+	if p.post {
+		intent = append(intent, p.text)
+	} else {
+		intent[p.part] = p.text
+	}
+	l.last[p.part] = l.o.clock.Now()
+	if l.o.claimer != nil && !l.recovered && l.o.clock.Now().Sub(l.claimedAt) > l.o.lease/3 {
+		// A stream can outlast the claim's lease: renew it, so a process
+		// recovering the outbox never takes a message still streaming.
+		if err := l.o.claim(ctx, l.d.ID); err != nil {
+			l.failed = err
+			return nil
+		}
+		l.claimedAt = l.o.clock.Now()
+	}
+	l.rec.LiveParts, l.rec.MessageIDs, l.rec.UpdatedAt = intent, slices.Clone(l.ids), l.o.clock.Now()
+	if err := l.o.outbox.PutDelivery(ctx, l.rec); err != nil {
+		// Without the intent on record a crash could leave the display
+		// unrecorded: do not send.
+		l.o.log.Error().Err(err).Str("delivery", l.d.ID).Msg("live delivery: record intent")
+		return fmt.Errorf("record intent: %w: %w", err, ErrTransient)
+	}
+	c := Controls{}
+	if p.ctl {
+		c = l.opt.Controls
+	}
+	if l.opt.OnRequest != nil {
+		kind := "edit"
+		if p.post {
+			kind = "post"
+		}
+		l.opt.OnRequest(kind)
+	}
+	var err error
+	if p.post {
+		// A repeated post returns the message an earlier attempt created,
+		// which shows that attempt's text: it is edited next.
+		retried := l.recovered || l.tried[p.part]
+		l.tried[p.part] = true
+		var id string
+		id, err = l.ls.PostLive(ctx, l.d, p.part, p.text, c)
+		if err == nil {
+			shows := p.text
+			if retried {
+				shows = unknownText
+			}
+			l.ids, l.parts, l.ctl = append(l.ids, id), append(l.parts, shows), append(l.ctl, p.ctl || retried)
+			l.rec.MessageIDs = slices.Clone(l.ids)
+			if perr := l.o.outbox.PutDelivery(ctx, l.rec); perr != nil {
+				l.o.log.Error().Err(perr).Str("delivery", l.d.ID).Msg("live delivery: record posted part")
+			}
+		}
+	} else {
+		err = l.ls.EditLive(ctx, l.d, l.ids[p.part], p.text, c)
+		if err == nil {
+			l.parts[p.part], l.ctl[p.part] = p.text, p.ctl
+		}
+	}
+	if err == nil {
+		l.mu.Lock()
+		l.shown = strings.Join(l.parts, "")
+		if p.post && l.parts[p.part] == unknownText {
+			l.shown = strings.Join(l.parts[:p.part], "") + p.text
+		}
+		l.mu.Unlock()
+		return nil
+	}
+	if errors.Is(err, ErrTransient) {
+		// Outcome unknown (or nothing happened): planned again, paced.
+		l.o.log.Warn().Err(err).Str("delivery", l.d.ID).Int("part", p.part).Msg("live delivery: request failed; retrying")
+		return err
+	}
+	// Permanent: the part shows what it showed before; nothing more is sent.
+	l.o.log.Warn().Err(err).Str("delivery", l.d.ID).Int("part", p.part).Msg("live delivery: request refused; keeping what is shown")
+	l.failed = err
+	return nil
+}
+
+// finalize records the delivery once every request is confirmed: the
+// entry holds exactly the parts displayed.
+func (l *Live) finalize(ctx context.Context) (Result, error) {
+	switch {
+	case l.skip:
+		if l.rec.State == StateSent || l.rec.State == StateDelivered {
+			return l.o.finish(ctx, l.rec, Receipt{MessageIDs: l.rec.MessageIDs, Duplicate: true}, l.opt.Commit, true)
+		}
+		return Result{}, &FailedError{DeliveryID: l.d.ID, Target: l.d.Target,
+			Err: fmt.Errorf("an earlier attempt is unfinished (%s): %w", l.rec.State, ErrTransient)}
+	case !l.started:
+		if l.failed != nil {
+			return Result{}, &FailedError{DeliveryID: l.d.ID, Target: l.d.Target, Err: l.failed}
+		}
+		return Result{}, nil // nothing to show
+	}
+	rec := l.rec
+	now := l.o.clock.Now()
+	if len(l.ids) == 0 {
+		rec.State, rec.LiveParts, rec.UpdatedAt = StateFailed, nil, now
+		if l.failed != nil {
+			rec.Error = l.failed.Error()
+		}
+		if err := l.o.outbox.PutDelivery(ctx, rec); err != nil {
+			l.o.log.Error().Err(err).Str("delivery", l.d.ID).Msg("live delivery: record failure")
+		}
+		l.o.observe(rec)
+		return Result{}, &FailedError{DeliveryID: l.d.ID, Target: l.d.Target, Err: l.failed}
+	}
+	rec.Delivery.Text = strings.Join(l.parts, "")
+	rec.State, rec.MessageIDs, rec.LiveParts, rec.UpdatedAt = StateSent, slices.Clone(l.ids), slices.Clone(l.parts), now
+	if l.failed != nil {
+		rec.Error = l.failed.Error()
+	}
+	// The receipt first: from here a restart writes the entry, never
+	// edits again.
+	if err := l.o.outbox.PutDelivery(ctx, rec); err != nil {
+		l.o.log.Error().Err(err).Str("delivery", l.d.ID).Msg("live delivery: record receipt")
+	}
+	res, err := l.o.finish(ctx, rec, Receipt{MessageIDs: slices.Clone(l.ids)}, l.opt.Commit, l.recovered)
+	if err == nil && l.failed != nil {
+		err = &FailedError{DeliveryID: l.d.ID, Target: l.d.Target,
+			Err: fmt.Errorf("%w: %d part(s) shown: %w", ErrPartlyDisplayed, len(l.ids), l.failed)}
+	}
+	return res, err
+}
+
+// unfinished gives up on a final request whose outcome stays unknown: the
+// record keeps the intent, pending, and Recover finishes it at the next
+// start (the chat may show either text until then).
+func (l *Live) unfinished(ctx context.Context, err error) (Result, error) {
+	l.rec.Error, l.rec.UpdatedAt = err.Error(), l.o.clock.Now()
+	if perr := l.o.outbox.PutDelivery(ctx, l.rec); perr != nil {
+		l.o.log.Error().Err(perr).Str("delivery", l.d.ID).Msg("live delivery: record unfinished")
+	}
+	l.o.observe(l.rec)
+	return Result{MessageIDs: slices.Clone(l.ids)}, &FailedError{DeliveryID: l.d.ID, Target: l.d.Target, Err: err}
+}
+
+// unknownText stands for a part whose displayed text is not known (an
+// earlier attempt's): it matches no text, so the part is edited.
+const unknownText = "\x00unknown"
+
+// recoverLive finishes a live delivery a previous process left: every
+// part shows its recorded text, the last with InterruptedMark, none with
+// controls; a part whose id was not recorded is posted again under its
+// idempotency key (the sender returns the one displayed, if any). Then the
+// entry is written once.
+func (o *Outbound) recoverLive(ctx context.Context, rec Record) error {
+	ls, ok := o.sender.(LiveSender)
+	if !ok {
+		return fmt.Errorf("recover live delivery %s: %w", rec.Delivery.ID, ErrNotLive)
+	}
+	if o.claimer != nil {
+		if err := o.claim(ctx, rec.Delivery.ID); err != nil {
+			return err
+		}
+	}
+	if len(rec.LiveParts) == 0 {
+		// Nothing was about to be displayed.
+		_, err := o.Abandon(ctx, rec.Delivery.ID, "live-nothing-shown")
+		return err
+	}
+	l := &Live{o: o, ls: ls, d: rec.Delivery, rec: rec, started: true, recovered: true,
+		opt: LiveOptions{Interval: DefaultLiveInterval, After: time.After}, kick: make(chan struct{}, 1), last: map[int]time.Time{}, tried: map[int]bool{}}
+	l.ids = slices.Clone(rec.MessageIDs)
+	if len(l.ids) > len(rec.LiveParts) {
+		l.ids = l.ids[:len(rec.LiveParts)]
+	}
+	for range l.ids {
+		// What each part shows now is not known: edit every one.
+		l.parts, l.ctl = append(l.parts, unknownText), append(l.ctl, true)
+	}
+	l.fixed = slices.Clone(rec.LiveParts[:len(rec.LiveParts)-1])
+	l.want, l.final = strings.Join(rec.LiveParts, "")+InterruptedMark, true
+	l.unlock = o.locks.lock(rec.Delivery.Target.Normalize().Key())
+	defer l.unlock()
+	l.loop(ctx)
+	if l.err != nil {
+		return l.err
+	}
+	return nil
+}
