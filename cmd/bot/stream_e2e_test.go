@@ -16,6 +16,7 @@ import (
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/sessionkey"
+	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/model"
 	"github.com/agentbot/agentbot/model/modeltest"
 )
@@ -462,4 +463,105 @@ func TestE2EStreamMessageDeletedMidStream(t *testing.T) {
 			t.Fatalf("the deleted reply's text is still in the transcript: %+v", e)
 		}
 	}
+}
+
+// TestE2EStreamFollowsItsMessageUntilFirstText: a streamed turn follows
+// its message like a non-streamed one until its first text is displayed
+// (an edit re-runs it on the new text, a deletion ends it with nothing
+// posted); from then on the reply stands, and an edit of the question is
+// one of an answered message (the stream goes on, nothing re-runs).
+func TestE2EStreamFollowsItsMessageUntilFirstText(t *testing.T) {
+	t.Parallel()
+	cancelled := func(t *testing.T, c *modeltest.StreamCall) {
+		t.Helper()
+		select {
+		case <-c.Cancelled:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the model call was not cancelled")
+		}
+	}
+	t.Run("edit before the first text re-runs", func(t *testing.T) {
+		t.Parallel()
+		h, sm := startStreamBot(t)
+		q, err := h.emu.UserSay(h.general.ID, h.alice.ID, adMention(h)+"capitol of Frnace")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := nextCall(t, sm)
+		if _, err := h.emu.UserEdit(q.ID, adMention(h)+"capital of France"); err != nil {
+			t.Fatal(err)
+		}
+		cancelled(t, first)
+		again := nextCall(t, sm)
+		if last := again.Req.Messages[len(again.Req.Messages)-1].Text; !strings.Contains(last, "capital of France") {
+			t.Fatalf("the re-run asked %q, want the edited text", last)
+		}
+		again.Send("Paris")
+		again.End(model.Response{})
+		waitShown(t, h, h.general.ID, "Paris")
+		finishBot(t, h, h.general.ID)
+		if n := len(botMsgs(h, h.general.ID)); n != 1 {
+			t.Fatalf("%d bot messages, want the re-run's one", n)
+		}
+	})
+	t.Run("deletion before the first text posts nothing", func(t *testing.T) {
+		t.Parallel()
+		h, sm := startStreamBot(t)
+		q, err := h.emu.UserSay(h.general.ID, h.alice.ID, adMention(h)+"my password is hunter2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := nextCall(t, sm)
+		if err := h.emu.UserDelete(h.alice.ID, q.ID); err != nil {
+			t.Fatal(err)
+		}
+		cancelled(t, c)
+		// A later turn proves nothing of the first was on its way.
+		adSay(t, h, h.general.ID, adMention(h)+"hello")
+		next := nextCall(t, sm)
+		for _, m := range next.Req.Messages {
+			if strings.Contains(m.Text, "hunter2") {
+				t.Fatalf("the deleted message reached the model: %q", m.Text)
+			}
+		}
+		next.Send("Hi")
+		next.End(model.Response{})
+		waitShown(t, h, h.general.ID, "Hi")
+		finishBot(t, h, h.general.ID)
+	})
+	t.Run("an edit after the first text is an edit of an answered message", func(t *testing.T) {
+		t.Parallel()
+		h, sm := startStreamBot(t)
+		q, err := h.emu.UserSay(h.general.ID, h.alice.ID, adMention(h)+"tell me a story")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := nextCall(t, sm)
+		c.Send("Once upon")
+		waitShown(t, h, h.general.ID, "Once upon")
+		if _, err := h.emu.UserEdit(q.ID, adMention(h)+"tell me a long story"); err != nil {
+			t.Fatal(err)
+		}
+		if !c.Send(" a time") {
+			t.Fatal("the stream was cancelled by an edit after its first text")
+		}
+		c.End(model.Response{})
+		waitShown(t, h, h.general.ID, "Once upon a time")
+		// The edit is applied after the stream (its channel's events wait
+		// for the live message); it re-runs nothing: the next call is the
+		// next message's turn.
+		waitUntil(t, h, "the edit recorded", func() bool {
+			hist, err := h.app.transcripts.History(t.Context(), seChannelKey(h.general.ID), 10)
+			return err == nil && slices.ContainsFunc(hist, func(e transcript.Entry) bool { return strings.Contains(e.Text, "long story") })
+		})
+		adSay(t, h, h.general.ID, adMention(h)+"thanks")
+		next := nextCall(t, sm)
+		if last := next.Req.Messages[len(next.Req.Messages)-1].Text; !strings.Contains(last, "thanks") {
+			t.Fatalf("the next model call asked %q: the edit re-ran the answered turn", last)
+		}
+		next.Send("You're welcome")
+		next.End(model.Response{})
+		waitShown(t, h, h.general.ID, "Once upon a timeYou're welcome")
+		finishBot(t, h, h.general.ID)
+	})
 }
