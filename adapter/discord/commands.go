@@ -115,7 +115,7 @@ type invocation struct {
 	opts   map[string]*discordgo.ApplicationCommandInteractionDataOption
 	userID string
 	conv   binding.ConversationRef
-	// deferred is set once the command ran: whether its interaction was deferred.
+	// deferred is the interaction's deferral, settled when its answer is sent.
 	deferred *deferral
 }
 
@@ -179,14 +179,12 @@ func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) 
 	// Discord forgets an interaction not answered within 3 s: a command
 	// still running after deferAfter is deferred (type 5) and its reply
 	// later edits @original (invariant 15).
+	// The timer runs until the answer is about to be sent: a public one
+	// may wait behind its conversation's other sends (Interaction.Settle).
 	df := &deferral{}
-	timer := time.AfterFunc(deferAfter, func() { a.deferReply(ctx, v, df) })
-	r, err := a.command(ctx, v)
-	timer.Stop()
-	df.mu.Lock()
-	df.settled = true
-	df.mu.Unlock()
 	v.deferred = df
+	df.timer = time.AfterFunc(deferAfter, func() { a.deferReply(ctx, v, df) })
+	r, err := a.command(ctx, v)
 	if err != nil {
 		var ue *userError
 		text := "⚠️ Something went wrong; the bot logged the details."
@@ -203,16 +201,15 @@ func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) 
 // answer sends the reply: public ones through Outbound (one writer),
 // ephemeral ones straight to the interaction.
 func (a *Adapter) answer(ctx context.Context, v invocation, r reply) {
-	deferred := v.deferred.done()
 	s := a.session()
 	if r.public {
 		_, err := a.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "cmd:" + v.in.ID, Target: v.conv, Text: r.text,
-			Interaction: &delivery.Interaction{ID: v.in.ID, Token: v.in.Token, Deferred: deferred},
+			Interaction: &delivery.Interaction{ID: v.in.ID, Token: v.in.Token, Settle: v.deferred.settle},
 			Producer:    delivery.Producer{Source: transcript.SourceCommand}}, nil)
 		if err != nil {
 			a.log.Error().Err(err).Str("command", v.name).Msg("public command reply failed")
 		}
-		if deferred && s != nil {
+		if deferred := v.deferred.settle(); deferred && s != nil {
 			// Settle the caller's "thinking" placeholder (best effort).
 			text := "✅ Answered in the channel."
 			if err != nil {
@@ -229,7 +226,7 @@ func (a *Adapter) answer(ctx context.Context, v invocation, r reply) {
 	}
 	text := truncateRunes(r.text, MaxMessageLen)
 	var err error
-	if deferred {
+	if v.deferred.settle() {
 		// Deferred as ephemeral: the edit is shown to the caller only.
 		_, err = s.InteractionResponseEdit(v.in, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
 	} else {
@@ -251,17 +248,25 @@ const deferAfter = 1500 * time.Millisecond
 // then a followup, a new message displayed when it is posted, so the
 // transcript order stays the display order.
 type deferral struct {
+	timer    *time.Timer
 	mu       sync.Mutex
-	settled  bool // the command finished: too late to defer
+	settled  bool // the answer is being sent: too late to defer
 	deferred bool
 }
 
-func (d *deferral) done() bool {
+// settle ends the deferral timer (waiting for a deferral in flight) and
+// reports whether the interaction was deferred. Calls after the first
+// report the same.
+func (d *deferral) settle() bool {
 	if d == nil {
 		return false
 	}
+	if d.timer != nil {
+		d.timer.Stop()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.settled = true
 	return d.deferred
 }
 

@@ -565,3 +565,44 @@ func TestE2EStreamFollowsItsMessageUntilFirstText(t *testing.T) {
 		finishBot(t, h, h.general.ID)
 	})
 }
+
+// TestE2EPublicCommandDeferredBehindStream (invariant 15): a public
+// command's answer in a conversation whose streamed reply holds the send
+// lock waits for it, so the interaction is deferred within Discord's 3 s
+// and answered by a followup after the stream; on the old code the
+// deferral was settled when the command's work ended, and the late
+// callback got 10062.
+func TestE2EPublicCommandDeferredBehindStream(t *testing.T) {
+	t.Parallel()
+	h, sm := startStreamBot(t)
+	adSay(t, h, h.general.ID, adMention(h)+"a long answer please")
+	c := nextCall(t, sm)
+	c.Send("Working on it")
+	waitShown(t, h, h.general.ID, "Working on it")
+	in, err := h.emu.InvokeCommand(h.general.ID, h.alice.ID, "cron", discordtest.CommandOption{Name: "add",
+		Value: []discordtest.CommandOption{opt("schedule", "every 1h"), opt("prompt", "hourly check")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	got, err := h.emu.WaitResponses(ctx, in.ID, 1)
+	if err != nil {
+		t.Fatalf("/cron add was not answered while the stream holds its conversation: %v", err)
+	}
+	if r := got.Responses[0]; r.Kind != "callback" || r.Type != 5 || !r.Ephemeral {
+		t.Fatalf("first response %+v, want an ephemeral deferral", r)
+	}
+	c.Send(", done.")
+	c.End(model.Response{})
+	waitShown(t, h, h.general.ID, "Working on it, done.")
+	if _, err := h.emu.WaitResponses(ctx, in.ID, 2); err != nil {
+		t.Fatalf("/cron add's answer after the stream: %v", err)
+	}
+	finishBot(t, h, h.general.ID)
+	for _, r := range h.emu.Requests() {
+		if r.Code == 10062 {
+			t.Fatalf("an interaction callback came too late: %s %s", r.Method, r.Path)
+		}
+	}
+}

@@ -211,6 +211,11 @@ func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (
 	held.unlock = o.locks.lock(held.key)
 	defer func() { held.unlock() }()
 	ctx = context.WithValue(ctx, heldLockKey{}, held)
+	if d.Interaction != nil && d.Interaction.Settle != nil {
+		in := *d.Interaction
+		in.Deferred, in.Settle = in.Settle(), nil
+		d.Interaction = &in
+	}
 
 	prev, found, err := o.outbox.GetDelivery(ctx, d.ID)
 	if err != nil {

@@ -72,6 +72,13 @@ type Interaction struct {
 	// Deferred: the interaction was answered with a deferred response
 	// (type 5); the reply edits @original.
 	Deferred bool `json:"deferred,omitempty"`
+	// Settle, if set, ends the interaction's deferral timer and reports
+	// whether it deferred. Deliver calls it once the send owns the
+	// conversation and before it records the delivery: the 3 s deadline
+	// runs while the send waits behind the conversation's other sends (a
+	// streamed reply holds it), so the timer must keep running until then
+	// (invariant 15). Not stored.
+	Settle func() (deferred bool) `json:"-"`
 }
 
 // Receipt is Discord's confirmation of a send.
