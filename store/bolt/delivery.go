@@ -47,7 +47,11 @@ func (s *Store) PutDelivery(ctx context.Context, r delivery.Record) error {
 	if len(r.Delivery.Producer.Meta) == 0 {
 		r.Delivery.Producer.Meta = nil
 	}
-	return s.db.Update(func(tx *bbolt.Tx) error {
+	// Group commit (as Append): every turn writes its delivery two or three
+	// times, and one fsync'd transaction each serialised all conversations
+	// behind bbolt's single writer. Batch may run fn more than once, in a
+	// fresh transaction each time: it reads and writes afresh.
+	return s.db.Batch(func(tx *bbolt.Tx) error {
 		idx := tx.Bucket(bucketDelivByTime)
 		if idx == nil {
 			return fmt.Errorf("bolt: bucket %q missing", bucketDelivByTime)
