@@ -258,7 +258,7 @@ func TestDeliveryAndSessionWritesGroupCommit(t *testing.T) {
 	const n = 32
 	// A batch commits when full (n) or after the delay: with the delay far
 	// longer than starting n goroutines, all n join one batch.
-	s, err := Open(filepath.Join(t.TempDir(), "bot.db"), Options{MaxBatchDelay: 5 * time.Second, MaxBatchSize: n})
+	s, err := Open(filepath.Join(t.TempDir(), "bot.db"), Options{MaxBatchDelay: 200 * time.Millisecond, MaxBatchSize: n})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,9 +49,9 @@ func (s *Store) PutDelivery(ctx context.Context, r delivery.Record) error {
 	}
 	// Group commit (as Append): every turn writes its delivery two or three
 	// times, and one fsync'd transaction each serialised all conversations
-	// behind bbolt's single writer. Batch may run fn more than once, in a
-	// fresh transaction each time: it reads and writes afresh.
-	return s.db.Batch(func(tx *bbolt.Tx) error {
+	// behind bbolt's single writer. fn may run more than once, in a fresh
+	// transaction each time: it reads and writes afresh.
+	return s.commit.do(func(tx *bbolt.Tx) error {
 		idx := tx.Bucket(bucketDelivByTime)
 		if idx == nil {
 			return fmt.Errorf("bolt: bucket %q missing", bucketDelivByTime)

@@ -25,7 +25,7 @@ func (s *Store) PutSessionInfo(ctx context.Context, in sess.Info) error {
 		return errors.New("bolt: session with empty key")
 	}
 	// Group commit: a turn records its owed message before and after it runs.
-	return s.db.Batch(func(tx *bbolt.Tx) error { return sessionInfos.put(tx, in.Key, in) })
+	return s.commit.do(func(tx *bbolt.Tx) error { return sessionInfos.put(tx, in.Key, in) })
 }
 
 // SessionInfos returns every session registry record.
