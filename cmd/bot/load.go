@@ -492,7 +492,7 @@ func standardProfiles(d time.Duration) []loadProfile {
 func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	profile := fs.String("profile", "standard", "standard | saturation | hot429 | custom")
+	profile := fs.String("profile", "standard", "standard | saturation | hot429 | custom | guilds | store")
 	conv := fs.Int("conversations", 500, "custom: conversations")
 	guilds := fs.Int("guilds", 25, "custom: guilds")
 	rate := fs.Float64("rate", 100, "custom: turns offered per second")
@@ -501,12 +501,34 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cpuOut := fs.String("cpuprofile", "", "write a CPU profile of the first run's measured window")
 	memOut := fs.String("memprofile", "", "write a heap (allocs) profile after the first run")
 	verbose := fs.Bool("v", false, "show the bot's warnings")
+	scaleGuilds := fs.Int("scale-guilds", 2500, "guilds: guilds announced by GUILD_CREATE")
+	scaleChannels := fs.Int("scale-channels", 40, "guilds: text channels per guild")
+	scaleRoles := fs.Int("scale-roles", 50, "guilds: roles per guild")
+	bindings := fs.Int("bindings", 100_000, "store: thread bindings in the store")
+	entries := fs.Int("entries", 1_000_000, "store: transcript entries in the store")
+	cacheDir := fs.String("cache", ".cache/load", "store: where the generated store is kept between runs")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
 	log := zerolog.Nop()
 	if *verbose {
 		log = zerolog.New(stderr).Level(zerolog.WarnLevel)
+	}
+	switch *profile {
+	case "guilds", "store":
+		var res scaleResult
+		var err error
+		if *profile == "guilds" {
+			res, err = guildScale(ctx, *scaleGuilds, *scaleChannels, *scaleRoles, log)
+		} else {
+			res, err = storeScale(ctx, *cacheDir, *bindings, *entries, log, stderr)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "bot load:", err)
+			return exitProblems
+		}
+		printScaleTable(stdout, []scaleResult{res})
+		return exitOK
 	}
 	var ps []loadProfile
 	switch *profile {
