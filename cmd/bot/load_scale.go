@@ -268,7 +268,7 @@ func buildScaleStore(ctx context.Context, path string, bindings, entries int) er
 			for i := wk; i < entries; i += workers {
 				key := fmt.Sprintf("agent:main:discord:channel:%d", 1_360_000_000_000_000_000+i%sessions)
 				e := transcript.Entry{Role: transcript.RoleUser, Author: "someone", Source: transcript.SourceUser,
-					Text: fmt.Sprintf("message %d: a typical short chat message with a few words in it", i),
+					Text:       fmt.Sprintf("message %d: a typical short chat message with a few words in it", i),
 					MessageIDs: []string{fmt.Sprintf("%d", 1_370_000_000_000_000_000+i)}, At: now}
 				if i%2 == 1 {
 					e.Role, e.Author, e.Source, e.DeliveryID = transcript.RoleAssistant, "Assistant", transcript.SourceTurn, fmt.Sprintf("dlv-%d", i)
