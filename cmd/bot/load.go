@@ -521,6 +521,19 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "guilds", "store":
 		var res scaleResult
 		var err error
+		if *cpuOut != "" {
+			f, err := os.Create(*cpuOut)
+			if err != nil {
+				fmt.Fprintln(stderr, "bot load:", err)
+				return exitProblems
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				fmt.Fprintln(stderr, "bot load:", err)
+				return exitProblems
+			}
+			defer pprof.StopCPUProfile()
+		}
 		if *profile == "guilds" {
 			res, err = guildScale(ctx, *scaleGuilds, *scaleChannels, *scaleRoles, log)
 		} else {
@@ -529,6 +542,9 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			fmt.Fprintln(stderr, "bot load:", err)
 			return exitProblems
+		}
+		if *memOut != "" {
+			fmt.Fprintln(stderr, "bot load: -memprofile applies to the turn profiles (guilds: LOAD_HEAPPROFILE=FILE)")
 		}
 		printScaleTable(stdout, []scaleResult{res})
 		return exitOK

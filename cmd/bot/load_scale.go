@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -151,6 +152,12 @@ func guildScale(ctx context.Context, guilds, channels, roles int, log zerolog.Lo
 	res.Ready = queued.Sub(start)
 	heap1, rss1 := settledMemory()
 	_, peak := processRSS()
+	if path := os.Getenv("LOAD_HEAPPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			_ = pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 	res.Heap, res.PeakRSS = heap1-min(heap0, heap1), peak
 	res.RSS = rss1 - min(rss0, rss1)
 	res.Note = fmt.Sprintf("process RSS %s MiB before the bot (emulator world)", mib(rss0))
