@@ -82,6 +82,7 @@ type loadRun struct {
 	sent     map[string]*loadTurn // channel id -> the turn in flight
 	lat      []time.Duration
 	measure  atomic.Bool
+	hot      atomic.Bool // conversation 0's channel answers only 429 now
 	model    *loadModel
 	inflight sync.WaitGroup
 }
@@ -149,7 +150,7 @@ func (r *loadRun) modelTook(channel string, d time.Duration) {
 
 // replied is called when the bot's reply request leaves for the emulator.
 func (r *loadRun) replied(channel string, now time.Time) {
-	if r.p.Hot429 && channel == r.chans[0].channel {
+	if r.hot.Load() && channel == r.chans[0].channel {
 		return // every attempt is answered 429: not a reply, and not measured
 	}
 	r.mu.Lock()
@@ -312,6 +313,7 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (loadResult, 
 		hot := r.chans[0].channel
 		r.h.emu.InjectFault(discordtest.Fault{Method: "POST", Path: "/channels/" + hot + "/messages", Times: -1,
 			Status: http.StatusTooManyRequests, RetryAfter: time.Second})
+		r.hot.Store(true)
 		if err := r.say(0); err != nil {
 			return res, err
 		}
