@@ -54,14 +54,14 @@ func BenchmarkStoreGrowth1MTurns(b *testing.B) {
 							at := day0.Add(time.Duration(i) * 24 * time.Hour / perDay)
 							key := fmt.Sprintf("agent:main:discord:channel:%d", 1_300_000_000_000_000_000+i%convs)
 							user := transcript.Entry{Role: transcript.RoleUser, Author: "someone",
-								Text: fmt.Sprintf("question number %d: a typical short chat message with a few words", i),
+								Text:       fmt.Sprintf("question number %d: a typical short chat message with a few words", i),
 								MessageIDs: []string{fmt.Sprintf("14%017d", 2*i)}, Source: transcript.SourceUser, At: at}
 							if _, _, err := appendTx(tx, key, transcript.ForStore(key, user)); err != nil {
 								return err
 							}
 							id := fmt.Sprintf("reply:%s:14%017d", key, 2*i)
 							reply := transcript.Entry{Role: transcript.RoleAssistant, Author: "Assistant",
-								Text: fmt.Sprintf("answer number %d: a typical reply of a sentence or two, somewhat longer than the question was", i),
+								Text:       fmt.Sprintf("answer number %d: a typical reply of a sentence or two, somewhat longer than the question was", i),
 								MessageIDs: []string{fmt.Sprintf("14%017d", 2*i+1)}, Source: transcript.SourceTurn, DeliveryID: id, At: at}
 							if _, _, err := appendTx(tx, key, transcript.ForStore(key, reply)); err != nil {
 								return err
