@@ -51,7 +51,7 @@ func BenchmarkStoreGrowth1MTurns(b *testing.B) {
 					// One transaction per simulated day (a bulk load; the bot commits per turn).
 					if err := s.db.Update(func(tx *bbolt.Tx) error {
 						for i := start; i < min(start+perDay, turns); i++ {
-							at := day0.Add(time.Duration(i) * 24 * time.Hour / perDay)
+							at := day0.Add(time.Duration(i) * (24 * time.Hour / perDay)) // 8.64 s apart
 							key := fmt.Sprintf("agent:main:discord:channel:%d", 1_300_000_000_000_000_000+i%convs)
 							user := transcript.Entry{Role: transcript.RoleUser, Author: "someone",
 								Text:       fmt.Sprintf("question number %d: a typical short chat message with a few words", i),
@@ -78,7 +78,7 @@ func BenchmarkStoreGrowth1MTurns(b *testing.B) {
 						b.Fatal(err)
 					}
 					if retain {
-						now := day0.Add(time.Duration(start+perDay) * 24 * time.Hour / perDay)
+						now := day0.Add(time.Duration(start+perDay) * (24 * time.Hour / perDay))
 						n, err := s.PruneDeliveries(ctx, now.Add(-retainDays*24*time.Hour), false)
 						if err != nil {
 							b.Fatal(err)
