@@ -69,6 +69,9 @@ type loadResult struct {
 	AllocsPerTurn, BytesPerTurn float64
 	HeapInuse, RSS, PeakRSS     uint64
 	Status429                   int // 429s the emulator served in the window
+	// FsyncP50/P99 are a probe's write+fdatasync times on the store's disk
+	// during the window (one every 50 ms): each turn waits for several.
+	FsyncP50, FsyncP99 time.Duration
 }
 
 // loadRun is the driver's state for one run.
@@ -327,6 +330,9 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (loadResult, 
 			return res, err
 		}
 	}
+	probeStop := make(chan struct{})
+	probeDone := make(chan []time.Duration, 1)
+	go func() { probeDone <- fsyncProbe(r.h.cfg.Store.Path+".probe", probeStop) }()
 	r.measure.Store(true)
 	start := time.Now()
 	interval := time.Duration(float64(time.Second) / r.p.Rate)
@@ -369,6 +375,11 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (loadResult, 
 	}
 	cpu1 := processCPU()
 	allocs1, bytes1 := allocCounters()
+	close(probeStop)
+	if fs := <-probeDone; len(fs) > 0 {
+		slices.Sort(fs)
+		res.FsyncP50, res.FsyncP99 = pct(fs, 50), pct(fs, 99)
+	}
 	r.mu.Lock()
 	lat := slices.Clone(r.lat)
 	r.lat = r.lat[:0]
@@ -401,6 +412,36 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (loadResult, 
 }
 
 func (r *loadRun) close() error { return r.h.close() }
+
+// fsyncProbe writes a page and fdatasyncs it every 50 ms until stop,
+// returning each round's time (none if the file cannot be made).
+func fsyncProbe(path string, stop <-chan struct{}) []time.Duration {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil
+	}
+	defer os.Remove(path)
+	defer f.Close()
+	page := make([]byte, 4096)
+	var out []time.Duration
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return out
+		case <-tick.C:
+		}
+		t := time.Now()
+		if _, err := f.WriteAt(page, 0); err != nil {
+			return out
+		}
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			return out
+		}
+		out = append(out, time.Since(t))
+	}
+}
 
 func pct(sorted []time.Duration, p float64) time.Duration {
 	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
@@ -472,16 +513,18 @@ func mib(b uint64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
 
 // printLoadTable prints results as one table.
 func printLoadTable(w io.Writer, rs []loadResult) {
-	fmt.Fprintf(w, "%-22s %5s %5s %7s %7s %6s %6s %6s %7s %8s %9s %8s %6s %6s %5s %4s\n",
-		"profile", "conv", "guild", "offer/s", "turns/s", "p50ms", "p95ms", "p99ms", "maxms", "cpu-ms/t", "allocs/t", "KiB/t", "heapMB", "rssMB", "429s", "lost")
+	fmt.Fprintf(w, "%-22s %5s %5s %7s %7s %6s %6s %6s %7s %8s %9s %8s %6s %6s %5s %4s %7s %7s\n",
+		"profile", "conv", "guild", "offer/s", "turns/s", "p50ms", "p95ms", "p99ms", "maxms", "cpu-ms/t", "allocs/t", "KiB/t", "heapMB", "rssMB", "429s", "lost", "fsync50", "fsync99")
 	for _, r := range rs {
 		p := r.Profile
-		fmt.Fprintf(w, "%-22s %5d %5d %7.0f %7.1f %6s %6s %6s %7s %8.3f %9.0f %8.1f %6s %6s %5d %4d\n",
+		fmt.Fprintf(w, "%-22s %5d %5d %7.0f %7.1f %6s %6s %6s %7s %8.3f %9.0f %8.1f %6s %6s %5d %4d %7s %7s\n",
 			p.Name, p.Conversations, p.Guilds, p.Rate, r.TurnsPerSec, ms(r.P50), ms(r.P95), ms(r.P99), ms(r.Max),
-			float64(r.CPUPerTurn)/float64(time.Millisecond), r.AllocsPerTurn, r.BytesPerTurn/1024, mib(r.HeapInuse), mib(r.RSS), r.Status429, r.Lost)
+			float64(r.CPUPerTurn)/float64(time.Millisecond), r.AllocsPerTurn, r.BytesPerTurn/1024, mib(r.HeapInuse), mib(r.RSS), r.Status429, r.Lost,
+			ms(r.FsyncP50), ms(r.FsyncP99))
 	}
 	fmt.Fprintln(w, "latency: bot-added (MESSAGE_CREATE handed to the gateway -> reply POST leaving the bot, minus model time);")
-	fmt.Fprintln(w, "cpu, allocs, heap, rss: the whole process (bot + emulator + driver); see the README's performance section.")
+	fmt.Fprintln(w, "cpu, allocs, heap, rss: the whole process (bot + emulator + driver); fsync: a probe's write+fdatasync on the store's disk;")
+	fmt.Fprintln(w, "see the README's performance section.")
 }
 
 // standardProfiles are what `make load` runs.
