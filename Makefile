@@ -6,7 +6,7 @@ PKGS     := ./...
 SOAK_SEEDS   ?= 1-40
 SOAK_TIMEOUT ?= 60m
 
-.PHONY: help build run demo test vet fmtcheck bench soak fuzz lint npm clean image image-test
+.PHONY: help build run demo test vet fmtcheck bench load soak fuzz lint npm clean image image-test
 
 help: ## list targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z]+:.*## /{printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -36,6 +36,10 @@ lint: vet fmtcheck ## static checks
 bench: ## the performance targets (benchmarks); figures are in the issue notes
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=2s ./core/... ./store/bolt/ ./store/postgres/ ./tools/mcp/
 	$(GO) test -run '^$$' -bench . -benchtime=1x ./cmd/bot/ ./console/
+
+LOAD_ARGS ?= -profile standard
+load: ## the load harness's standard profile (500 conversations, 100 turns/s; ~1 min); LOAD_ARGS="-profile saturation|hot429|guilds|store"
+	$(GO) run ./cmd/bot load $(LOAD_ARGS)
 
 # Fuzz targets as "package:FuzzName"; their seed corpora (f.Add and
 # testdata/fuzz) also run in `make test`.

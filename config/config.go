@@ -236,6 +236,18 @@ type StoreConfig struct {
 	Driver string `yaml:"driver"` // "bolt" (default) or "postgres"
 	Path   string `yaml:"path"`   // bolt: the file; relative paths are resolved against the working directory
 	DSN    string `yaml:"dsn"`    // postgres: connection string, e.g. ${DATABASE_URL}; a secret (never echoed)
+	// DeliveryRetentionDays: outbox records (one per message the bot sent)
+	// older than this many days are deleted once delivered or failed; pending
+	// ones are always kept. 0 keeps them forever. Default 30.
+	DeliveryRetentionDays int `yaml:"deliveryRetentionDays"`
+}
+
+// DefaultDeliveryRetentionDays is store.deliveryRetentionDays's default.
+const DefaultDeliveryRetentionDays = 30
+
+// DeliveryRetention is DeliveryRetentionDays as a duration; 0 keeps forever.
+func (s StoreConfig) DeliveryRetention() time.Duration {
+	return time.Duration(s.DeliveryRetentionDays) * 24 * time.Hour
 }
 
 // HTTPConfig is the health/metrics server.
@@ -294,7 +306,7 @@ func Default() *Config {
 			FailureAlert:  FailureAlertConfig{After: 2, Cooldown: time.Hour},
 			RunRetention:  50,
 		},
-		Store: StoreConfig{Driver: "bolt", Path: "data/bot.db"},
+		Store: StoreConfig{Driver: "bolt", Path: "data/bot.db", DeliveryRetentionDays: DefaultDeliveryRetentionDays},
 		HTTP:  HTTPConfig{Listen: "127.0.0.1:9464", Timezone: "UTC"},
 		Log:   LogConfig{Level: "info", Format: "console"},
 	}

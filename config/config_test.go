@@ -133,6 +133,8 @@ func TestBadConfigs(t *testing.T) {
 			nil, "test.yaml:2: scheduler.maxCatchUp: must be between 1 and 1000"},
 		{"runRetention zero", "scheduler:\n  runRetention: 0\n",
 			nil, "test.yaml:2: scheduler.runRetention: must be at least 1"},
+		{"deliveryRetentionDays negative", "store:\n  deliveryRetentionDays: -1\n",
+			nil, "test.yaml:2: store.deliveryRetentionDays: must be 0 (keep forever) or more days, got -1"},
 		{"postgres without dsn", "store:\n  driver: postgres\n",
 			nil, `test.yaml:1: store.dsn: is required with driver postgres, e.g. ${DATABASE_URL} (postgres://user:password@host:5432/agentbot)`},
 		{"postgres empty dsn from env", "store:\n  driver: postgres\n  dsn: ${DATABASE_URL}\n",

@@ -263,12 +263,19 @@ func (c *Config) validateStore() *Error {
 			return c.src.errAt("store.dsn", "is required with driver postgres, e.g. ${DATABASE_URL} "+
 				"(postgres://user:password@host:5432/agentbot)")
 		}
-		return nil
+		return c.validateRetention()
 	default:
 		return c.src.errAt("store.driver", "unknown driver %s; use \"bolt\" or \"postgres\"", show(c.Store.Driver))
 	}
 	if c.Store.Path == "" {
 		return c.src.errAt("store.path", "is required, e.g. data/bot.db")
+	}
+	return c.validateRetention()
+}
+
+func (c *Config) validateRetention() *Error {
+	if d := c.Store.DeliveryRetentionDays; d < 0 {
+		return c.src.errAt("store.deliveryRetentionDays", "must be 0 (keep forever) or more days, got %d", d)
 	}
 	return nil
 }

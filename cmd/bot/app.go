@@ -28,6 +28,7 @@ import (
 	"github.com/agentbot/agentbot/metrics"
 	"github.com/agentbot/agentbot/model"
 	"github.com/agentbot/agentbot/model/providers"
+	"github.com/agentbot/agentbot/store/bolt"
 	"github.com/agentbot/agentbot/tools/mcp"
 )
 
@@ -307,6 +308,9 @@ func (a *app) Run(ctx context.Context) error {
 	if a.cfg.HTTP.Enabled() {
 		g.Go(func() error { return a.serveHTTP(gctx) })
 	}
+	if p, ok := a.store.(deliveryPruner); ok && a.cfg.Store.DeliveryRetention() > 0 {
+		g.Go(func() error { a.pruneDeliveries(gctx, p, time.NewTicker(time.Hour).C); return nil })
+	}
 	err := g.Wait()
 	if errors.Is(err, context.Canceled) {
 		err = nil
@@ -353,4 +357,31 @@ func (a *app) serveHTTP(ctx context.Context) error {
 		return fmt.Errorf("http: %w", err)
 	}
 	return nil
+}
+
+// deliveryPruner is a store that deletes old finished outbox records
+// (bbolt; PostgreSQL does not yet).
+type deliveryPruner interface {
+	PruneDeliveries(ctx context.Context, before time.Time, dry bool) (bolt.DeliveryPrune, error)
+}
+
+// pruneDeliveries applies store.deliveryRetentionDays at start and on
+// every tick until ctx ends.
+func (a *app) pruneDeliveries(ctx context.Context, p deliveryPruner, tick <-chan time.Time) {
+	for {
+		before := a.clock.Now().Add(-a.cfg.Store.DeliveryRetention())
+		n, err := p.PruneDeliveries(ctx, before, false)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			a.log.Error().Err(err).Msg("delivery retention")
+		case n.Rows > 0:
+			a.log.Info().Int("deliveries", n.Rows).Int64("bytes", n.Bytes).Int("retentionDays", a.cfg.Store.DeliveryRetentionDays).
+				Msg("deleted finished deliveries past retention")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/scheduler"
@@ -57,6 +58,10 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer st.Close()
 	fmt.Fprintf(stdout, "✔ store %s opened\n", storeLabel(cfg.Store, st))
+	if err := storeGrowth(ctx, cfg.Store, st, time.Now(), stdout); err != nil {
+		fmt.Fprintln(stderr, "bot: store size:", err)
+		return exitProblems
+	}
 
 	findings, err := scheduler.Diagnose(ctx, st)
 	if err != nil {
@@ -136,4 +141,47 @@ func staleBindings(ctx context.Context, st botStore, w io.Writer) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// storeGrowth reports the store file's size and what delivery retention
+// frees (store.deliveryRetentionDays): it never deletes anything itself.
+func storeGrowth(ctx context.Context, cfg config.StoreConfig, st botStore, now time.Time, w io.Writer) error {
+	b, ok := st.(*bolt.Store)
+	if !ok {
+		return nil // PostgreSQL: its own tools report table sizes; no retention yet
+	}
+	size, err := b.FileSize()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "✔ store size %s\n", humanBytes(size))
+	days := cfg.DeliveryRetentionDays
+	if days == 0 {
+		n, err := b.PruneDeliveries(ctx, now, true)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "  store.deliveryRetentionDays is 0: %d finished delivery record(s) (%s) are kept forever\n", n.Rows, humanBytes(n.Bytes))
+		return nil
+	}
+	n, err := b.PruneDeliveries(ctx, now.Add(-cfg.DeliveryRetention()), true)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "  delivery retention (%d days) would free %d record(s), %s (the running bot deletes them hourly; `bot compact` returns freed pages to the disk)\n",
+		days, n.Rows, humanBytes(n.Bytes))
+	return nil
+}
+
+// humanBytes formats n in KiB/MiB/GiB.
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }

@@ -9,6 +9,7 @@
 //	bot doctor  [-config FILE] [-fix] [-live]  validate config and store, migrate jobs; -live asks Discord
 //	bot backup  FILE [-config FILE]     consistent copy of the bbolt store (of a running bot too)
 //	bot inspect bindings|jobs|runs [JOB]|transcript KEY [-config FILE] [-json]
+//	bot load    [-profile P]            the load harness against the built-in emulator (make load)
 //	bot version
 package main
 
@@ -73,6 +74,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdMigrateStore(ctx, args[1:], stdout, stderr)
 	case "compact":
 		return cmdCompact(ctx, args[1:], stdout, stderr)
+	case "load":
+		return cmdLoad(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "bot", version)
 		return exitOK
@@ -96,6 +99,7 @@ func usage(w io.Writer) {
   bot migrate-store [-config FILE] -to DSN   copy the bolt store (store.path) into an empty PostgreSQL database
   bot healthcheck [-config FILE]      ask the running bot's /healthz (the container HEALTHCHECK)
   bot compact [-config FILE]          rewrite the bolt store without freed pages (deleted text gone from the file)
+  bot load [-profile standard|saturation|hot429|custom]   load harness against the built-in emulator (make load)
   bot version
 `)
 }

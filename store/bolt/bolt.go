@@ -42,7 +42,7 @@ func (e *lockedError) Unwrap() error { return ErrLocked }
 // Defaults for Options.
 const (
 	DefaultLockTimeout   = time.Second
-	DefaultMaxBatchDelay = time.Millisecond
+	DefaultMaxBatchDelay = 0 // a lone write commits at once; writes during a commit group
 	DefaultMaxBatchSize  = 1000
 )
 
@@ -50,8 +50,9 @@ const (
 type Options struct {
 	// LockTimeout bounds the wait for the file lock (default 1s).
 	LockTimeout time.Duration
-	// MaxBatchDelay is how long a transcript Append waits for other appenders
-	// to join its group commit (default 1ms).
+	// MaxBatchDelay is how long a grouped write (Append, PutDelivery,
+	// PutSessionInfo) waits for others to join its commit (default 0: none;
+	// writes arriving during a commit join the next one anyway).
 	MaxBatchDelay time.Duration
 	// MaxBatchSize caps the appends committed together (default 1000).
 	MaxBatchSize int
@@ -63,6 +64,7 @@ type Options struct {
 type Store struct {
 	db        *bbolt.DB
 	path      string
+	commit    *committer // group commit of the per-turn writes
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -81,7 +83,7 @@ func open(path string, opts Options, migs []migration) (*Store, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = DefaultLockTimeout
 	}
-	if opts.MaxBatchDelay <= 0 {
+	if opts.MaxBatchDelay < 0 {
 		opts.MaxBatchDelay = DefaultMaxBatchDelay
 	}
 	if opts.MaxBatchSize <= 0 {
@@ -103,13 +105,11 @@ func open(path string, opts Options, migs []migration) (*Store, error) {
 			return nil, fmt.Errorf("store %s: %w", path, err)
 		}
 	}
-	db.MaxBatchDelay = opts.MaxBatchDelay
-	db.MaxBatchSize = opts.MaxBatchSize
 	if err := migrate(db, path, migs); err != nil {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db, path: path}, nil
+	return &Store{db: db, path: path, commit: &committer{db: db, delay: opts.MaxBatchDelay, max: opts.MaxBatchSize}}, nil
 }
 
 // Path is the file the store was opened from.

@@ -7,11 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"go.etcd.io/bbolt"
 
+	"github.com/agentbot/agentbot/core/delivery"
+	sess "github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
 )
 
@@ -243,5 +246,60 @@ func TestAppendBatchDedupesWithinOneBatch(t *testing.T) {
 func TestSchemaVersionMatchesMigrations(t *testing.T) {
 	if len(migrations) != SchemaVersion {
 		t.Fatalf("SchemaVersion = %d but there are %d migrations", SchemaVersion, len(migrations))
+	}
+}
+
+// TestDeliveryAndSessionWritesGroupCommit: concurrent PutDelivery and
+// PutSessionInfo calls share transactions (one fsync per batch), as Append
+// does; one transaction each queued every conversation behind bbolt's one
+// writer (the load harness's top cost). Counted in transactions, not time:
+// bbolt's txid grows by one per commit.
+func TestDeliveryAndSessionWritesGroupCommit(t *testing.T) {
+	const n = 32
+	// A batch commits when full (n) or after the delay: with the delay far
+	// longer than starting n goroutines, all n join one batch.
+	s, err := Open(filepath.Join(t.TempDir(), "bot.db"), Options{MaxBatchDelay: 200 * time.Millisecond, MaxBatchSize: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	txid := func() int {
+		var id int
+		if err := s.db.View(func(tx *bbolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	for _, tc := range []struct {
+		name  string
+		write func(i int) error
+	}{
+		{"PutDelivery", func(i int) error {
+			return s.PutDelivery(ctx, delivery.Record{Delivery: delivery.Delivery{ID: fmt.Sprintf("d%d", i), Text: "x"}, State: delivery.StatePending, CreatedAt: time.Unix(int64(i), 0)})
+		}},
+		{"PutSessionInfo", func(i int) error {
+			return s.PutSessionInfo(ctx, sess.Info{Key: fmt.Sprintf("agent:main:discord:channel:%d", i)})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := txid()
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					if err := tc.write(i); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			if commits := txid() - before; commits >= n/2 {
+				t.Fatalf("%d concurrent writes took %d commits, want them grouped (fewer than %d)", n, commits, n/2)
+			}
+		})
+	}
+	recs, err := s.Deliveries(ctx, "", 0)
+	if err != nil || len(recs) != n {
+		t.Fatalf("%d deliveries (%v), want %d", len(recs), err, n)
 	}
 }

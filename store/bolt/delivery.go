@@ -47,25 +47,33 @@ func (s *Store) PutDelivery(ctx context.Context, r delivery.Record) error {
 	if len(r.Delivery.Producer.Meta) == 0 {
 		r.Delivery.Producer.Meta = nil
 	}
-	return s.db.Update(func(tx *bbolt.Tx) error {
-		idx := tx.Bucket(bucketDelivByTime)
-		if idx == nil {
-			return fmt.Errorf("bolt: bucket %q missing", bucketDelivByTime)
-		}
-		old, ok, err := deliveries.get(tx, id)
-		if err != nil {
+	// Group commit (as Append): every turn writes its delivery two or three
+	// times, and one fsync'd transaction each serialised all conversations
+	// behind bbolt's single writer. fn may run more than once, in a fresh
+	// transaction each time: it reads and writes afresh.
+	return s.commit.do(func(tx *bbolt.Tx) error { return putDeliveryTx(tx, r) })
+}
+
+// putDeliveryTx is PutDelivery inside a read-write transaction.
+func putDeliveryTx(tx *bbolt.Tx, r delivery.Record) error {
+	id := r.Delivery.ID
+	idx := tx.Bucket(bucketDelivByTime)
+	if idx == nil {
+		return fmt.Errorf("bolt: bucket %q missing", bucketDelivByTime)
+	}
+	old, ok, err := deliveries.get(tx, id)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if err := idx.Delete(timeKey(old.CreatedAt, id)); err != nil {
 			return err
 		}
-		if ok {
-			if err := idx.Delete(timeKey(old.CreatedAt, id)); err != nil {
-				return err
-			}
-		}
-		if err := deliveries.put(tx, id, r); err != nil {
-			return err
-		}
-		return idx.Put(timeKey(r.CreatedAt, id), []byte(r.State))
-	})
+	}
+	if err := deliveries.put(tx, id, r); err != nil {
+		return err
+	}
+	return idx.Put(timeKey(r.CreatedAt, id), []byte(r.State))
 }
 
 // GetDelivery returns the record for id.

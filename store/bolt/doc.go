@@ -23,9 +23,13 @@
 //   - Transcripts: per session, seqs are dense from 1 and keyed big-endian so
 //     key order is seq order. Append's delivery-id lookup, seq assignment,
 //     entry write and index writes share one read-write transaction, so
-//     idempotency and ordering are atomic; Append goes through db.Batch so
-//     concurrent appenders are committed together (group commit, fsync per
-//     batch, Options.MaxBatchDelay). Entries are never rewritten or deleted.
+//     idempotency and ordering are atomic; Append goes through the group
+//     committer (commit.go) so concurrent appenders are committed together
+//     (fsync per batch; a lone write commits at once, Options.MaxBatchDelay
+//     adds a wait). Entries are never rewritten or deleted.
+//     PutDelivery and PutSessionInfo, written several times per turn, group
+//     commit the same way (the load harness showed one fsync'd transaction
+//     each queueing every conversation behind bbolt's one writer).
 //   - Tail walks a cursor back from the last key: cost is O(log size + n).
 //   - Deliveries: the time index holds exactly one key per record, moved in
 //     the same transaction when a replace changes CreatedAt.

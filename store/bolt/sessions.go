@@ -24,7 +24,8 @@ func (s *Store) PutSessionInfo(ctx context.Context, in sess.Info) error {
 	if in.Key == "" {
 		return errors.New("bolt: session with empty key")
 	}
-	return s.db.Update(func(tx *bbolt.Tx) error { return sessionInfos.put(tx, in.Key, in) })
+	// Group commit: a turn records its owed message before and after it runs.
+	return s.commit.do(func(tx *bbolt.Tx) error { return sessionInfos.put(tx, in.Key, in) })
 }
 
 // SessionInfos returns every session registry record.

@@ -22,7 +22,7 @@ import (
 //	gen  current generation (int64)
 //
 // Append's dedupe lookup, seq assignment and index writes happen in one
-// read-write transaction, run through db.Batch so concurrent appenders share
+// read-write transaction, run through the group committer so concurrent appenders share
 // one commit (group commit).
 var (
 	subEntries  = []byte("e")
@@ -109,7 +109,7 @@ func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (tra
 		existed bool
 	)
 	// Batch may run fn more than once; it sets out and existed afresh each time.
-	err := s.db.Batch(func(tx *bbolt.Tx) error {
+	err := s.commit.do(func(tx *bbolt.Tx) error {
 		var err error
 		out, existed, err = appendTx(tx, key, e)
 		return err

@@ -364,8 +364,11 @@ func (e *Emulator) identify(c *gwConn, raw json.RawMessage) bool {
 		ready["shard"] = []int{shardID, shardCount}
 	}
 	s.sendLocked("READY", mustJSON(ready))
+	// One pass over the channels for every guild (a shard's 2,500 guilds of
+	// 40 channels each took minutes guild by guild, all under e.mu).
+	byGuild := e.channelsByGuildLocked()
 	for _, id := range mine {
-		s.sendLocked("GUILD_CREATE", mustJSON(e.guildCreateLocked(id)))
+		s.sendLocked("GUILD_CREATE", mustJSON(e.guildCreateFromLocked(id, byGuild[id])))
 	}
 	e.broadcastLocked()
 	return true
@@ -407,6 +410,23 @@ func (e *Emulator) resume(c *gwConn, raw json.RawMessage) bool {
 }
 
 func (e *Emulator) guildCreateLocked(guildID string) map[string]any {
+	return e.guildCreateFromLocked(guildID, e.channelsByGuildLocked()[guildID])
+}
+
+// channelsByGuildLocked lists each guild's live channels in creation order.
+func (e *Emulator) channelsByGuildLocked() map[string][]*Channel {
+	w := &e.world
+	out := map[string][]*Channel{}
+	for _, id := range w.channelOrder {
+		if c := w.channels[id]; !c.Deleted && c.GuildID != "" {
+			out[c.GuildID] = append(out[c.GuildID], c)
+		}
+	}
+	return out
+}
+
+// guildCreateFromLocked is guildCreateLocked given the guild's channels.
+func (e *Emulator) guildCreateFromLocked(guildID string, chans []*Channel) map[string]any {
 	w := &e.world
 	g := w.guilds[guildID]
 	now := e.opts.Now().UTC().Format(tsLayout)
@@ -415,11 +435,7 @@ func (e *Emulator) guildCreateLocked(guildID string) map[string]any {
 		members = append(members, e.memberWireLocked(guildID, uid, true))
 	}
 	channels, threads := []any{}, []any{}
-	for _, id := range w.channelOrder {
-		c := w.channels[id]
-		if c.Deleted || c.GuildID != guildID {
-			continue
-		}
+	for _, c := range chans {
 		switch {
 		case c.IsThread():
 			if !c.Archived {
