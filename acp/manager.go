@@ -127,7 +127,7 @@ var (
 )
 
 // KindACP is the binding target kind of an ACP session.
-const KindACP binding.TargetKind = "acp"
+const KindACP = binding.KindACP
 
 // SessionKey is the transcript key of an ACP session bound to a thread.
 func SessionKey(agent, threadID string) string { return "agent:" + agent + ":acp:" + threadID }

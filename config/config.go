@@ -26,6 +26,7 @@ type Config struct {
 	Store     StoreConfig            `yaml:"store"`
 	HTTP      HTTPConfig             `yaml:"http"`
 	Log       LogConfig              `yaml:"log"`
+	ACP       ACPConfig              `yaml:"acp"` // external coding agents (Agent Client Protocol)
 
 	src *source // where the values came from; nil for a Config built in code
 }
@@ -242,6 +243,7 @@ func Default() *Config {
 		Store: StoreConfig{Driver: "bolt", Path: "data/bot.db"},
 		HTTP:  HTTPConfig{Listen: "127.0.0.1:9464", Timezone: "UTC"},
 		Log:   LogConfig{Level: "info", Format: "console"},
+		ACP:   ACPConfig{PermissionTimeout: 5 * time.Minute, Agents: map[string]ACPAgentConfig{}},
 	}
 }
 

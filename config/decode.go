@@ -70,7 +70,7 @@ func syntaxError(name string, data []byte, err error) *Error {
 }
 
 // collectSecrets returns the expanded values of every key named token, apiKey or dsn (a connection
-// string carries a password), anywhere in the tree,
+// string carries a password), and of every ${VAR} under a key named env, anywhere in the tree,
 // so that no message can echo them even when the file is otherwise wrong.
 func collectSecrets(n *yaml.Node, env func(string) (string, bool)) []string {
 	var out []string
@@ -85,6 +85,15 @@ func collectSecrets(n *yaml.Node, env func(string) (string, bool)) []string {
 						out = append(out, s) // the value itself when it references no variable
 					} else {
 						out = append(out, v.Value)
+					}
+				}
+				if k.Value == "env" && v.Kind == yaml.MappingNode { // an agent's env: a ${VAR} there is a secret
+					for j := 1; j < len(v.Content); j += 2 {
+						if e := v.Content[j]; e.Kind == yaml.ScalarNode && strings.Contains(e.Value, "${") {
+							if s, err := expand(e.Value, env, nil); err == nil && s != "" {
+								out = append(out, s)
+							}
+						}
 					}
 				}
 				walk(v)

@@ -15,6 +15,7 @@ func (c *Config) Secrets() []string {
 	for _, m := range c.Models {
 		out = append(out, m.APIKey)
 	}
+	out = append(out, c.acpSecrets()...)
 	if c.Store.DSN != "" {
 		out = append(out, c.Store.DSN)
 		if pw := dsnPassword(c.Store.DSN); pw != "" {

@@ -238,3 +238,36 @@ func (a *Authority) MayStop(ctx context.Context, actor Actor, owner, what string
 	}
 	return refuse("you may not stop %s: it is someone else's, and stopping another user's run needs an operator", what)
 }
+
+// MayUseAgent is who may start an external (ACP) agent and approve its
+// actions: operators, and the users and roles its config lists (both empty
+// = operators only). Roles are the member's roles in the conversation's
+// guild.
+func (a *Authority) MayUseAgent(ctx context.Context, actor Actor, users, roles []string, what string) error {
+	if actor.UserID == "" {
+		return refuse("%s needs a user's authority, and none stands behind this request", what)
+	}
+	if a.Operator(ctx, actor) {
+		return nil
+	}
+	for _, u := range users {
+		if u == actor.UserID {
+			return nil
+		}
+	}
+	if len(roles) > 0 && !IsDM(actor.Where) && actor.Where.ConversationID != "" && a.dir != nil {
+		if m, ok, err := a.dir.Member(ctx, actor.UserID, actor.Where); err == nil && ok {
+			for _, r := range m.Roles {
+				for _, want := range roles {
+					if r == want {
+						return nil
+					}
+				}
+			}
+		}
+	}
+	if len(users) == 0 && len(roles) == 0 {
+		return refuse("only operators can %s", what)
+	}
+	return refuse("only operators and the users and roles its configuration lists can %s", what)
+}
