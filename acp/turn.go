@@ -224,14 +224,14 @@ func (t *turn) permission(ctx context.Context, r sdk.RequestPermissionRequest) (
 	t.flush(ctx)
 	t.text = nil
 	lm := t.newMsg(truncate(fmt.Sprintf("🔐 **%s** asks permission: %s", t.s.ac.Name, title), 1800), buttons)
+	// Registered before it is shown: a click can come as soon as the
+	// buttons are displayed.
+	t.perms[id] = p
+	m.mu.Lock()
+	m.perms[id] = p
+	m.mu.Unlock()
 	t.show(ctx, lm, true)
 	posted := lm.msgID != ""
-	if posted {
-		t.perms[id] = p
-		m.mu.Lock()
-		m.perms[id] = p
-		m.mu.Unlock()
-	}
 	t.mu.Unlock()
 
 	var outcome sdk.RequestPermissionResponse

@@ -164,6 +164,10 @@ func parseInvocation(in *discordgo.Interaction) invocation {
 }
 
 func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) {
+	if in.Type == discordgo.InteractionMessageComponent {
+		a.onComponent(ctx, in)
+		return
+	}
 	if in.Type != discordgo.InteractionApplicationCommand {
 		return
 	}
@@ -321,6 +325,9 @@ func (a *Adapter) command(ctx context.Context, v invocation) (reply, error) {
 }
 
 func (a *Adapter) cmdSpawn(ctx context.Context, v invocation) (reply, error) {
+	if name := v.str("agent"); a.d.ACP != nil && a.d.ACP.Has(name) {
+		return a.cmdStartACP(ctx, v, name, v.str("task"))
+	}
 	// A subagent spends the model like a turn: discord.access applies.
 	if msg := a.admitCommand(ctx, v); msg != "" {
 		return reply{}, userErrf("%s", msg)
@@ -348,6 +355,9 @@ func (a *Adapter) cmdSpawn(ctx context.Context, v invocation) (reply, error) {
 // run (its model call is cancelled). One's own run, or an operator.
 func (a *Adapter) cmdStop(ctx context.Context, v invocation) (reply, error) {
 	target := v.str("target")
+	if rec, ok := a.acpBinding(v.conv); ok && target == "" {
+		return a.cmdStopACP(ctx, v, rec)
+	}
 	var key, what string
 	idle := "ℹ️ Nothing is running in this conversation."
 	if target == "" {
@@ -386,6 +396,9 @@ func (a *Adapter) cmdFocus(ctx context.Context, v invocation) (reply, error) {
 	target := v.str("target")
 	if target == "" {
 		return reply{}, userErrf("Usage: /focus target:<subagent-label|session-key>")
+	}
+	if name, ok := strings.CutPrefix(target, "acp:"); ok && a.d.ACP != nil && a.d.ACP.Has(name) {
+		return a.cmdStartACP(ctx, v, name, "")
 	}
 	info, ok := a.findSession(target)
 	if !ok {

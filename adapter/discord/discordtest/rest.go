@@ -348,6 +348,7 @@ type msgBody struct {
 	Flags            *int              `json:"flags"`
 	Username         string            `json:"username"`
 	AvatarURL        string            `json:"avatar_url"`
+	Components       json.RawMessage   `json:"components"`
 	Data             *msgBody          `json:"data"` // interaction callbacks
 	Type             int               `json:"type"` // interaction callbacks
 }
@@ -447,7 +448,11 @@ func (e *Emulator) createMessage(c *call) reply {
 			}
 		}
 	}
-	m := &Message{Content: b.content(), Author: e.botUser, Embeds: b.Embeds, AllowedMentions: b.AllowedMentions, Nonce: nonce}
+	rows, r := parseComponents(b.Components)
+	if r.status != 0 {
+		return r
+	}
+	m := &Message{Content: b.content(), Author: e.botUser, Embeds: b.Embeds, AllowedMentions: b.AllowedMentions, Nonce: nonce, Components: rows}
 	if b.Flags != nil {
 		m.Flags = *b.Flags
 	}
@@ -587,6 +592,13 @@ func (e *Emulator) applyEditLocked(c *call, ch *Channel, m *Message) reply {
 	chk := msgBody{Content: &next.Content, Embeds: next.Embeds}
 	if r := validateContent(&chk); r.status != 0 {
 		return r
+	}
+	if b.Components != nil {
+		rows, r := parseComponents(b.Components)
+		if r.status != 0 {
+			return r
+		}
+		m.Components = rows
 	}
 	if next.Content != m.Content {
 		m.History = append(m.History, m.Content)

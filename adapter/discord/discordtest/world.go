@@ -105,6 +105,8 @@ type Message struct {
 	History []string
 	// Attachments are the files a user message carries (UserSayFiles).
 	Attachments []Attachment
+	// Components are the message's buttons, row by row (see Buttons).
+	Components [][]Button
 }
 
 // File is a file a user attaches to a message.
@@ -165,13 +167,16 @@ type InteractionResponse struct {
 
 // Interaction is a slash-command invocation made with InvokeCommand.
 type Interaction struct {
-	ID         string
-	Token      string
-	ChannelID  string
-	GuildID    string
-	User       User
-	Command    string
-	Options    []CommandOption
+	ID        string
+	Token     string
+	ChannelID string
+	GuildID   string
+	User      User
+	Command   string
+	Options   []CommandOption
+	// CustomID and MessageID are set for a button click (ClickButton).
+	CustomID   string
+	MessageID  string
 	Responses  []InteractionResponse
 	OriginalID string // id of the displayed original response message, if any
 	Created    time.Time
@@ -258,6 +263,10 @@ func cloneMessage(m *Message) Message {
 	c.History = append([]string(nil), m.History...)
 	c.Mentions = append([]User(nil), m.Mentions...)
 	c.Attachments = append([]Attachment(nil), m.Attachments...)
+	c.Components = nil
+	for _, r := range m.Components {
+		c.Components = append(c.Components, append([]Button(nil), r...))
+	}
 	if m.MessageReference != nil {
 		r := *m.MessageReference
 		c.MessageReference = &r
@@ -384,6 +393,9 @@ func (m *Message) wire() map[string]any {
 	}
 	if len(m.Embeds) > 0 {
 		out["embeds"] = m.Embeds
+	}
+	if len(m.Components) > 0 {
+		out["components"] = wireComponents(m.Components)
 	}
 	if m.WebhookID != "" {
 		out["webhook_id"] = m.WebhookID
