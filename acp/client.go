@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"time"
 
@@ -94,17 +95,37 @@ var _ sdk.Client = (*client)(nil)
 
 func (c *client) ReadTextFile(ctx context.Context, p sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
 	text, err := c.ws.ReadText(p.Path, p.Line, p.Limit)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A file not there yet reads as empty: agents read before they
+		// write (to show a diff), and Gemini CLI 0.61 cannot tell a
+		// JSON-RPC "Resource not found" error from a failure (it looks
+		// for ENOENT on an Error, and gets a plain error object), so a
+		// new file could never be written. See docs/DECISIONS.md.
+		return sdk.ReadTextFileResponse{Content: ""}, nil
+	}
 	if err != nil {
-		return sdk.ReadTextFileResponse{}, err
+		return sdk.ReadTextFileResponse{}, fsError(err)
 	}
 	return sdk.ReadTextFileResponse{Content: text}, nil
 }
 
 func (c *client) WriteTextFile(ctx context.Context, p sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
 	if err := c.ws.WriteText(p.Path, p.Content); err != nil {
-		return sdk.WriteTextFileResponse{}, err
+		return sdk.WriteTextFileResponse{}, fsError(err)
 	}
 	return sdk.WriteTextFileResponse{}, nil
+}
+
+// fsError is a file request's error as the protocol names it: a missing
+// file is "Resource not found" (-32002), a refused path "Invalid params".
+func fsError(err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &sdk.RequestError{Code: -32002, Message: "Resource not found", Data: map[string]any{"error": err.Error()}}
+	case errors.Is(err, ErrOutsideWorkspace):
+		return sdk.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	return err
 }
 
 func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {

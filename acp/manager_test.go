@@ -290,9 +290,10 @@ func TestAgentFileAccessConfined(t *testing.T) {
 		"write " + ws + "/../escape.txt bad",
 		"write " + filepath.Join(ws, "out", "y.txt") + " bad",
 		"read " + filepath.Join(ws, "ok.txt"),
+		"read " + filepath.Join(ws, "missing.txt"), // reads as empty (see client.go)
 	}, "\n"))
 	got := f.waitEntries(res.SessionKey, 1)[0].Text
-	if strings.Count(got, "write refused") != 3 || !strings.Contains(got, "read: fine") {
+	if strings.Count(got, "write refused") != 3 || !strings.Contains(got, "read: fine") || !strings.HasSuffix(got, "read: fineread: ") {
 		t.Fatalf("agent saw %q", got)
 	}
 	for _, p := range []string{filepath.Join(outside, "x.txt"), filepath.Join(f.ac.Workspace, "escape.txt"), filepath.Join(outside, "y.txt")} {
