@@ -284,6 +284,20 @@ func (m *Manager) HandleMessage(ctx context.Context, rec binding.Record, msg Mes
 	if err != nil {
 		return err
 	}
+	// Prompting drives the agent: the binder, and whoever may start it.
+	if msg.AuthorID != s.rec.BoundBy {
+		actor := authz.Actor{UserID: msg.AuthorID, Where: msg.Conversation}
+		if err := m.d.Authority.MayUseAgent(ctx, actor, s.ac.Users, s.ac.Roles, "talk to "+s.ac.Name); err != nil {
+			if s.noteRefused(msg.AuthorID) {
+				text := fmt.Sprintf("ℹ️ <@%s>: only <@%s>, operators and the users %s lists can talk to **%s** here; your messages are not sent to it.",
+					msg.AuthorID, s.rec.BoundBy, "acp.agents."+s.ac.Name, s.ac.Name)
+				if err := m.d.Notices.Notify(ctx, msg.Conversation, "acp-refused:"+msg.MessageID, text, transcript.SourceNotice, s.ac.Name); err != nil {
+					m.log.Warn().Err(err).Str("session", s.rec.Key).Msg("acp refusal notice not posted")
+				}
+			}
+			return nil
+		}
+	}
 	if _, err := m.d.Transcripts.Append(ctx, s.rec.Key, transcript.Entry{Role: transcript.RoleUser, Author: msg.AuthorName, Text: msg.Text,
 		MessageIDs: []string{msg.MessageID}, Source: transcript.SourceUser, DeliveryID: "in:" + msg.MessageID}); err != nil {
 		return fmt.Errorf("acp message %s: %w", msg.MessageID, err)

@@ -312,3 +312,32 @@ func TestStartAuthority(t *testing.T) {
 		t.Fatal("unknown agent started")
 	}
 }
+
+// A message by someone who may not use the agent is not sent to it (and
+// not recorded); they are told once.
+func TestStrangerMessagesDoNotReachAgent(t *testing.T) {
+	f := newFixture(t)
+	res := f.spawn()
+	f.say(res, "mallory", "say from mallory")
+	f.say(res, "mallory", "say again from mallory")
+	f.say(res, "alice", "say from alice")
+	f.waitShown("from alice")
+	f.waitEntries(res.SessionKey, 1)
+	if _, ok := f.live.find("from mallory"); ok {
+		t.Fatal("a stranger's message reached the agent")
+	}
+	var told int
+	for _, n := range f.notices.all() {
+		if strings.Contains(n.text, "<@mallory>") {
+			told++
+		}
+	}
+	if told != 1 {
+		t.Errorf("mallory told %d times", told)
+	}
+	for _, e := range f.entries(res.SessionKey) {
+		if strings.Contains(e.Text, "mallory") {
+			t.Errorf("a stranger's message is in the transcript: %q", e.Text)
+		}
+	}
+}

@@ -39,6 +39,22 @@ type session struct {
 	loading  bool // session/load replays history: not displayed
 	lastUsed time.Time
 	closed   bool
+	refused  map[string]bool // users told their messages do not reach the agent
+}
+
+// noteRefused reports whether user is to be told (once) that their
+// messages do not reach the agent.
+func (s *session) noteRefused(user string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refused == nil {
+		s.refused = map[string]bool{}
+	}
+	if s.refused[user] {
+		return false
+	}
+	s.refused[user] = true
+	return true
 }
 
 func newSession(m *Manager, ac AgentConfig, rec sessionRecord) *session {

@@ -2,11 +2,16 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/agentbot/agentbot/acp"
 	"github.com/agentbot/agentbot/adapter/discord"
+	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/session"
 )
@@ -55,4 +60,41 @@ func (r acpRouting) HandleMessage(ctx context.Context, msg session.Message) erro
 			AuthorID: msg.AuthorID, AuthorName: msg.AuthorName, Text: msg.Text})
 	}
 	return r.Manager.HandleMessage(ctx, msg)
+}
+
+// doctorACP starts each configured ACP agent once, in a scratch directory
+// with a scratch HOME, and runs initialize; it prints a line per agent and
+// returns the number that failed. The error names how the agent ended,
+// never its environment.
+func doctorACP(ctx context.Context, cfg *config.Config, stdout io.Writer) int {
+	problems := 0
+	names := make([]string, 0, len(cfg.ACP.Agents))
+	for n := range cfg.ACP.Agents {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := cfg.ACP.Agents[n]
+		dir, err := os.MkdirTemp("", "agentbot-doctor-")
+		if err != nil {
+			fmt.Fprintf(stdout, "✘ acp agent %s: no scratch directory: %v\n", n, err)
+			problems++
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, time.Minute)
+		caps, err := acp.Probe(pctx, acp.ProcessConfig{Command: c.Command, Args: c.Args, Env: acp.AgentEnv(c.Env, filepath.Join(dir, "home"))}, filepath.Join(dir, "work"))
+		cancel()
+		_ = os.RemoveAll(dir)
+		if err != nil {
+			fmt.Fprintf(stdout, "✘ acp agent %s: %v\n", n, err)
+			problems++
+			continue
+		}
+		resume := "no session/load: a restart loses its context"
+		if caps.LoadSession {
+			resume = "resumes sessions with session/load"
+		}
+		fmt.Fprintf(stdout, "✔ acp agent %s: started and answered initialize (%s)\n", n, resume)
+	}
+	return problems
 }

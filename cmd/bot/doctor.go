@@ -28,7 +28,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return code
 	}
 	fmt.Fprintln(stdout, "✔ config is valid")
-	problems := 0
+	problems := doctorACP(ctx, cfg, stdout)
 	if *live {
 		if err := cfg.ValidateForRun(); err != nil {
 			fmt.Fprintln(stderr, "bot:", err)
