@@ -177,3 +177,33 @@ func TestCLIDoctorProbesACPAgents(t *testing.T) {
 		}
 	}
 }
+
+// /focus target:acp:<name> in a channel binds a new thread to a new ACP
+// session (no task: the agent is started and waits); someone who may not
+// use the agent is refused.
+func TestE2EACPFocus(t *testing.T) {
+	t.Parallel()
+	h, _ := acpBot(t, "script", func(h *harness, c *config.ACPAgentConfig) {
+		c.Command = acptest.Build(t)
+	})
+	bob, err := h.emu.AddMember(h.guild.ID, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := h.emu.InvokeCommand(h.general.ID, bob.ID, "focus", discordtest.CommandOption{Name: "target", Value: "acp:script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := adResponded(t, h, in); !r.Ephemeral || !strings.Contains(r.Content, "Only operators and the users") {
+		t.Fatalf("a stranger's /focus answered %q", r.Content)
+	}
+	r := adResponded(t, h, adInvoke(t, h, h.general.ID, "focus", discordtest.CommandOption{Name: "target", Value: "acp:script"}))
+	threads := h.emu.Threads(h.general.ID)
+	if !strings.Contains(r.Content, "Started **script**") || len(threads) != 1 {
+		t.Fatalf("/focus answered %q, threads %d", r.Content, len(threads))
+	}
+	acpMessage(t, h, threads[0].ID, "is bound to this thread")
+	adSay(t, h, threads[0].ID, "say focused and working")
+	acpMessage(t, h, threads[0].ID, "focused and working")
+	finishBot(t, h, h.general.ID, threads[0].ID)
+}
