@@ -268,6 +268,22 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 	return StartResult{Thread: thread, SessionKey: key, Created: created}, nil
 }
 
+// OnBindingEnded stops the agent process of an ACP session whose binding
+// ended (unfocus, thread deleted, expiry): its running turn is cancelled,
+// the session is dropped. Its record stays; a new binding starts afresh.
+func (m *Manager) OnBindingEnded(rec binding.Record) {
+	if rec.TargetKind != KindACP {
+		return
+	}
+	m.mu.Lock()
+	s := m.sessions[rec.TargetSessionKey]
+	delete(m.sessions, rec.TargetSessionKey)
+	m.mu.Unlock()
+	if s != nil {
+		go s.shutdown()
+	}
+}
+
 // Message is a user message in a bound thread.
 type Message struct {
 	Conversation binding.ConversationRef

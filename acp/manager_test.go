@@ -341,3 +341,27 @@ func TestStrangerMessagesDoNotReachAgent(t *testing.T) {
 		}
 	}
 }
+
+// An idle agent process is stopped (stdin closed); the session resumes at
+// the next message. A binding that ends stops its agent.
+func TestIdleShutdownAndBindingEnd(t *testing.T) {
+	f := newFixture(t, func(ac *acp.AgentConfig) {
+		ac.IdleTimeout = idleTimeout
+		ac.Args = []string{"-load"}
+	})
+	res := f.spawn()
+	f.say(res, "alice", "say one")
+	f.waitEntries(res.SessionKey, 1)
+	f.h.wait(t, "the idle timer", func() bool { return f.timers.waiting(idleTimeout) > 0 })
+	f.timers.fire(idleTimeout)
+	f.say(res, "alice", "say two")
+	f.waitShown("two")
+	f.checkLog("stdin closed")
+	f.checkLog("load s")
+	f.say(res, "alice", "say three\nwait")
+	f.waitShown("three")
+	f.m.OnBindingEnded(f.binding(res))
+	f.waitShown("⏹️ Stopped") // cancelled, or ended with the session: either way the turn ends
+	f.waitEntries(res.SessionKey, 4)
+	f.checkRule1(res.SessionKey)
+}

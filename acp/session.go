@@ -297,7 +297,12 @@ func (s *session) run(ctx context.Context, p prompt) {
 		s.mu.Unlock()
 		why := exitText(c.proc.Err())
 		s.m.log.Warn().Str("session", s.rec.Key).Str("exit", why).Str("stderr", c.proc.Stderr()).Msg("acp agent ended mid-turn")
-		if t.wasCancelled() {
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			t.line(ctx, fmt.Sprintf("⏹️ Stopped: this **%s** session ended.", s.ac.Name))
+		} else if t.wasCancelled() {
 			t.line(ctx, fmt.Sprintf("⏹️ Stopped: **%s** did not stop its turn in time and was ended. Your next message starts it again.", s.ac.Name))
 		} else {
 			t.line(ctx, fmt.Sprintf("⚠️ **%s** stopped unexpectedly (%s); this turn ended. Your next message starts it again.", s.ac.Name, why))

@@ -172,6 +172,9 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger(),
 	})
 	a.bindings.OnEnded(a.sessions.OnBindingEnded)
+	if a.acp != nil {
+		a.bindings.OnEnded(a.acp.OnBindingEnded)
+	}
 	// A message confirmed for one delivery is never taken for another's
 	// when an ambiguous send is reconciled: the adapter starts knowing the
 	// recent ones (the previous process's too).
