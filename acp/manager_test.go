@@ -2,6 +2,7 @@ package acp_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -364,4 +365,20 @@ func TestIdleShutdownAndBindingEnd(t *testing.T) {
 	f.waitShown("⏹️ Stopped") // cancelled, or ended with the session: either way the turn ends
 	f.waitEntries(res.SessionKey, 4)
 	f.checkRule1(res.SessionKey)
+}
+
+// maxSessions caps running agent processes per agent; an ended session
+// no longer counts.
+func TestMaxSessions(t *testing.T) {
+	f := newFixture(t, func(ac *acp.AgentConfig) { ac.MaxSessions = 1 })
+	res := f.spawn()
+	if _, err := f.m.Start(context.Background(), acp.StartRequest{Agent: "script", Where: channel, UserID: "alice"}); !errors.Is(err, acp.ErrTooMany) {
+		t.Fatalf("second start: %v", err)
+	}
+	f.say(res, "alice", "say one")
+	f.waitEntries(res.SessionKey, 1)
+	f.m.OnBindingEnded(f.binding(res))
+	if _, err := f.m.Start(context.Background(), acp.StartRequest{Agent: "script", Where: channel, UserID: "alice"}); err != nil {
+		t.Fatalf("start after the first ended: %v", err)
+	}
 }

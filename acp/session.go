@@ -61,10 +61,18 @@ func newSession(m *Manager, ac AgentConfig, rec sessionRecord) *session {
 	return &session{m: m, ac: ac, rec: rec, wake: make(chan struct{}, 1)}
 }
 
-func (s *session) alive() bool {
+// running: its agent process runs.
+func (s *session) running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.conn != nil
+}
+
+// alive: its agent process runs, or is about to (a prompt is queued or running).
+func (s *session) alive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.closed && (s.conn != nil || s.turn != nil || len(s.queue) > 0)
 }
 
 func (s *session) enqueue(p prompt) {
@@ -99,7 +107,7 @@ func (s *session) work(ctx context.Context) {
 		s.mu.Unlock()
 		if !have {
 			var idle <-chan time.Time
-			if s.ac.IdleTimeout > 0 && s.alive() {
+			if s.ac.IdleTimeout > 0 && s.running() {
 				idle = s.m.opt.After(s.ac.IdleTimeout)
 			}
 			select {

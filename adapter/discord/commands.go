@@ -39,11 +39,11 @@ func Commands() []*discordgo.ApplicationCommand {
 		{Name: "spawn", Description: "Start a subagent on a task", Options: []*discordgo.ApplicationCommandOption{
 			opt(optString, "task", "What the subagent should do", true),
 			opt(optString, "label", "A short name for it", false),
-			opt(optString, "agent", "Which agent persona runs it", false),
+			opt(optString, "agent", "Which agent persona runs it, or an external coding agent (acp.agents)", false),
 			opt(optBool, "thread", "Give it its own thread", false),
 		}},
 		{Name: "focus", Description: "Bind this thread (or a new one) to a session or subagent", Options: []*discordgo.ApplicationCommandOption{
-			opt(optString, "target", "Subagent label or session key", true),
+			opt(optString, "target", "Subagent label, session key, or acp:<agent> for an external coding agent", true),
 		}},
 		{Name: "unfocus", Description: "End this conversation's binding"},
 		{Name: "agents", Description: "Subagent runs and bindings of this conversation"},

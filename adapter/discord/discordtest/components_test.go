@@ -66,6 +66,18 @@ func TestButtonsAndClicks(t *testing.T) {
 	if got.Responses[0].Type != 6 {
 		t.Errorf("response %+v", got.Responses[0])
 	}
+	// A component update is no answer to a slash command.
+	_, err = s.ApplicationCommandBulkOverwrite(f.e.ApplicationID(), f.guild.ID, []*discordgo.ApplicationCommand{{Name: "ping", Description: "p"}})
+	must(t, err)
+	cmd, err := f.e.InvokeCommand(f.ch.ID, f.alice.ID, "ping")
+	must(t, err)
+	ic = <-clicks
+	if err := s.InteractionRespond(ic.Interaction, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}); err == nil {
+		t.Error("a deferred update answered a slash command")
+	}
+	if got, _ := f.e.Interaction(cmd.ID); len(got.Responses) != 0 {
+		t.Errorf("responses %+v", got.Responses)
+	}
 	empty := []discordgo.MessageComponent{}
 	text := "allowed"
 	_, err = s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: m.ID, Channel: f.ch.ID, Content: &text, Components: &empty, AllowedMentions: quiet()})

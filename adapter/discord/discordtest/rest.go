@@ -1135,8 +1135,21 @@ func (e *Emulator) interactionCallback(c *call) reply {
 			return r
 		}
 	case 5:
+	case 6, 7:
+		// DEFERRED_UPDATE_MESSAGE and UPDATE_MESSAGE exist only for a
+		// component's interaction (a click on a message).
+		if in.CustomID == "" {
+			return formError("type", "INTERACTION_RESPONSE_TYPE_INVALID", "This response type is only valid for message component interactions")
+		}
+		if b.Type == 7 {
+			return formError("type", "EMULATOR_UNSUPPORTED", "the emulator does not model UPDATE_MESSAGE (7); edit the message instead")
+		}
+		in.acked = true
+		in.Responses = append(in.Responses, resp)
+		e.broadcastLocked()
+		return noContent()
 	default:
-		// PONG, modals, component updates: recorded, nothing displayed.
+		// PONG, modals: recorded, nothing displayed.
 		in.acked = true
 		in.Responses = append(in.Responses, resp)
 		e.broadcastLocked()
