@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -218,6 +219,23 @@ func (tm *timers) waiting(d time.Duration) int {
 	return len(tm.w[d])
 }
 
+// fireAll fires every waiting timer but the named ones.
+func (tm *timers) fireAll(except ...time.Duration) int {
+	tm.mu.Lock()
+	var ws []chan time.Time
+	for d, chs := range tm.w {
+		if !slices.Contains(except, d) {
+			ws = append(ws, chs...)
+			delete(tm.w, d)
+		}
+	}
+	tm.mu.Unlock()
+	for _, ch := range ws {
+		ch <- time.Time{}
+	}
+	return len(ws)
+}
+
 func (tm *timers) fire(d time.Duration) {
 	tm.mu.Lock()
 	ws := tm.w[d]
@@ -261,6 +279,8 @@ type fixture struct {
 	log     string
 	cancel  context.CancelFunc
 	done    chan struct{}
+	// editInterval is the manager's (0: its default, never reached with tickClock).
+	editInterval time.Duration
 }
 
 type fixOpt func(*acp.AgentConfig)
@@ -291,7 +311,7 @@ func newFixture(t *testing.T, opts ...fixOpt) *fixture {
 func (f *fixture) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel, f.done = cancel, make(chan struct{})
-	f.m = acp.New(acp.Options{Agents: []acp.AgentConfig{f.ac}, PermissionTimeout: permTimeout, CancelGrace: cancelGrace,
+	f.m = acp.New(acp.Options{Agents: []acp.AgentConfig{f.ac}, PermissionTimeout: permTimeout, CancelGrace: cancelGrace, EditInterval: f.editInterval,
 		Grace: 200 * time.Millisecond, KillAfter: 200 * time.Millisecond, Backoff: func(int) time.Duration { return 0 }, After: f.timers.After},
 		acp.Deps{Live: f.live, Notices: f.notices, Transcripts: notifyingAppender{f.h, f.tr}, Bindings: f.binds, Threads: &fakeThreads{},
 			Authority: fakeAuthority{}, Clock: &tickClock{}, Log: zerolog.Nop()})

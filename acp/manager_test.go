@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbot/agentbot/acp"
 	"github.com/agentbot/agentbot/core/authz"
@@ -381,4 +382,26 @@ func TestMaxSessions(t *testing.T) {
 	if _, err := f.m.Start(context.Background(), acp.StartRequest{Agent: "script", Where: channel, UserID: "alice"}); err != nil {
 		t.Fatalf("start after the first ended: %v", err)
 	}
+}
+
+// Edits are throttled, and a throttled edit is shown when the interval
+// has passed, even if nothing else happens in the turn.
+func TestThrottledEditIsShownLater(t *testing.T) {
+	f := newFixture(t)
+	f.editInterval = 100 * time.Hour
+	f.restart()
+	res := f.spawn()
+	f.say(res, "alice", "say Hel\nsay lo\nwait")
+	m := f.waitShown("Hel")
+	f.h.wait(t, "a scheduled edit", func() bool { return f.timers.fireAll(permTimeout, cancelGrace, idleTimeout) > 0 })
+	f.waitShown("Hello")
+	if m2, _ := f.live.find("Hello"); m2.id != m.id {
+		t.Fatalf("Hello is in another message")
+	}
+	if _, err := f.m.Stop(context.Background(), f.binding(res), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	f.waitShown("⏹️ Stopped.")
+	f.waitEntries(res.SessionKey, 2)
+	f.checkRule1(res.SessionKey)
 }

@@ -25,6 +25,8 @@ type liveMsg struct {
 	shown   string // what it displays now
 	shownB  int    // how many buttons it displays now
 	edited  time.Time
+	// flushing: an edit is scheduled for when the interval has passed.
+	flushing bool
 	// tool call state
 	title  string
 	status sdk.ToolCallStatus
@@ -57,8 +59,22 @@ func (t *turn) show(ctx context.Context, lm *liveMsg, force bool) {
 		return
 	}
 	now := m.d.Clock.Now()
-	if !force && now.Sub(lm.edited) < m.opt.EditInterval {
-		return // shown at the next update, or when the turn ends
+	if wait := m.opt.EditInterval - now.Sub(lm.edited); !force && wait > 0 {
+		// Shown when the interval has passed (or at the next forced show).
+		if !lm.flushing {
+			lm.flushing = true
+			timer := m.opt.After(wait)
+			go func() {
+				<-timer
+				t.mu.Lock()
+				defer t.mu.Unlock()
+				lm.flushing = false
+				if !t.closed {
+					t.show(ctx, lm, true)
+				}
+			}()
+		}
+		return
 	}
 	if err := m.d.Live.Edit(ctx, conv, lm.msgID, lm.text, lm.buttons); err != nil {
 		m.log.Warn().Err(err).Str("session", t.s.rec.Key).Msg("acp live message not edited")
