@@ -182,6 +182,8 @@ func (m *Manager) Has(name string) bool { _, ok := m.agents[name]; return ok }
 
 // Run serves until ctx ends, then stops every agent process (bounded).
 func (m *Manager) Run(ctx context.Context) error {
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); m.reportInterrupted(m.ctx) }()
 	<-ctx.Done()
 	m.stopAll()
 	m.mu.Lock()
@@ -444,6 +446,9 @@ type sessionRecord struct {
 	BoundBy      string                  `json:"boundBy"`
 	Dir          string                  `json:"dir"` // under the agent's workspace root
 	ACPSessionID string                  `json:"acpSessionId,omitempty"`
+	// TurnInFlight is the turn running when the record was saved: set
+	// while a turn runs, so a restart finds one the bot's death cut off.
+	TurnInFlight string `json:"turnInFlight,omitempty"`
 	CreatedAt    time.Time               `json:"createdAt"`
 }
 
@@ -460,7 +465,7 @@ func (m *Manager) saveRecord(ac AgentConfig, rec sessionRecord) error {
 	if err != nil {
 		return fmt.Errorf("save session record: %w", err)
 	}
-	tmp := p + ".tmp"
+	tmp := p + "." + newID() + ".tmp" // writers of one record do not share a temp file
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return fmt.Errorf("save session record: %w", err)
 	}
@@ -480,6 +485,38 @@ func (m *Manager) loadRecord(ac AgentConfig, thread string) (sessionRecord, erro
 		return rec, fmt.Errorf("load session record: %w", err)
 	}
 	return rec, nil
+}
+
+// reportInterrupted tells each thread whose agent turn was running when
+// the bot died that the turn was cut off (invariant 16: every accepted
+// turn ends visibly).
+func (m *Manager) reportInterrupted(ctx context.Context) {
+	for _, ac := range m.opt.Agents {
+		paths, _ := filepath.Glob(filepath.Join(ac.Workspace, ".agentbot-sessions", "*.json"))
+		for _, p := range paths {
+			rec, err := m.loadRecord(ac, strings.TrimSuffix(filepath.Base(p), ".json"))
+			if err != nil || rec.TurnInFlight == "" {
+				continue
+			}
+			text := fmt.Sprintf("⚠️ The bot restarted while **%s** was working on a turn here; that turn was interrupted. Send your message again to continue.", ac.Name)
+			if err := m.d.Notices.Notify(ctx, rec.Conversation, "acp-interrupted:"+rec.Key+":"+rec.TurnInFlight, text, transcript.SourceNotice, ac.Name); err != nil {
+				m.log.Warn().Err(err).Str("session", rec.Key).Msg("acp interrupted-turn notice not posted")
+				continue
+			}
+			// Cleared unless a new turn has started meanwhile.
+			m.mu.Lock()
+			s := m.sessions[rec.Key]
+			m.mu.Unlock()
+			if s != nil {
+				s.clearInFlight(rec.TurnInFlight)
+				continue
+			}
+			rec.TurnInFlight = ""
+			if err := m.saveRecord(ac, rec); err != nil {
+				m.log.Warn().Err(err).Str("session", rec.Key).Msg("acp session record not saved")
+			}
+		}
+	}
 }
 
 func newID() string {

@@ -405,3 +405,36 @@ func TestThrottledEditIsShownLater(t *testing.T) {
 	f.waitEntries(res.SessionKey, 2)
 	f.checkRule1(res.SessionKey)
 }
+
+// A turn cut off by the bot's death (the record still says it runs) is
+// reported in its thread at the next start.
+func TestInterruptedTurnIsReportedAfterRestart(t *testing.T) {
+	f := newFixture(t)
+	res := f.spawn()
+	f.say(res, "alice", "say partial\nwait")
+	f.waitShown("partial")
+	recPath := filepath.Join(f.ac.Workspace, ".agentbot-sessions", res.Thread.ConversationID+".json")
+	inFlight, err := os.ReadFile(recPath)
+	if err != nil || !strings.Contains(string(inFlight), `"turnInFlight":"u`) {
+		t.Fatalf("record while the turn runs: %s %v", inFlight, err)
+	}
+	f.stop()
+	// What a SIGKILL would have left: the record as it was mid-turn.
+	if err := os.WriteFile(recPath, inFlight, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.start()
+	f.h.wait(t, "the interrupted-turn notice", func() bool {
+		for _, n := range f.notices.all() {
+			if strings.Contains(n.text, "that turn was interrupted") {
+				return true
+			}
+		}
+		return false
+	})
+	f.stop() // Run returns after the report is done
+	if b, err := os.ReadFile(recPath); err != nil || strings.Contains(string(b), "turnInFlight") {
+		t.Errorf("record after the report: %s %v (want the turn cleared, so it is told once)", b, err)
+	}
+	f.start()
+}

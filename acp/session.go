@@ -226,6 +226,25 @@ func (s *session) ensure(ctx context.Context) (*conn, error) {
 	return c, nil
 }
 
+func (s *session) save(rec sessionRecord) {
+	if err := s.m.saveRecord(s.ac, rec); err != nil {
+		s.m.log.Error().Err(err).Str("session", rec.Key).Msg("acp session record not saved")
+	}
+}
+
+// clearInFlight records that turn seq ended (unless another began).
+func (s *session) clearInFlight(seq string) {
+	s.mu.Lock()
+	if s.rec.TurnInFlight != seq {
+		s.mu.Unlock()
+		return
+	}
+	s.rec.TurnInFlight = ""
+	rec := s.rec
+	s.mu.Unlock()
+	s.save(rec)
+}
+
 func (s *session) noteCrash() {
 	s.mu.Lock()
 	s.crashes++
@@ -244,12 +263,22 @@ func (s *session) run(ctx context.Context, p prompt) {
 	t := newTurn(s, p)
 	s.mu.Lock()
 	s.turn = t
+	if !p.warm {
+		s.rec.TurnInFlight = t.seq
+	}
+	rec := s.rec
 	s.mu.Unlock()
+	if !p.warm {
+		s.save(rec)
+	}
 	defer func() {
 		s.mu.Lock()
 		s.turn = nil
 		s.mu.Unlock()
 		t.finish(ctx)
+		if !p.warm {
+			s.clearInFlight(t.seq)
+		}
 	}()
 	c, err := s.ensure(ctx)
 	if err != nil {
