@@ -448,8 +448,8 @@ type sessionRecord struct {
 	ACPSessionID string                  `json:"acpSessionId,omitempty"`
 	// TurnInFlight is the turn running when the record was saved: set
 	// while a turn runs, so a restart finds one the bot's death cut off.
-	TurnInFlight string `json:"turnInFlight,omitempty"`
-	CreatedAt    time.Time               `json:"createdAt"`
+	TurnInFlight string    `json:"turnInFlight,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
 }
 
 func recordPath(ac AgentConfig, thread string) string {
