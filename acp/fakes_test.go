@@ -279,6 +279,7 @@ type fixture struct {
 	log     string
 	cancel  context.CancelFunc
 	done    chan struct{}
+	logs    *logBuffer
 	// editInterval is the manager's (0: its default, never reached with tickClock).
 	editInterval time.Duration
 }
@@ -292,6 +293,7 @@ func newFixture(t *testing.T, opts ...fixOpt) *fixture {
 	f := &fixture{t: t, h: h, live: &fakeLive{h: h}, notices: &fakeNotices{h: h}, store: memory.New(),
 		binds: &fakeBindings{recs: map[string]binding.Record{}}, timers: &timers{h: h, w: map[time.Duration][]chan time.Time{}},
 		log: filepath.Join(dir, "agent.log")}
+	f.logs = &logBuffer{h: h}
 	f.tr = transcript.NewService(f.store, &tickClock{})
 	f.ac = acp.AgentConfig{Name: "script", Command: acptest.Build(t), Env: map[string]string{"SCRIPTAGENT_LOG": f.log, "GEMINI_API_KEY": "k-configured"},
 		Workspace: filepath.Join(dir, "ws"), Users: []string{"alice"}}
@@ -314,7 +316,7 @@ func (f *fixture) start() {
 	f.m = acp.New(acp.Options{Agents: []acp.AgentConfig{f.ac}, PermissionTimeout: permTimeout, CancelGrace: cancelGrace, EditInterval: f.editInterval,
 		Grace: 200 * time.Millisecond, KillAfter: 200 * time.Millisecond, Backoff: func(int) time.Duration { return 0 }, After: f.timers.After},
 		acp.Deps{Live: f.live, Notices: f.notices, Transcripts: notifyingAppender{f.h, f.tr}, Bindings: f.binds, Threads: &fakeThreads{},
-			Authority: fakeAuthority{}, Clock: &tickClock{}, Log: zerolog.Nop()})
+			Authority: fakeAuthority{}, Clock: &tickClock{}, Log: zerolog.New(f.logs)})
 	go func() { _ = f.m.Run(ctx); close(f.done) }()
 	f.t.Cleanup(f.stop)
 }
@@ -446,4 +448,25 @@ func (f *fixture) checkRule1(key string) {
 	for id, m := range shown {
 		f.t.Errorf("message %s %q is in no entry", id, m.text)
 	}
+}
+
+// logBuffer is the manager's log; a line is an event tests can wait on.
+type logBuffer struct {
+	h  *hub
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	l.b.Write(p)
+	l.mu.Unlock()
+	l.h.changed()
+	return len(p), nil
+}
+
+func (l *logBuffer) has(sub string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Contains(l.b.String(), sub)
 }

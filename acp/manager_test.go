@@ -356,6 +356,7 @@ func TestIdleShutdownAndBindingEnd(t *testing.T) {
 	f.waitEntries(res.SessionKey, 1)
 	f.h.wait(t, "the idle timer", func() bool { return f.timers.waiting(idleTimeout) > 0 })
 	f.timers.fire(idleTimeout)
+	f.h.wait(t, "the idle stop", func() bool { return f.logs.has("acp agent idle: stopped") })
 	f.say(res, "alice", "say two")
 	f.waitShown("two")
 	f.checkLog("stdin closed")

@@ -116,6 +116,7 @@ func (s *session) work(ctx context.Context) {
 			case <-s.wake:
 			case <-idle:
 				s.stopProcess()
+				s.m.log.Info().Str("session", s.rec.Key).Dur("idle", s.ac.IdleTimeout).Msg("acp agent idle: stopped")
 			}
 			continue
 		}
