@@ -354,9 +354,12 @@ func TestIdleShutdownAndBindingEnd(t *testing.T) {
 	res := f.spawn()
 	f.say(res, "alice", "say one")
 	f.waitEntries(res.SessionKey, 1)
-	f.h.wait(t, "the idle timer", func() bool { return f.timers.waiting(idleTimeout) > 0 })
-	f.timers.fire(idleTimeout)
-	f.h.wait(t, "the idle stop", func() bool { return f.logs.has("acp agent idle: stopped") })
+	// Fire the idle timer the worker waits on (an earlier wait's timer may
+	// be left over: fire each new one until the agent is stopped).
+	f.h.wait(t, "the idle stop", func() bool {
+		f.timers.fire(idleTimeout)
+		return f.logs.has("acp agent idle: stopped")
+	})
 	f.say(res, "alice", "say two")
 	f.waitShown("two")
 	f.checkLog("stdin closed")

@@ -192,6 +192,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 			os.Exit(3)
 		}
 		if ctx.Err() != nil {
+			a.logf("cancelled %s", sid)
 			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 		}
 	}
