@@ -27,6 +27,7 @@ type Config struct {
 	HTTP      HTTPConfig             `yaml:"http"`
 	Log       LogConfig              `yaml:"log"`
 	MCP       MCPConfig              `yaml:"mcp"`
+	ACP       ACPConfig              `yaml:"acp"` // external coding agents (Agent Client Protocol)
 
 	src *source // where the values came from; nil for a Config built in code
 }
@@ -309,6 +310,7 @@ func Default() *Config {
 		Store: StoreConfig{Driver: "bolt", Path: "data/bot.db", DeliveryRetentionDays: DefaultDeliveryRetentionDays},
 		HTTP:  HTTPConfig{Listen: "127.0.0.1:9464", Timezone: "UTC"},
 		Log:   LogConfig{Level: "info", Format: "console"},
+		ACP:   ACPConfig{PermissionTimeout: 5 * time.Minute, Agents: map[string]ACPAgentConfig{}},
 	}
 }
 

@@ -70,7 +70,7 @@ func syntaxError(name string, data []byte, err error) *Error {
 }
 
 // collectSecrets returns the expanded values of every key named token, apiKey or dsn (a connection
-// string carries a password), anywhere in the tree,
+// string carries a password), and of every ${VAR} under a key named env, anywhere in the tree,
 // so that no message can echo them even when the file is otherwise wrong.
 func collectSecrets(n *yaml.Node, env func(string) (string, bool)) []string {
 	var out []string

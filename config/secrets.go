@@ -28,6 +28,7 @@ func (c *Config) Secrets() []string {
 			}
 		}
 	}
+	out = append(out, c.acpSecrets()...)
 	if c.Store.DSN != "" {
 		out = append(out, c.Store.DSN)
 		if pw := dsnPassword(c.Store.DSN); pw != "" {

@@ -130,6 +130,8 @@ type Deps struct {
 	Jobs     Jobs
 	// Changes records edits and deletions (nil: ignored).
 	Changes ChatChanges
+	// ACP runs external coding agents bound to threads (nil: none configured).
+	ACP     ACP
 	Metrics *metrics.Metrics
 	Clock   clock.Clock
 	Log     zerolog.Logger

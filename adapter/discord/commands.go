@@ -39,11 +39,11 @@ func Commands() []*discordgo.ApplicationCommand {
 		{Name: "spawn", Description: "Start a subagent on a task", Options: []*discordgo.ApplicationCommandOption{
 			opt(optString, "task", "What the subagent should do", true),
 			opt(optString, "label", "A short name for it", false),
-			opt(optString, "agent", "Which agent persona runs it", false),
+			opt(optString, "agent", "Which agent persona runs it, or an external coding agent (acp.agents)", false),
 			opt(optBool, "thread", "Give it its own thread", false),
 		}},
 		{Name: "focus", Description: "Bind this thread (or a new one) to a session or subagent", Options: []*discordgo.ApplicationCommandOption{
-			opt(optString, "target", "Subagent label or session key", true),
+			opt(optString, "target", "Subagent label, session key, or acp:<agent> for an external coding agent", true),
 		}},
 		{Name: "unfocus", Description: "End this conversation's binding"},
 		{Name: "agents", Description: "Subagent runs and bindings of this conversation"},
@@ -330,6 +330,9 @@ func (a *Adapter) command(ctx context.Context, v invocation) (reply, error) {
 }
 
 func (a *Adapter) cmdSpawn(ctx context.Context, v invocation) (reply, error) {
+	if name := v.str("agent"); a.d.ACP != nil && a.d.ACP.Has(name) {
+		return a.cmdStartACP(ctx, v, name, v.str("task"))
+	}
 	// A subagent spends the model like a turn: discord.access applies.
 	if msg := a.admitCommand(ctx, v); msg != "" {
 		return reply{}, userErrf("%s", msg)
@@ -357,6 +360,9 @@ func (a *Adapter) cmdSpawn(ctx context.Context, v invocation) (reply, error) {
 // run (its model call is cancelled). One's own run, or an operator.
 func (a *Adapter) cmdStop(ctx context.Context, v invocation) (reply, error) {
 	target := v.str("target")
+	if rec, ok := a.acpBinding(v.conv); ok && target == "" {
+		return a.cmdStopACP(ctx, v, rec)
+	}
 	var key, what string
 	idle := "ℹ️ Nothing is running in this conversation."
 	if target == "" {
@@ -395,6 +401,9 @@ func (a *Adapter) cmdFocus(ctx context.Context, v invocation) (reply, error) {
 	target := v.str("target")
 	if target == "" {
 		return reply{}, userErrf("Usage: /focus target:<subagent-label|session-key>")
+	}
+	if name, ok := strings.CutPrefix(target, "acp:"); ok && a.d.ACP != nil && a.d.ACP.Has(name) {
+		return a.cmdStartACP(ctx, v, name, "")
 	}
 	info, ok := a.findSession(target)
 	if !ok {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/agentbot/agentbot/acp"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
@@ -121,19 +122,14 @@ func (a *Adapter) liveRequest(ctx context.Context, s *discordgo.Session, method,
 	})
 }
 
-// onComponent answers a click on a message component. The Stop button of
-// a live message stops its run (the same rule as /stop: the run's owner or
-// an operator); anyone else gets an ephemeral refusal. The answer is
-// immediate (Discord's 3 s).
+// onComponent answers a button click at once (Discord's 3 s): the Stop
+// button of a live message stops its run (the same rule as /stop: the
+// run's owner or an operator; stopClick) and answers ephemerally; an ACP
+// permission choice (acp.Manager.Choose: the binder or an operator) is
+// acknowledged as a deferred update, the manager editing the message to
+// show it. A refusal is ephemeral (the clicker only).
 func (a *Adapter) onComponent(ctx context.Context, in *discordgo.Interaction) {
-	if in.Type != discordgo.InteractionMessageComponent {
-		return
-	}
 	data := in.MessageComponentData()
-	idText, ok := strings.CutPrefix(data.CustomID, stopPrefix)
-	if !ok {
-		return
-	}
 	var userID string
 	switch {
 	case in.Member != nil && in.Member.User != nil:
@@ -143,17 +139,30 @@ func (a *Adapter) onComponent(ctx context.Context, in *discordgo.Interaction) {
 		userID = in.User.ID
 	}
 	conv := a.conversationOf(in.GuildID, in.ChannelID, userID)
-	text := a.stopClick(ctx, conv, userID, idText)
+	ephemeral := func(text string) *discordgo.InteractionResponse {
+		return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+			Data: &discordgo.InteractionResponseData{Content: truncateRunes(text, MaxMessageLen), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}}
+	}
+	var resp *discordgo.InteractionResponse
+	if idText, ok := strings.CutPrefix(data.CustomID, stopPrefix); ok {
+		resp = ephemeral(a.stopClick(ctx, conv, userID, idText))
+	} else {
+		refusal := "This button is no longer active."
+		if a.d.ACP != nil && acp.IsButton(data.CustomID) {
+			refusal = a.d.ACP.Choose(ctx, data.CustomID, userID, conv)
+		}
+		resp = &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}
+		if refusal != "" {
+			resp = ephemeral("⚠️ " + refusal)
+		}
+	}
 	s := a.session()
 	if s == nil {
 		return
 	}
-	err := s.InteractionRespond(in, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
-		Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}},
-		discordgo.WithContext(ctx))
-	if err != nil {
+	if err := s.InteractionRespond(in, resp, discordgo.WithContext(ctx)); err != nil {
 		a.countError(err)
-		a.log.Warn().Err(restError(err)).Msg("stop button answer failed")
+		a.log.Warn().Err(restError(err)).Str("customId", data.CustomID).Msg("button answer failed")
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/agentbot/agentbot/acp"
 	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/console"
@@ -48,7 +49,8 @@ type app struct {
 	sessions    *session.Manager
 	adapter     *discord.Adapter
 	sched       *schedulerBridge
-	cluster     *cluster // several processes on PostgreSQL; nil on bbolt
+	cluster     *cluster     // several processes on PostgreSQL; nil on bbolt
+	acp         *acp.Manager // external coding agents; nil when acp.agents is empty
 	metrics     *metrics.Metrics
 	tools       *mcp.Hub // MCP servers; nil when none is configured
 	started     time.Time
@@ -175,12 +177,20 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		erasers = append(erasers, a.sched.Scheduler)
 	}
 	a.transcripts.SetErasers(erasers...)
+	var sessions discord.Sessions = a.sessions
+	var acpDep discord.ACP
+	if a.acp = newACP(a); a.acp != nil {
+		sessions, acpDep = acpRouting{Manager: a.sessions, acp: a.acp, bindings: a.bindings}, a.acp
+	}
 	a.adapter.SetDeps(discord.Deps{
-		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Webhooks: st, Jobs: jobs,
+		Sessions: sessions, Bindings: a.bindings, Outbound: a.outbound, Webhooks: st, Jobs: jobs, ACP: acpDep,
 		Changes: a.transcripts,
 		Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger(),
 	})
 	a.bindings.OnEnded(a.sessions.OnBindingEnded)
+	if a.acp != nil {
+		a.bindings.OnEnded(a.acp.OnBindingEnded)
+	}
 	// A message confirmed for one delivery is never taken for another's
 	// when an ambiguous send is reconciled: the adapter starts knowing the
 	// recent ones (the previous process's too).
@@ -279,6 +289,9 @@ func (a *app) Run(ctx context.Context) error {
 	g.Go(func() error { defer stopBindings(); defer stopTools(); return a.sessions.Run(sessCtx) })
 	if a.tools != nil {
 		g.Go(func() error { return a.tools.Run(toolsCtx) })
+	}
+	if a.acp != nil {
+		g.Go(func() error { return a.acp.Run(sessCtx) })
 	}
 	g.Go(func() error { return a.bindings.Run(bindCtx, a.cluster.bindingTick()) })
 	if a.cluster != nil {

@@ -29,7 +29,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return code
 	}
 	fmt.Fprintln(stdout, "✔ config is valid")
-	problems := 0
+	problems := doctorACP(ctx, cfg, stdout)
 	problems += doctorMCP(ctx, cfg, stdout)
 	if *live {
 		if err := cfg.ValidateForRun(); err != nil {

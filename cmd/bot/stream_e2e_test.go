@@ -255,7 +255,7 @@ func TestE2EStreamStopButton(t *testing.T) {
 		t.Fatalf("buttons %v", stop)
 	}
 
-	in, err := h.emu.ClickButton(msgs[0].ID, bob.ID, stop[0])
+	in, err := h.emu.ClickButton(msgs[0].ID, bob.ID, stop[0].CustomID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestE2EStreamStopButton(t *testing.T) {
 	}
 	waitShown(t, h, h.general.ID, "Everything is connected")
 
-	in, err = h.emu.ClickButton(msgs[0].ID, h.alice.ID, stop[0])
+	in, err = h.emu.ClickButton(msgs[0].ID, h.alice.ID, stop[0].CustomID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentbot/agentbot/core/binding"
@@ -260,24 +261,41 @@ func (a *Authority) Permits(ctx context.Context, actor Actor, g Grant, what stri
 	if actor.UserID == "" {
 		return refuse("%s need a user's authority, and this was not started by a user", what)
 	}
-	for _, u := range g.Users {
-		if u == actor.UserID {
-			return nil
-		}
-	}
-	if len(g.Roles) > 0 && !IsDM(actor.Where) && actor.Where.ConversationID != "" && a.dir != nil {
-		if m, ok, err := a.dir.Member(ctx, actor.UserID, actor.Where); err == nil && ok {
-			for _, r := range m.Roles {
-				for _, want := range g.Roles {
-					if r == want {
-						return nil
-					}
-				}
-			}
-		}
-	}
-	if g.Operators && a.Operator(ctx, actor) {
+	if a.listed(ctx, actor, g.Users, g.Roles) || (g.Operators && a.Operator(ctx, actor)) {
 		return nil
 	}
 	return refuse("you may not use %s (its users, roles or operators only)", what)
+}
+
+// MayUseAgent is who may start an external (ACP) agent and approve its
+// actions: operators, and the users and roles its config lists (both empty
+// = operators only). Roles are the member's roles in the conversation's
+// guild.
+func (a *Authority) MayUseAgent(ctx context.Context, actor Actor, users, roles []string, what string) error {
+	if actor.UserID == "" {
+		return refuse("%s needs a user's authority, and none stands behind this request", what)
+	}
+	if a.Operator(ctx, actor) || a.listed(ctx, actor, users, roles) {
+		return nil
+	}
+	if len(users) == 0 && len(roles) == 0 {
+		return refuse("only operators can %s", what)
+	}
+	return refuse("only operators and the users and roles its configuration lists can %s", what)
+}
+
+// listed reports whether the actor is one of users or holds one of roles
+// in the guild it acts in (never in a DM; a failed lookup is not listed).
+func (a *Authority) listed(ctx context.Context, actor Actor, users, roles []string) bool {
+	if slices.Contains(users, actor.UserID) {
+		return true
+	}
+	if len(roles) == 0 || IsDM(actor.Where) || actor.Where.ConversationID == "" || a.dir == nil {
+		return false
+	}
+	m, ok, err := a.dir.Member(ctx, actor.UserID, actor.Where)
+	if err != nil || !ok {
+		return false
+	}
+	return slices.ContainsFunc(m.Roles, func(r string) bool { return slices.Contains(roles, r) })
 }

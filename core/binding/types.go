@@ -14,6 +14,8 @@ type TargetKind string
 const (
 	KindSubagent TargetKind = "subagent"
 	KindSession  TargetKind = "session"
+	// KindACP: an external coding agent's session (Agent Client Protocol, package acp).
+	KindACP TargetKind = "acp"
 )
 
 // Status is a binding's lifecycle state: active -> ending -> ended.

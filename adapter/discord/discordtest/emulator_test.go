@@ -1017,7 +1017,7 @@ func TestEditsAlwaysRateLimited(t *testing.T) {
 // Buttons: validated on create and edit, replaced by an edit's components
 // ([] removes them); ClickButton reaches discordgo as a component
 // interaction whose answer keeps the 3 s deadline.
-func TestButtonsAndClicks(t *testing.T) {
+func TestButtonsOnEditAndClickDeadline(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
@@ -1042,7 +1042,7 @@ func TestButtonsAndClicks(t *testing.T) {
 	}
 	m, err := s.ChannelMessageSendComplex(f.ch.ID, &discordgo.MessageSend{Content: "live", AllowedMentions: quiet(), Components: row("stop:1")})
 	must(t, err)
-	if got, _ := f.e.Message(m.ID); !slices.Equal(got.Buttons(), []string{"stop:1"}) {
+	if got, _ := f.e.Message(m.ID); !slices.Equal(got.ButtonIDs(), []string{"stop:1"}) {
 		t.Fatalf("buttons %v", got.Buttons())
 	}
 	in, err := f.e.ClickButton(m.ID, f.alice.ID, "stop:1")

@@ -1135,8 +1135,21 @@ func (e *Emulator) interactionCallback(c *call) reply {
 			return r
 		}
 	case 5:
+	case 6, 7:
+		// DEFERRED_UPDATE_MESSAGE and UPDATE_MESSAGE exist only for a
+		// component's interaction (a click on a message).
+		if in.CustomID == "" {
+			return formError("type", "INTERACTION_RESPONSE_TYPE_INVALID", "This response type is only valid for message component interactions")
+		}
+		if b.Type == 7 {
+			return formError("type", "EMULATOR_UNSUPPORTED", "the emulator does not model UPDATE_MESSAGE (7); edit the message instead")
+		}
+		in.acked = true
+		in.Responses = append(in.Responses, resp)
+		e.broadcastLocked()
+		return noContent()
 	default:
-		// PONG, modals, component updates: recorded, nothing displayed.
+		// PONG, modals: recorded, nothing displayed.
 		in.acked = true
 		in.Responses = append(in.Responses, resp)
 		e.broadcastLocked()
@@ -1215,65 +1228,4 @@ func (e *Emulator) followup(c *call) reply {
 		return noContent()
 	}
 	return ok(m.wire())
-}
-
-// parseComponents validates a message's components as Discord does for
-// buttons: action rows (type 1) of at most 5 buttons (type 2), at most 5
-// rows, each button with a custom_id of 1-100 characters unique in the
-// message (or a url for a link button) and a label of at most 80.
-func parseComponents(raw json.RawMessage) ([]json.RawMessage, reply) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, reply{}
-	}
-	var rows []json.RawMessage
-	if err := json.Unmarshal(raw, &rows); err != nil {
-		return nil, formError("components", "BASE_TYPE_BAD_ARRAY", "Must be an array.")
-	}
-	if len(rows) > 5 {
-		return nil, formError("components", "BASE_TYPE_BAD_LENGTH", "Must be 5 or fewer in length.")
-	}
-	seen := map[string]bool{}
-	for _, r := range rows {
-		var row struct {
-			Type       int `json:"type"`
-			Components []struct {
-				Type     int    `json:"type"`
-				Style    int    `json:"style"`
-				Label    string `json:"label"`
-				CustomID string `json:"custom_id"`
-				URL      string `json:"url"`
-			} `json:"components"`
-		}
-		if err := json.Unmarshal(r, &row); err != nil || row.Type != 1 {
-			return nil, formError("components", "COMPONENT_INVALID_TYPE", "Top-level components must be action rows.")
-		}
-		if len(row.Components) == 0 || len(row.Components) > 5 {
-			return nil, formError("components", "BASE_TYPE_BAD_LENGTH", "An action row holds 1 to 5 buttons.")
-		}
-		for _, c := range row.Components {
-			if c.Type != 2 {
-				return nil, formError("components", "COMPONENT_INVALID_TYPE", "Only buttons are emulated.")
-			}
-			if utf8.RuneCountInString(c.Label) > 80 {
-				return nil, formError("components", "BASE_TYPE_MAX_LENGTH", "Must be 80 or fewer in length.")
-			}
-			if c.Style == 5 {
-				if c.URL == "" {
-					return nil, formError("components", "BASE_TYPE_REQUIRED", "A link button needs a url.")
-				}
-				continue
-			}
-			if n := utf8.RuneCountInString(c.CustomID); n < 1 || n > 100 {
-				return nil, formError("components", "BASE_TYPE_BAD_LENGTH", "custom_id must be 1 to 100 in length.")
-			}
-			if seen[c.CustomID] {
-				return nil, formError("components", "COMPONENT_CUSTOM_ID_DUPLICATED", "Component custom id cannot be duplicated.")
-			}
-			seen[c.CustomID] = true
-		}
-	}
-	if len(rows) == 0 {
-		return nil, reply{}
-	}
-	return rows, reply{}
 }

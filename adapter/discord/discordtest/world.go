@@ -105,29 +105,8 @@ type Message struct {
 	History []string
 	// Attachments are the files a user message carries (UserSayFiles).
 	Attachments []Attachment
-	// Components are the message's action rows as sent (nil: none).
-	Components []json.RawMessage
-}
-
-// Buttons returns the custom ids of the message's buttons, in order.
-func (m Message) Buttons() []string {
-	var out []string
-	for _, raw := range m.Components {
-		var row struct {
-			Components []struct {
-				Type     int    `json:"type"`
-				CustomID string `json:"custom_id"`
-			} `json:"components"`
-		}
-		if json.Unmarshal(raw, &row) == nil {
-			for _, c := range row.Components {
-				if c.Type == 2 {
-					out = append(out, c.CustomID)
-				}
-			}
-		}
-	}
-	return out
+	// Components are the message's buttons, row by row (see Buttons).
+	Components [][]Button
 }
 
 // File is a file a user attaches to a message.
@@ -284,6 +263,10 @@ func cloneMessage(m *Message) Message {
 	c.History = append([]string(nil), m.History...)
 	c.Mentions = append([]User(nil), m.Mentions...)
 	c.Attachments = append([]Attachment(nil), m.Attachments...)
+	c.Components = nil
+	for _, r := range m.Components {
+		c.Components = append(c.Components, append([]Button(nil), r...))
+	}
 	if m.MessageReference != nil {
 		r := *m.MessageReference
 		c.MessageReference = &r
@@ -411,6 +394,9 @@ func (m *Message) wire() map[string]any {
 	if len(m.Embeds) > 0 {
 		out["embeds"] = m.Embeds
 	}
+	if len(m.Components) > 0 {
+		out["components"] = wireComponents(m.Components)
+	}
 	if m.WebhookID != "" {
 		out["webhook_id"] = m.WebhookID
 	}
@@ -422,9 +408,6 @@ func (m *Message) wire() map[string]any {
 	}
 	if m.Nonce != "" {
 		out["nonce"] = m.Nonce
-	}
-	if len(m.Components) > 0 {
-		out["components"] = m.Components
 	}
 	return out
 }

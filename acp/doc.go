@@ -1,0 +1,24 @@
+// Package acp binds a Discord conversation to an external coding agent that
+// speaks the Agent Client Protocol (JSON-RPC over stdio: initialize,
+// session/new, session/load, session/prompt, session/update,
+// session/request_permission, session/cancel).
+//
+// Invariants:
+//   - One agent process per active session, supervised: a bounded shutdown
+//     (stdin closed, then SIGTERM by pid after a grace period, then SIGKILL
+//     of its process group), restart with backoff, and a crash ends the
+//     running turn with a notice in the thread.
+//   - The agent gets an explicit environment only (the configured env, PATH
+//     and a HOME of its own): never the bot's token or other secrets.
+//   - The client capabilities fs/read_text_file and fs/write_text_file are
+//     served inside the session's workspace directory only: paths outside
+//     it, ".." elements and symlinks leading out are refused. The terminal
+//     capability is off.
+//   - What the thread displays is the bound session's transcript (Rule 1):
+//     a turn's live messages (answer text, tool call and plan status lines,
+//     permission requests) are edited while the turn runs and each is
+//     written once, with its final displayed text and message ids, when the
+//     turn ends, in display order.
+//   - Only the binder or an operator answers a permission request; no answer
+//     within the timeout is a reject.
+package acp
