@@ -1,7 +1,6 @@
 package config
 
 import (
-	"slices"
 	"strings"
 	"time"
 )
@@ -77,14 +76,12 @@ func (c *Config) validateACP() *Error {
 	return nil
 }
 
-// acpSecrets are the acp env values that came from a ${VAR}.
+// acpSecrets are the acp agents' env values (every one: any may be a credential).
 func (c *Config) acpSecrets() []string {
 	var out []string
 	for _, a := range c.ACP.Agents {
 		for _, v := range a.Env {
-			if c.src != nil && v != "" && slices.Contains(c.src.secrets, v) {
-				out = append(out, v)
-			}
+			out = append(out, v) // as an MCP server's env: any value may be a credential
 		}
 	}
 	return out
