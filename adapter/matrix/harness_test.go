@@ -3,7 +3,7 @@ package matrix
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"net/http"
 	"sync"
 	"testing"
@@ -86,15 +86,23 @@ func text(body string) map[string]any {
 	return map[string]any{"msgtype": "m.text", "body": body, "m.mentions": map[string]any{}}
 }
 
-// event fetches one event as alice, as raw JSON (what a client displays).
+// event fetches one event as alice, as raw JSON (what a client displays). A 404 is retried until waitTimeout:
+// Dendrite's sync API, which serves it to alice, takes a sent event a moment after the send returned.
 func (e *env) event(t *testing.T, eventID string) map[string]any {
 	t.Helper()
-	var out map[string]any
-	u := e.ali.BuildClientURL("v3", "rooms", e.room, "event", eventID)
-	if _, err := e.ali.MakeRequest(context.Background(), http.MethodGet, u, nil, &out); err != nil {
-		t.Fatalf("get event %s: %v", eventID, err)
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		var out map[string]any
+		u := e.ali.BuildClientURL("v3", "rooms", e.room, "event", eventID)
+		_, err := e.ali.MakeRequest(context.Background(), http.MethodGet, u, nil, &out)
+		if err == nil {
+			return out
+		}
+		if !errors.Is(err, mautrix.MNotFound) || time.Now().After(deadline) {
+			t.Fatalf("get event %s: %v", eventID, err)
+		}
+		<-time.After(20 * time.Millisecond) // polling the homeserver's read model until it caught up
 	}
-	return out
 }
 
 // marked returns the event ids (oldest first) of the room's messages carrying DeliveryKey with deliveryID, read by
@@ -122,6 +130,19 @@ func (e *env) marked(t *testing.T, deliveryID string) []string {
 		from = resp.End
 	}
 	return ids
+}
+
+// waitMarked waits until alice's /messages shows n events of deliveryID (Dendrite's sync API, which serves
+// /messages, processes a sent event a moment after the send returned).
+func (e *env) waitMarked(t *testing.T, deliveryID string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for len(e.marked(t, deliveryID)) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("/messages shows fewer than %d events of %s after %s", n, deliveryID, waitTimeout)
+		}
+		<-time.After(20 * time.Millisecond) // polling the homeserver's read model until it caught up
+	}
 }
 
 // recorder is a Handler that keeps what it was given and lets a test wait for an event.
@@ -237,4 +258,3 @@ func count(ins []Inbound, eventID string) int {
 	return n
 }
 
-var _ = fmt.Sprintf
