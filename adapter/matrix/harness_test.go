@@ -257,4 +257,3 @@ func count(ins []Inbound, eventID string) int {
 	}
 	return n
 }
-
