@@ -26,9 +26,11 @@ type Config struct {
 	AccessToken string
 	// AppService, when set, posts personas as appservice ghosts; without it a persona's name prefixes the text.
 	AppService *AppServiceConfig
-	// TimelineLimit is how many events per room one /sync returns at most (default 100); catch-up after a
-	// longer downtime in a busy room is truncated to the newest ones (logged as a warning).
+	// TimelineLimit is how many events per room one /sync returns at most (default 100). A room with more since
+	// the saved token (a longer downtime) is filled in from /messages, up to MaxCatchUp events per room.
 	TimelineLimit int
+	// MaxCatchUp bounds that fill-in per room and batch (default 1000); what is older is not handled (a warning).
+	MaxCatchUp int
 	// SyncTimeout is the long-poll timeout of /sync (default 30s).
 	SyncTimeout time.Duration
 	// HTTPClient is used for every request (default: a client with a 90s timeout).
@@ -70,6 +72,9 @@ func New(cfg Config, tokens TokenStore, log zerolog.Logger) (*Client, error) {
 	}
 	if cfg.TimelineLimit <= 0 {
 		cfg.TimelineLimit = 100
+	}
+	if cfg.MaxCatchUp <= 0 {
+		cfg.MaxCatchUp = 1000
 	}
 	if cfg.SyncTimeout <= 0 {
 		cfg.SyncTimeout = 30 * time.Second
@@ -174,7 +179,7 @@ func (c *Client) Run(ctx context.Context, h Handler) error {
 		// The batch is handled to its end and its token saved even if ctx ends meanwhile: a clean stop never
 		// leaves a batch half handled.
 		bctx := context.WithoutCancel(ctx)
-		c.dispatch(bctx, resp, h, first)
+		c.dispatch(bctx, resp, h, since)
 		if err := c.tokens.SaveSyncToken(bctx, resp.NextBatch); err != nil {
 			return fmt.Errorf("matrix: sync: %w", err)
 		}
@@ -183,9 +188,10 @@ func (c *Client) Run(ctx context.Context, h Handler) error {
 	return nil
 }
 
-// dispatch hands a batch's events to h: invites, then each joined room's timeline (rooms sorted by id). On the
-// first start (skipHistory) the timelines are history from before the bot ran and are skipped.
-func (c *Client) dispatch(ctx context.Context, resp *mautrix.RespSync, h Handler, skipHistory bool) {
+// dispatch hands a batch's events to h: invites, then each joined room's timeline (rooms sorted by id), a
+// truncated one preceded by the events between since and the timeline (from /messages). On the first start
+// (since "") the timelines are history from before the bot ran and are skipped.
+func (c *Client) dispatch(ctx context.Context, resp *mautrix.RespSync, h Handler, since string) {
 	for _, roomID := range sortedKeys(resp.Rooms.Invite) {
 		in := Inbound{Kind: KindInvite, RoomID: roomID.String()}
 		for _, ev := range resp.Rooms.Invite[roomID].State.Events {
@@ -198,15 +204,21 @@ func (c *Client) dispatch(ctx context.Context, resp *mautrix.RespSync, h Handler
 		}
 		c.handle(ctx, h, in)
 	}
-	if skipHistory {
+	if since == "" {
 		return
 	}
 	for _, roomID := range sortedKeys(resp.Rooms.Join) {
 		room := resp.Rooms.Join[roomID]
-		if room.Timeline.Limited {
-			c.log.Warn().Str("room", roomID.String()).Int("limit", c.cfg.TimelineLimit).Msg("sync timeline truncated: events before the newest ones were not handled")
+		events := room.Timeline.Events
+		if room.Timeline.Limited && room.Timeline.PrevBatch != "" {
+			events = append(c.catchUp(ctx, roomID, room.Timeline.PrevBatch, since), events...)
 		}
-		for _, ev := range room.Timeline.Events {
+		seen := map[id.EventID]bool{}
+		for _, ev := range events {
+			if seen[ev.ID] {
+				continue
+			}
+			seen[ev.ID] = true
 			raw, err := json.Marshal(ev)
 			if err != nil {
 				continue
@@ -219,6 +231,32 @@ func (c *Client) dispatch(ctx context.Context, resp *mautrix.RespSync, h Handler
 			c.handle(ctx, h, in)
 		}
 	}
+}
+
+// catchUp returns the room's events between the sync token since and prevBatch (a truncated timeline's start),
+// oldest first, at most MaxCatchUp of the newest ones. A failure is logged: the batch goes on with what it has.
+func (c *Client) catchUp(ctx context.Context, roomID id.RoomID, prevBatch, since string) []*event.Event {
+	var out []*event.Event
+	from := prevBatch
+	for len(out) < c.cfg.MaxCatchUp {
+		resp, err := c.bot.Messages(ctx, roomID, from, since, mautrix.DirectionBackward, nil, min(100, c.cfg.MaxCatchUp-len(out)))
+		if err != nil {
+			c.log.Warn().Err(classify("matrix: catch-up", err)).Str("room", roomID.String()).Int("events", len(out)).Msg("sync catch-up incomplete: older events since the last run were not handled")
+			break
+		}
+		out = append(out, resp.Chunk...)
+		if resp.End == "" || len(resp.Chunk) == 0 {
+			break
+		}
+		from = resp.End
+		if len(out) >= c.cfg.MaxCatchUp {
+			c.log.Warn().Str("room", roomID.String()).Int("max", c.cfg.MaxCatchUp).Msg("sync catch-up truncated: older events since the last run were not handled")
+		}
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
 }
 
 func (c *Client) handle(ctx context.Context, h Handler, in Inbound) {

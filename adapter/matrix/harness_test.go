@@ -63,9 +63,13 @@ func (e *env) newRoom(t *testing.T) string {
 }
 
 // client is a new bot client (as after a process restart: nothing cached) over tokens.
-func (e *env) client(t *testing.T, tokens TokenStore) *Client {
+func (e *env) client(t *testing.T, tokens TokenStore, opts ...func(*Config)) *Client {
 	t.Helper()
-	c, err := New(Config{HomeserverURL: e.srv.URL, UserID: e.bot.UserID, AccessToken: e.bot.AccessToken, AppService: e.as, SyncTimeout: 5 * time.Second}, tokens, zerolog.Nop())
+	cfg := Config{HomeserverURL: e.srv.URL, UserID: e.bot.UserID, AccessToken: e.bot.AccessToken, AppService: e.as, SyncTimeout: 5 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := New(cfg, tokens, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

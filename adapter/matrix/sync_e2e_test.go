@@ -2,7 +2,9 @@ package matrix
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"maunium.net/go/mautrix/event"
@@ -60,6 +62,34 @@ func TestSyncTokenResumesAfterRestart(t *testing.T) {
 		if seen[i] != order[i] {
 			t.Fatalf("handled in order %v, want %v", seen, order)
 		}
+	}
+}
+
+// A downtime with more events than one /sync timeline holds: the gap is filled from /messages, so every event is
+// handled once, in order.
+func TestSyncCatchUpBeyondTimelineLimit(t *testing.T) {
+	e := newEnv(t)
+	store := &savingStore{TokenStore: &MemoryTokenStore{}, saved: make(chan string, 1)}
+	small := func(c *Config) { c.TimelineLimit = 2 }
+	rec := newRecorder()
+	first := run(t, e.client(t, store, small), rec.handle)
+	store.waitSave(t)
+	first.stop(t)
+	var want []string
+	for i := range 9 {
+		want = append(want, e.say(t, text(fmt.Sprintf("while down %d", i))))
+	}
+	run(t, e.client(t, store, small), rec.handle)
+	rec.wait(t, want[len(want)-1])
+	last := e.say(t, text("after"))
+	rec.wait(t, last)
+	want = append(want, last)
+	var got []string
+	for _, in := range rec.all() {
+		got = append(got, in.EventID)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("handled %v\nwant    %v", got, want)
 	}
 }
 
