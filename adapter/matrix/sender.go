@@ -245,14 +245,18 @@ func (c *Client) Edit(ctx context.Context, roomID, eventID, text, txn string, p 
 		"m.new_content": newContent,
 		"m.relates_to":  map[string]any{"rel_type": "m.replace", "event_id": eventID},
 	}
-	b, _ := json.Marshal(content)
-	budget := MaxContentBytes - len(b)
-	if budget < JSONLen(text) {
-		return fmt.Errorf("matrix: edit %s: %w: text needs %d bytes, %d fit", eventID, ErrRejected, JSONLen(text)+len(b), MaxContentBytes)
+	b, _ := json.Marshal(content) // everything but the fallback body: what is left is the fallback's room
+	room := MaxContentBytes - len(b)
+	if room < 0 {
+		return fmt.Errorf("matrix: edit %s: %w: the edit needs %d bytes (limit %d)", eventID, ErrRejected, len(b), MaxContentBytes)
 	}
 	fallback := "* " + text
-	if JSONLen(fallback) > budget-JSONLen(text) {
-		fallback = Split(fallback, max(budget-JSONLen(text)-3, 8))[0] + "…"
+	if JSONLen(fallback) > room {
+		// The fallback is for clients without edits: shortened, marked with an ellipsis (3 bytes).
+		fallback = ""
+		if room > 8+3 {
+			fallback = Split("* "+text, room-3)[0] + "…"
+		}
 	}
 	content["body"] = fallback
 	raw, err := json.Marshal(content)
