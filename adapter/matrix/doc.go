@@ -8,7 +8,9 @@
 //     batch being handled is finished even when the context is cancelled: a clean stop and restart resumes after
 //     the last handled batch, with no event handled twice and none lost. A crash between the Handler and the save
 //     hands that one batch again (at-least-once): the consumer dedupes by event id. The very first start (no
-//     token) skips the room history and handles only what arrives afterwards (and pending invites).
+//     token) skips the room history and handles only what arrives afterwards (and pending invites). A timeline
+//     truncated by the homeserver (more events since the token than one /sync holds) is filled in from
+//     /messages between the token and the timeline, oldest first, up to Config.MaxCatchUp events per room.
 //   - The bot's own events and every appservice ghost's events (personas) are never handed on as inbound (no echo
 //     loops); neither are m.notice messages (the Matrix convention for bot output).
 //   - A mention is the bot's user id in m.mentions.user_ids. The body is consulted only when an event has no
@@ -21,7 +23,9 @@
 //     transaction ids when it restarts.
 //   - A Matrix event may be at most 65,536 bytes as JSON, envelope included: text is split at clean cuts
 //     (paragraph, line, space, else a character boundary) into parts whose content JSON is at most
-//     MaxContentBytes; the parts add up to the text.
+//     MaxContentBytes; the parts add up to the text. An edit (m.replace, for streaming) carries the new text whole
+//     and a shortened fallback body; a new text that cannot fit one event is refused (ErrRejected), never cut.
+//   - The only mautrix importer is this package (arch_test.go); core never depends on it.
 //   - A destination that cannot take messages any more (403 from the homeserver: power-level lock, kicked, banned;
 //     404: unknown room; a thread root that is redacted or gone) yields an error wrapping ErrDestinationGone, which
 //     wraps core/delivery.ErrDestinationGone, so the core's "destination gone" path recognises it unchanged. A
