@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,35 +69,50 @@ type deliveryMark struct {
 // and part, and the content carries DeliveryKey. It fails with ErrDestinationGone (wrapped) when the room does not
 // take the bot's messages or the thread root is redacted or gone; nothing is posted to the room instead.
 func (c *Client) Send(ctx context.Context, m Message) (Receipt, error) {
+	return c.send(ctx, m, nil)
+}
+
+// send is Send with the event ids of the first len(shown) parts already known displayed (not posted again).
+func (c *Client) send(ctx context.Context, m Message, shown []string) (Receipt, error) {
 	if m.DeliveryID == "" || m.RoomID == "" {
 		return Receipt{}, fmt.Errorf("matrix: send: %w: delivery id and room are required", ErrRejected)
 	}
-	poster, text, err := c.poster(ctx, m.RoomID, m.Persona)
-	if err != nil {
-		return Receipt{}, err
-	}
-	text = Defuse(text + m.Text)
-	if m.ThreadRoot != "" {
-		if err := c.checkRoot(ctx, m.RoomID, m.ThreadRoot); err != nil {
-			return Receipt{}, err
-		}
-	}
-	parts := Split(text, c.bodyBudget(m))
+	parts := Split(Defuse(c.personaPrefix(m.Persona)+m.Text), c.bodyBudget(m))
 	if len(parts) == 0 {
 		return Receipt{}, fmt.Errorf("matrix: send %s: %w: empty text", m.DeliveryID, ErrRejected)
 	}
-	found := map[int]string{}
-	if m.Resend {
-		if found, err = c.findParts(ctx, poster, m); err != nil {
+	// fail returns err with the parts known displayed before this attempt (the caller records exactly those).
+	fail := func(err error) (Receipt, error) {
+		n := min(len(shown), len(parts))
+		if n == 0 {
 			return Receipt{}, err
 		}
+		return Receipt{EventIDs: slices.Clone(shown[:n]), Text: strings.Join(parts[:n], "")}, err
+	}
+	poster, err := c.poster(ctx, m.RoomID, m.Persona)
+	if err != nil {
+		return fail(err)
+	}
+	if m.ThreadRoot != "" {
+		if err := c.checkRoot(ctx, m.RoomID, m.ThreadRoot); err != nil {
+			return fail(err)
+		}
+	}
+	found := map[int]string{}
+	if m.Resend && len(shown) < len(parts) {
+		if found, err = c.findParts(ctx, poster, m); err != nil {
+			return fail(err)
+		}
+	}
+	for i, evID := range shown {
+		found[i] = evID
 	}
 	rc := Receipt{Duplicate: len(found) == len(parts)}
-	var shown strings.Builder
+	var displayed strings.Builder
 	for i, part := range parts {
 		if evID, ok := found[i]; ok {
 			rc.EventIDs = append(rc.EventIDs, evID)
-			shown.WriteString(part)
+			displayed.WriteString(part)
 			continue
 		}
 		content, err := c.partContent(m, part, i, len(parts))
@@ -106,13 +122,13 @@ func (c *Client) Send(ctx context.Context, m Message) (Receipt, error) {
 		resp, err := poster.SendMessageEvent(ctx, id.RoomID(m.RoomID), event.EventMessage, content,
 			mautrix.ReqSendEvent{TransactionID: txnID(m.DeliveryID, i)})
 		if err != nil {
-			rc.Text = shown.String()
+			rc.Text = displayed.String()
 			return rc, classify(fmt.Sprintf("matrix: send %s part %d/%d", m.DeliveryID, i+1, len(parts)), err)
 		}
 		rc.EventIDs = append(rc.EventIDs, resp.EventID.String())
-		shown.WriteString(part)
+		displayed.WriteString(part)
 	}
-	rc.Text = shown.String()
+	rc.Text = displayed.String()
 	return rc, nil
 }
 
@@ -232,11 +248,11 @@ func (c *Client) CreateThread(ctx context.Context, roomID, title, deliveryID str
 // Edit replaces the text of eventID (posted by the bot, or by persona p's ghost) with text (streaming). The new
 // text must fit one event (it appears twice in an edit: the fallback body is shortened to fit).
 func (c *Client) Edit(ctx context.Context, roomID, eventID, text, txn string, p Persona) error {
-	poster, prefix, err := c.poster(ctx, roomID, p)
+	poster, err := c.poster(ctx, roomID, p)
 	if err != nil {
 		return err
 	}
-	text = Defuse(prefix + text)
+	text = Defuse(c.personaPrefix(p) + text)
 	newContent := map[string]any{"msgtype": "m.text", "body": text, "m.mentions": map[string]any{}}
 	content := map[string]any{
 		"msgtype":       "m.text",
@@ -291,26 +307,31 @@ func (c *Client) GhostLocalpart(name string) string {
 	return c.cfg.AppService.UserPrefix + strings.Trim(s, "_")
 }
 
-// poster returns the client that posts for p in roomID and the text prefix it needs: the bot for an empty persona;
-// the persona's ghost (registered, named, joined on demand) with an appservice; without one, the bot with
-// "Name: " prefixed (the documented fallback).
-func (c *Client) poster(ctx context.Context, roomID string, p Persona) (*mautrix.Client, string, error) {
-	if p.Name == "" {
-		return c.bot, "", nil
+// personaPrefix is the text a persona's message starts with: "Name: " without an appservice (the documented
+// fallback: the bot posts it), else nothing.
+func (c *Client) personaPrefix(p Persona) string {
+	if p.Name == "" || c.cfg.AppService != nil {
+		return ""
 	}
-	if c.cfg.AppService == nil {
-		return c.bot, p.Name + ": ", nil
+	return p.Name + ": "
+}
+
+// poster returns the client that posts for p in roomID: the persona's ghost (registered, named, joined on demand)
+// with an appservice, else the bot.
+func (c *Client) poster(ctx context.Context, roomID string, p Persona) (*mautrix.Client, error) {
+	if p.Name == "" || c.cfg.AppService == nil {
+		return c.bot, nil
 	}
 	c.ghostMu.Lock() // one persona set-up at a time: profile and membership are read and written here only
 	defer c.ghostMu.Unlock()
 	g, err := c.ghost(ctx, p)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if err := c.ghostJoin(ctx, g, roomID); err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return g.cli, "", nil
+	return g.cli, nil
 }
 
 func (c *Client) ghost(ctx context.Context, p Persona) (*ghost, error) {
