@@ -149,6 +149,28 @@ func (e *env) waitMarked(t *testing.T, deliveryID string, n int) {
 	}
 }
 
+// waitVisible waits until eventID is in the room's /messages as alice sees them (in Dendrite's read model, so in
+// every /sync position taken from now on).
+func (e *env) waitVisible(t *testing.T, eventID string) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		resp, err := e.ali.Messages(context.Background(), id.RoomID(e.room), "", "", mautrix.DirectionBackward, nil, 50)
+		if err != nil {
+			t.Fatalf("messages: %v", err)
+		}
+		for _, ev := range resp.Chunk {
+			if ev.ID.String() == eventID {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not in /messages after %s", eventID, waitTimeout)
+		}
+		<-time.After(20 * time.Millisecond) // polling the homeserver's read model until it caught up
+	}
+}
+
 // recorder is a Handler that keeps what it was given and lets a test wait for an event.
 type recorder struct {
 	mu   sync.Mutex

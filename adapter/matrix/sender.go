@@ -246,11 +246,12 @@ func (c *Client) CreateThread(ctx context.Context, roomID, title, deliveryID str
 }
 
 // Edit replaces the text of eventID (posted by the bot, or by persona p's ghost) with text (streaming). The new
-// text must fit one event (it appears twice in an edit: the fallback body is shortened to fit).
-func (c *Client) Edit(ctx context.Context, roomID, eventID, text, txn string, p Persona) error {
+// text must fit one event (it appears twice in an edit: the fallback body is shortened to fit). It returns the
+// edit event's id.
+func (c *Client) Edit(ctx context.Context, roomID, eventID, text, txn string, p Persona) (string, error) {
 	poster, err := c.poster(ctx, roomID, p)
 	if err != nil {
-		return err
+		return "", err
 	}
 	text = Defuse(c.personaPrefix(p) + text)
 	newContent := map[string]any{"msgtype": "m.text", "body": text, "m.mentions": map[string]any{}}
@@ -264,7 +265,7 @@ func (c *Client) Edit(ctx context.Context, roomID, eventID, text, txn string, p 
 	b, _ := json.Marshal(content) // everything but the fallback body: what is left is the fallback's room
 	room := MaxContentBytes - len(b)
 	if room < 0 {
-		return fmt.Errorf("matrix: edit %s: %w: the edit needs %d bytes (limit %d)", eventID, ErrRejected, len(b), MaxContentBytes)
+		return "", fmt.Errorf("matrix: edit %s: %w: the edit needs %d bytes (limit %d)", eventID, ErrRejected, len(b), MaxContentBytes)
 	}
 	fallback := "* " + text
 	if JSONLen(fallback) > room {
@@ -277,13 +278,16 @@ func (c *Client) Edit(ctx context.Context, roomID, eventID, text, txn string, p 
 	content["body"] = fallback
 	raw, err := json.Marshal(content)
 	if err != nil {
-		return fmt.Errorf("matrix: edit %s: %w: %w", eventID, ErrRejected, err)
+		return "", fmt.Errorf("matrix: edit %s: %w: %w", eventID, ErrRejected, err)
 	}
 	if len(raw) > MaxContentBytes {
-		return fmt.Errorf("matrix: edit %s: %w: content is %d bytes", eventID, ErrRejected, len(raw))
+		return "", fmt.Errorf("matrix: edit %s: %w: content is %d bytes", eventID, ErrRejected, len(raw))
 	}
-	_, err = poster.SendMessageEvent(ctx, id.RoomID(roomID), event.EventMessage, json.RawMessage(raw), mautrix.ReqSendEvent{TransactionID: txn})
-	return classify("matrix: edit "+eventID, err)
+	resp, err := poster.SendMessageEvent(ctx, id.RoomID(roomID), event.EventMessage, json.RawMessage(raw), mautrix.ReqSendEvent{TransactionID: txn})
+	if err != nil {
+		return "", classify("matrix: edit "+eventID, err)
+	}
+	return resp.EventID.String(), nil
 }
 
 // Typing shows (or, on=false, clears) the bot's typing notice in roomID for at most timeout.

@@ -16,6 +16,7 @@ import (
 func TestSyncTokenResumesAfterRestart(t *testing.T) {
 	e := newEnv(t)
 	history := e.say(t, text("before the bot ever ran"))
+	e.waitVisible(t, history) // history: in the server's view before the bot's first sync
 
 	store := &savingStore{TokenStore: NewFileTokenStore(filepath.Join(t.TempDir(), "sync-token")), saved: make(chan string, 1)}
 	rec := newRecorder()
