@@ -2,10 +2,14 @@ package matrix
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
@@ -64,6 +68,50 @@ func TestSyncTokenResumesAfterRestart(t *testing.T) {
 			t.Fatalf("handled in order %v, want %v", seen, order)
 		}
 	}
+}
+
+// A token that cannot be saved stops the loop with an error (the position would be lost otherwise), and the
+// next start hands that batch again: at-least-once, never lost.
+func TestSyncTokenSaveFailureLosesNothing(t *testing.T) {
+	e := newEnv(t)
+	mem := &MemoryTokenStore{}
+	store := &savingStore{TokenStore: mem, saved: make(chan string, 1)}
+	rec := newRecorder()
+	failing := &failingStore{TokenStore: store}
+	c := e.client(t, failing)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(context.Background(), rec.handle) }()
+	store.waitSave(t)
+	failing.fail.Store(true)
+	m1 := e.say(t, text("one"))
+	rec.wait(t, m1)
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "disk full") {
+			t.Fatalf("Run = %v, want the save error", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("Run went on after a failed save")
+	}
+	run(t, e.client(t, mem), rec.handle)
+	m2 := e.say(t, text("two"))
+	rec.wait(t, m2)
+	if n := count(rec.all(), m1); n != 2 {
+		t.Fatalf("m1 handled %d times, want twice (handed again after the failed save)", n)
+	}
+}
+
+// failingStore fails every save while fail is set.
+type failingStore struct {
+	TokenStore
+	fail atomic.Bool
+}
+
+func (f *failingStore) SaveSyncToken(ctx context.Context, tok string) error {
+	if f.fail.Load() {
+		return errors.New("disk full")
+	}
+	return f.TokenStore.SaveSyncToken(ctx, tok)
 }
 
 // A downtime with more events than one /sync timeline holds: the gap is filled from /messages, so every event is
