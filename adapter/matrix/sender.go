@@ -220,16 +220,35 @@ func (c *Client) findParts(ctx context.Context, poster *mautrix.Client, m Messag
 	return found, nil
 }
 
-// checkRoot fails with ErrDestinationGone when the thread root is unknown or redacted.
+// rootGrace is how long a thread root that the homeserver answers 404 for is asked again before it counts as
+// gone: a homeserver serves a just-sent event a moment later (Dendrite's sync API lags its sends), and a thread is
+// posted into right after its root was created.
+const rootGrace = 3 * time.Second
+
+// checkRoot fails with ErrDestinationGone when the thread root is redacted, or unknown for longer than rootGrace.
 func (c *Client) checkRoot(ctx context.Context, roomID, root string) error {
-	ev, err := c.bot.GetEvent(ctx, id.RoomID(roomID), id.EventID(root))
-	if err != nil {
-		return classify("matrix: thread root "+root, err)
+	deadline := time.Now().Add(rootGrace)
+	wait := 50 * time.Millisecond
+	for {
+		ev, err := c.bot.GetEvent(ctx, id.RoomID(roomID), id.EventID(root))
+		if err == nil {
+			if ev.Unsigned.RedactedBecause != nil || len(ev.Content.VeryRaw) == 0 || string(ev.Content.VeryRaw) == "{}" {
+				return fmt.Errorf("matrix: thread root %s in %s is redacted: %w", root, roomID, ErrDestinationGone)
+			}
+			return nil
+		}
+		if !errors.Is(err, mautrix.MNotFound) || time.Now().Add(wait).After(deadline) {
+			return classify("matrix: thread root "+root, err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("matrix: thread root %s: %w", root, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(wait*2, time.Second)
 	}
-	if ev.Unsigned.RedactedBecause != nil || len(ev.Content.VeryRaw) == 0 || string(ev.Content.VeryRaw) == "{}" {
-		return fmt.Errorf("matrix: thread root %s in %s is redacted: %w", root, roomID, ErrDestinationGone)
-	}
-	return nil
 }
 
 // CreateThread posts a thread root (title, as the bot or persona) in roomID and returns its event id: the thread's
