@@ -6,7 +6,7 @@ PKGS     := ./...
 SOAK_SEEDS   ?= 1-40
 SOAK_TIMEOUT ?= 60m
 
-.PHONY: help build run demo test vet fmtcheck bench load soak fuzz lint npm clean image image-test
+.PHONY: help build run demo test vet fmtcheck bench load soak fuzz lint npm dendrite clean image image-test
 
 help: ## list targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z]+:.*## /{printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -61,6 +61,21 @@ soak: ## long randomized scenario run; SOAK_SEEDS=1-200 picks the seeds (default
 NPM_PKGS := $(shell grep -v '^\#' .ci/npm-packages 2>/dev/null)
 npm: ## install the npm programs some tests run (MCP servers, ACP agents; .ci/npm-packages) into .cache/npm
 	@if [ -n "$(NPM_PKGS)" ]; then mkdir -p .cache/npm && npm install --no-audit --no-fund --prefix .cache/npm $(NPM_PKGS); fi
+
+# Dendrite (Apache-2.0, github.com/matrix-org/dendrite; not element-hq's AGPL fork) is a test tool installed by
+# version, never a module dependency: adapter/matrix's tests start it (internal/dendritetest). cgo SQLite: needs gcc.
+DENDRITE_VERSION := v0.13.8
+DENDRITE_BIN     := .cache/dendrite/bin
+DENDRITE_CMDS    := dendrite generate-keys generate-config create-account
+dendrite: ## build the Matrix homeserver the Matrix adapter's tests run (Dendrite, into .cache/dendrite; skipped if built)
+	@if [ -f $(DENDRITE_BIN)/.version ] && [ "$$(cat $(DENDRITE_BIN)/.version)" = "$(DENDRITE_VERSION)" ] && \
+		( for c in $(DENDRITE_CMDS); do [ -x $(DENDRITE_BIN)/$$c ] || exit 1; done ); then \
+		echo "dendrite $(DENDRITE_VERSION) already built in $(DENDRITE_BIN)"; \
+	else \
+		mkdir -p $(DENDRITE_BIN) && \
+		GOBIN=$$(pwd)/$(DENDRITE_BIN) $(GO) install $(foreach c,$(DENDRITE_CMDS),github.com/matrix-org/dendrite/cmd/$(c)@$(DENDRITE_VERSION)) && \
+		echo $(DENDRITE_VERSION) > $(DENDRITE_BIN)/.version; \
+	fi
 
 ENGINE ?= $(shell command -v podman || command -v docker)
 image: ## build the container image agentbot:latest (docker or podman; pulls the base images)

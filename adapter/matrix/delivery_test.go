@@ -1,0 +1,96 @@
+package matrix
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
+	"maunium.net/go/mautrix/id"
+)
+
+func TestMessageFor(t *testing.T) {
+	ref := func(conv, parent string) binding.ConversationRef {
+		return binding.ConversationRef{Channel: "matrix", ConversationID: conv, ParentConversationID: parent}
+	}
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	p := delivery.Persona{Name: "Researcher", AvatarURL: "mxc://hs/a"}
+	tests := []struct {
+		name    string
+		d       delivery.Delivery
+		want    Message
+		wantErr bool
+	}{
+		{"room", delivery.Delivery{ID: "d", Target: ref("!r:hs", ""), Text: "t", ReplyTo: "$x", Resend: true, FirstAttempt: at, Persona: p},
+			Message{DeliveryID: "d", RoomID: "!r:hs", Text: "t", ReplyTo: "$x", Resend: true, Since: at}, false},
+		{"thread under persona", delivery.Delivery{ID: "d", Target: ref("$root", "!r:hs"), Text: "t", ViaWebhook: true, Persona: p},
+			Message{DeliveryID: "d", RoomID: "!r:hs", ThreadRoot: "$root", Text: "t", Persona: Persona{Name: "Researcher", AvatarURL: "mxc://hs/a"}}, false},
+		{"not matrix", delivery.Delivery{ID: "d", Target: binding.ConversationRef{Channel: "discord", ConversationID: "123"}, Text: "t"}, Message{}, true},
+		{"thread without room", delivery.Delivery{ID: "d", Target: ref("$root", ""), Text: "t"}, Message{}, true},
+		{"native", delivery.Delivery{ID: "d", Target: ref("!r:hs", ""), Native: true}, Message{}, true},
+		{"interaction", delivery.Delivery{ID: "d", Target: ref("!r:hs", ""), Interaction: &delivery.Interaction{ID: "i"}}, Message{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := messageFor(tt.d)
+			if tt.wantErr {
+				if !errors.Is(err, ErrRejected) || !errors.Is(err, delivery.ErrRejected) {
+					t.Fatalf("err = %v, want ErrRejected", err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// The delivery.Sender for the wiring step: a thread delivery under a persona posts as its ghost; a resend with
+// Shown parts posts nothing again; a redacted root returns the shown parts with ErrDestinationGone.
+func TestDeliverySenderAgainstDendrite(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c := e.client(t, &MemoryTokenStore{})
+	root, err := c.CreateThread(ctx, e.room, "Task", "root-d", Persona{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s delivery.Sender = DeliverySender{Client: c}
+	d := delivery.Delivery{ID: "dd1", Target: binding.ConversationRef{Channel: "matrix", ConversationID: root, ParentConversationID: e.room},
+		Text: longText(130_000), ViaWebhook: true, Persona: delivery.Persona{Name: "Researcher"}, FirstAttempt: time.Now()}
+	rc, err := s.Send(ctx, d)
+	if err != nil || len(rc.MessageIDs) != 3 {
+		t.Fatalf("send: %v, %d parts", err, len(rc.MessageIDs))
+	}
+	if ev := e.event(t, rc.MessageIDs[2]); ev["sender"] != "@agentbot_researcher:localhost" {
+		t.Fatalf("sender = %v", ev["sender"])
+	}
+	e.waitMarked(t, "dd1", 3)
+	d.Resend, d.Shown = true, rc.MessageIDs[:1]
+	again, err := DeliverySender{Client: e.client(t, &MemoryTokenStore{})}.Send(ctx, d)
+	if err != nil || !reflect.DeepEqual(again.MessageIDs, rc.MessageIDs) || !again.Duplicate {
+		t.Fatalf("resend: %+v, %v; want %v as a duplicate", again, err, rc.MessageIDs)
+	}
+	if got := e.marked(t, "dd1"); len(got) != 3 {
+		t.Fatalf("room shows %d parts after the resend, want 3", len(got))
+	}
+	if _, err := e.ali.RedactEvent(ctx, id.RoomID(e.room), id.EventID(root)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for len(e.event(t, root)["content"].(map[string]any)) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the root never showed as redacted")
+		}
+		<-time.After(20 * time.Millisecond) // Dendrite applies a redaction asynchronously
+	}
+	gone, err := s.Send(ctx, d)
+	if !errors.Is(err, delivery.ErrDestinationGone) || !reflect.DeepEqual(gone.MessageIDs, rc.MessageIDs[:1]) || gone.Text == "" || !strings.HasPrefix(d.Text, gone.Text) {
+		t.Fatalf("send after redaction: %v, ids %v; want ErrDestinationGone with the shown part", err, gone.MessageIDs)
+	}
+}
