@@ -35,6 +35,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/agentbot/agentbot/internal/reporoot"
 )
 
 // Dir is the install directory of the binaries, relative to the repository root.
@@ -98,7 +100,7 @@ type Server struct {
 // create-account), or fails or skips tb as the package rule says.
 func Bin(tb testing.TB, name string) string {
 	tb.Helper()
-	root, err := repoRoot()
+	root, err := reporoot.Dir()
 	if err != nil {
 		missing(tb, "repository root (go.mod) not found: "+err.Error())
 	}
@@ -403,22 +405,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// repoRoot walks up from the working directory (a test's package directory) to the directory holding go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", os.ErrNotExist
-		}
-		dir = parent
-	}
 }

@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/agentbot/agentbot/internal/reporoot"
 )
 
 // Dir is the install prefix relative to the repository root.
@@ -23,7 +25,7 @@ func Bin(tb testing.TB, name string) string {
 	if _, err := exec.LookPath("node"); err != nil {
 		missing(tb, "node is not on PATH (Debian package nodejs)")
 	}
-	root, err := repoRoot()
+	root, err := reporoot.Dir()
 	if err != nil {
 		missing(tb, err.Error())
 	}
@@ -40,22 +42,4 @@ func missing(tb testing.TB, why string) {
 		tb.Fatalf("npm test program: %s", why)
 	}
 	tb.Skipf("npm test program: %s", why)
-}
-
-// repoRoot walks up from the working directory (a test's package directory) to the directory holding go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", os.ErrNotExist
-		}
-		dir = parent
-	}
 }

@@ -151,28 +151,5 @@ func (e *Emulator) ClickButton(messageID, userID, customID string) (Interaction,
 		return Interaction{}, fmt.Errorf("discordtest: unknown channel %s", m.ChannelID)
 	}
 	in := &Interaction{ID: e.nextIDLocked(), ChannelID: ch.ID, GuildID: ch.GuildID, User: u, CustomID: customID, MessageID: m.ID, Created: e.opts.Now()}
-	in.Token = "itok-" + in.ID
-	e.world.interactions[in.Token] = in
-	e.world.interByID[in.ID] = in
-	d := map[string]any{
-		"id": in.ID, "application_id": e.appID, "type": 3, "token": in.Token, "version": 1,
-		"channel_id": ch.ID, "locale": "en-US", "app_permissions": itoa(^e.world.botDenied(ch) & allPerms),
-		"data":    map[string]any{"custom_id": customID, "component_type": componentButton},
-		"message": m.wire(),
-		"channel": ch.wire(&e.world),
-	}
-	if ch.GuildID != "" {
-		d["guild_id"] = ch.GuildID
-		d["guild_locale"] = "en-US"
-		if !e.world.isMember(ch.GuildID, u.ID) {
-			return Interaction{}, fmt.Errorf("discordtest: %s is not a member of guild %s", u.ID, ch.GuildID)
-		}
-		mem := e.memberWireLocked(ch.GuildID, u.ID, true)
-		mem["permissions"] = itoa(e.world.permissions(u.ID, ch))
-		d["member"] = mem
-	} else {
-		d["user"] = u.wire()
-	}
-	e.dispatchLocked("INTERACTION_CREATE", d)
-	return cloneInteraction(in), nil
+	return e.dispatchInteractionLocked(in, ch, 3, map[string]any{"custom_id": customID, "component_type": componentButton}, m)
 }

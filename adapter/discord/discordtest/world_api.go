@@ -338,21 +338,32 @@ func (e *Emulator) InvokeCommand(channelID, userID, name string, opts ...Command
 		ID: e.nextIDLocked(), ChannelID: ch.ID, GuildID: ch.GuildID, User: u, Command: name,
 		Options: append([]CommandOption(nil), opts...), Created: e.opts.Now(),
 	}
+	return e.dispatchInteractionLocked(in, ch, 2, map[string]any{"id": cmd.ID, "name": cmd.Name, "type": cmd.Type, "options": wireOptions(opts)}, nil)
+}
+
+// dispatchInteractionLocked registers in (its token lives 15 minutes) and
+// emits INTERACTION_CREATE of type typ with data, in ch, from in.User (a
+// guild member, with their permissions there, or a DM user); msg is the
+// message a component belongs to.
+func (e *Emulator) dispatchInteractionLocked(in *Interaction, ch *Channel, typ int, data map[string]any, msg *Message) (Interaction, error) {
+	u := in.User
+	if ch.GuildID != "" && !e.world.isMember(ch.GuildID, u.ID) {
+		return Interaction{}, fmt.Errorf("discordtest: %s is not a member of guild %s", u.ID, ch.GuildID)
+	}
 	in.Token = "itok-" + in.ID
 	e.world.interactions[in.Token] = in
 	e.world.interByID[in.ID] = in
 	d := map[string]any{
-		"id": in.ID, "application_id": e.appID, "type": 2, "token": in.Token, "version": 1,
+		"id": in.ID, "application_id": e.appID, "type": typ, "token": in.Token, "version": 1,
 		"channel_id": ch.ID, "locale": "en-US", "app_permissions": itoa(^e.world.botDenied(ch) & allPerms),
-		"data":    map[string]any{"id": cmd.ID, "name": cmd.Name, "type": cmd.Type, "options": wireOptions(opts)},
-		"channel": ch.wire(&e.world),
+		"data": data, "channel": ch.wire(&e.world),
+	}
+	if msg != nil {
+		d["message"] = msg.wire()
 	}
 	if ch.GuildID != "" {
 		d["guild_id"] = ch.GuildID
 		d["guild_locale"] = "en-US"
-		if !e.world.isMember(ch.GuildID, u.ID) {
-			return Interaction{}, fmt.Errorf("discordtest: %s is not a member of guild %s", u.ID, ch.GuildID)
-		}
 		mem := e.memberWireLocked(ch.GuildID, u.ID, true)
 		mem["permissions"] = itoa(e.world.permissions(u.ID, ch))
 		d["member"] = mem
