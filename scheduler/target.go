@@ -19,6 +19,10 @@ type UserError struct {
 
 func (e *UserError) Error() string { return e.Msg }
 
+// UserMessage is the text for the person who asked (the same words): a
+// command boundary shows it, where it shows no other error's text.
+func (e *UserError) UserMessage() string { return e.Msg }
+
 // Unwrap returns the wrapped sentinel.
 func (e *UserError) Unwrap() error { return e.Err }
 

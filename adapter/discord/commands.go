@@ -100,10 +100,19 @@ type reply struct {
 	public bool
 }
 
+// userFacing is an error whose UserMessage is written for the person who
+// ran the command (what was wrong, what to do). The command boundary
+// (onInteraction) shows it; any other error is logged there once and the
+// user reads the generic text, never the error's own words.
+type userFacing interface{ UserMessage() string }
+
 // userError is a command failure whose message is meant for the user.
 type userError struct{ msg string }
 
 func (e *userError) Error() string { return e.msg }
+
+// UserMessage implements userFacing.
+func (e *userError) UserMessage() string { return e.msg }
 
 func userErrf(format string, args ...any) error { return &userError{fmt.Sprintf(format, args...)} }
 
@@ -186,10 +195,10 @@ func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) 
 	df.timer = time.AfterFunc(deferAfter, func() { a.deferReply(ctx, v, df) })
 	r, err := a.command(ctx, v)
 	if err != nil {
-		var ue *userError
+		var uf userFacing
 		text := "⚠️ Something went wrong; the bot logged the details."
-		if errors.As(err, &ue) {
-			text = "⚠️ " + redact.String(ue.msg) // scheduler errors are shown verbatim
+		if errors.As(err, &uf) {
+			text = "⚠️ " + redact.String(uf.UserMessage())
 		} else {
 			a.log.Error().Err(err).Str("command", v.name).Msg("slash command failed")
 		}
@@ -639,7 +648,7 @@ func (a *Adapter) cmdCron(ctx context.Context, v invocation) (reply, error) {
 		return reply{}, userErrf("%s", refusalText(err))
 	}
 	if err != nil {
-		return reply{}, &userError{msg: err.Error()}
+		return reply{}, fmt.Errorf("/cron %s: %w", v.sub, err)
 	}
 	return reply{text: text, public: privileged}, nil
 }

@@ -64,19 +64,6 @@ func (b *schedulerBridge) RunBackground(ctx context.Context, in scheduler.Backgr
 	return b.sessions.RunBackground(ctx, in.AgentID, in.SessionKey, in.Prompt, in.Seed)
 }
 
-// userText turns scheduler errors into what a user reads; authority
-// refusals stay refusals (a tool reports them as such).
-func userText(err error) error {
-	if authz.IsRefusal(err) {
-		return err
-	}
-	var ue *scheduler.UserError
-	if errors.As(err, &ue) {
-		return errors.New(ue.Msg)
-	}
-	return fmt.Errorf("the scheduler failed (%v); the bot logged the details", err)
-}
-
 // The rules of /cron, in one place: the slash command and the model's job
 // tools (schedule_job, list_jobs, cancel_job) both call these, with the
 // invoker or the user the turn acts for (invariant 13).
@@ -103,7 +90,7 @@ func (b *schedulerBridge) add(ctx context.Context, actor authz.Actor, req schedu
 	if strings.TrimSpace(req.To) != "" {
 		to, err := scheduler.ParseTo(req.To, req.CreatedIn)
 		if err != nil {
-			return scheduler.Job{}, userText(err)
+			return scheduler.Job{}, fmt.Errorf("job target: %w", err)
 		}
 		if err := b.auth.CanPost(ctx, actor.UserID, to); err != nil {
 			return scheduler.Job{}, err
@@ -111,7 +98,7 @@ func (b *schedulerBridge) add(ctx context.Context, actor authz.Actor, req schedu
 	}
 	j, err := b.Scheduler.Add(ctx, req)
 	if err != nil {
-		return scheduler.Job{}, userText(err)
+		return scheduler.Job{}, fmt.Errorf("add job: %w", err)
 	}
 	// Wherever the job will post (a session:<key> target too), its
 	// creator must be able to; a crash before the removal leaves a job
@@ -163,7 +150,7 @@ func (b *schedulerBridge) AuthorizeRun(ctx context.Context, j scheduler.Job) err
 func (b *schedulerBridge) List(ctx context.Context, actor authz.Actor) (string, error) {
 	all, err := b.Scheduler.List(ctx)
 	if err != nil {
-		return "", userText(err)
+		return "", fmt.Errorf("list jobs: %w", err)
 	}
 	var jobs []scheduler.Job
 	for _, j := range all {
@@ -191,7 +178,7 @@ func (b *schedulerBridge) Remove(ctx context.Context, actor authz.Actor, id stri
 		return "", err
 	}
 	if err := b.Scheduler.Remove(ctx, id); err != nil {
-		return "", userText(err)
+		return "", fmt.Errorf("remove job %s: %w", id, err)
 	}
 	return fmt.Sprintf("🗑️ Job `%s` removed.", id), nil
 }
@@ -203,7 +190,7 @@ func (b *schedulerBridge) RunNow(ctx context.Context, actor authz.Actor, id stri
 	}
 	r, err := b.Scheduler.RunNow(ctx, id)
 	if err != nil {
-		return "", userText(err)
+		return "", fmt.Errorf("run job %s: %w", id, err)
 	}
 	return fmt.Sprintf("▶️ Job `%s` ran: %s (delivery %s).", id, r.Status, r.Delivery.Status), nil
 }
@@ -212,14 +199,14 @@ func (b *schedulerBridge) RunNow(ctx context.Context, actor authz.Actor, id stri
 func (b *schedulerBridge) Runs(ctx context.Context, actor authz.Actor, id string) (string, error) {
 	j, err := b.Scheduler.Get(ctx, id)
 	if err != nil {
-		return "", userText(err)
+		return "", fmt.Errorf("job %s: %w", id, err)
 	}
 	if !b.visible(ctx, actor, j) {
 		return "", &authz.Refusal{Msg: fmt.Sprintf("there is no job %s you can see", id)}
 	}
 	runs, err := b.Scheduler.Runs(ctx, id, 10)
 	if err != nil {
-		return "", userText(err)
+		return "", fmt.Errorf("runs of job %s: %w", id, err)
 	}
 	if len(runs) == 0 {
 		return fmt.Sprintf("Job `%s` has not run yet.", id), nil
