@@ -759,7 +759,7 @@ func (c *Console) conversation(r *http.Request) (any, error) {
 	if len(entries) == 0 && from == 0 && p.Info == nil && len(p.Bound) == 0 {
 		return nil, notFound("session %q has no transcript (session keys look like agent:main:discord:channel:<id>)", key)
 	}
-	self := sessionURL(key)
+	self := sessURL(key)
 	if len(entries) > 0 {
 		p.First, p.Last = entries[0].Seq, entries[len(entries)-1].Seq
 		if p.First > 1 {
@@ -850,5 +850,3 @@ func (c *Console) conversation(r *http.Request) (any, error) {
 	}
 	return p, nil
 }
-
-func sessionURL(key string) string { return sessURL(key) }

@@ -349,9 +349,6 @@ func (s *Scheduler) RunDue(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Tick is RunDue (the name tests and the loop use for one trigger pass).
-func (s *Scheduler) Tick(ctx context.Context) error { return s.RunDue(ctx) }
-
 func (s *Scheduler) acquire(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

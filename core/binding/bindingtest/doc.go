@@ -1,5 +1,5 @@
 // Package bindingtest is the conformance suite for binding.Store, run by
-// every implementation (store/memory, store/bolt, later store/postgres).
+// every implementation (store/memory, store/bolt, store/postgres).
 //
 // Invariants the suite checks:
 //   - PutBindings inserts or replaces by ID; Bindings returns every record,

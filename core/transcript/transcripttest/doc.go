@@ -1,5 +1,5 @@
 // Package transcripttest is the conformance suite for transcript.Store.
-// Every implementation (store/memory, store/bolt, later store/postgres) runs
+// Every implementation (store/memory, store/bolt, store/postgres) runs
 // Run from its own tests, so all of them share one definition of the
 // semantics the core relies on.
 //
