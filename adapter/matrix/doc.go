@@ -25,7 +25,7 @@
 //     (paragraph, line, space, else a character boundary) into parts whose content JSON is at most
 //     MaxContentBytes; the parts add up to the text. An edit (m.replace, for streaming) carries the new text whole
 //     and a shortened fallback body; a new text that cannot fit one event is refused (ErrRejected), never cut.
-//   - The only mautrix importer is this package (arch_test.go); core never depends on it.
+//   - The only mautrix importer is this package (internal/arch); core never depends on it.
 //   - A destination that cannot take messages any more (403 from the homeserver: power-level lock, kicked, banned;
 //     404: unknown room; a thread root that is redacted or gone) yields an error wrapping ErrDestinationGone, which
 //     wraps core/delivery.ErrDestinationGone, so the core's "destination gone" path recognises it unchanged. A
