@@ -93,7 +93,7 @@ func (s *Service) applyLocked(recs []Record, ids []string) {
 		s.applyOneLocked(r)
 	}
 	if len(ids) == 0 {
-		for id, r := range s.byID {
+		for id, r := range s.idx.byID {
 			if _, ok := seen[id]; !ok {
 				s.unindex(r)
 			}
@@ -102,7 +102,7 @@ func (s *Service) applyLocked(recs []Record, ids []string) {
 	}
 	for _, id := range ids {
 		if _, ok := seen[id]; !ok {
-			if r := s.byID[id]; r != nil {
+			if r := s.idx.byID[id]; r != nil {
 				s.unindex(r)
 			}
 		}
@@ -114,7 +114,7 @@ func (s *Service) applyOneLocked(r Record) {
 		return
 	}
 	s.ever[r.TargetSessionKey] = struct{}{}
-	cur := s.byID[r.ID]
+	cur := s.idx.byID[r.ID]
 	if r.Status != StatusActive {
 		if cur != nil {
 			s.unindex(cur)
@@ -136,7 +136,7 @@ func (s *Service) applyOneLocked(r Record) {
 		}
 		s.unindex(cur)
 	}
-	if other := s.lookup(r.Conversation); other != nil && other.ID != r.ID {
+	if other := s.idx.lookup(r.Conversation); other != nil && other.ID != r.ID {
 		if other.BoundAt.After(r.BoundAt) {
 			return // a later binding holds the conversation
 		}
@@ -153,7 +153,7 @@ func (s *Service) expiredIDs(now time.Time) []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var ids []string
-	for id, r := range s.byID {
+	for id, r := range s.idx.byID {
 		if r.ExpiryReason(now) != "" {
 			ids = append(ids, id)
 		}

@@ -39,15 +39,6 @@ type UnbindInput struct {
 // ends, with the final record; EndedReason says why.
 type EndedFunc func(Record)
 
-// convKey is the normalised identity of a conversation, used as a map key
-// without building a string (ResolveByConversation must not allocate).
-type convKey struct{ channel, account, conversation string }
-
-func keyOf(r ConversationRef) convKey {
-	n := r.Normalize()
-	return convKey{n.Channel, n.AccountID, n.ConversationID}
-}
-
 // Service owns the bindings: an in-memory index of the active ones, served
 // to the hot routing path, backed by a Store that is the truth after a
 // restart. It is safe for concurrent use.
@@ -57,17 +48,10 @@ type Service struct {
 	log   zerolog.Logger
 	newID func() string
 
-	mu sync.RWMutex
-	// byNum indexes conversations with numeric ids (Discord snowflakes) by
-	// the number, so a lookup compares integers instead of cold strings;
-	// byConv holds every other active binding.
-	byNum     map[uint64]*Record
-	byConv    map[convKey]*Record
-	byID      map[string]*Record
-	bySession map[string]map[string]*Record
-	dirty     map[string]struct{} // touched since the last flush
-	arena     arena               // active records, stored contiguously
-	onEnded   []EndedFunc
+	mu      sync.RWMutex
+	idx     index               // the active bindings
+	dirty   map[string]struct{} // touched since the last flush
+	onEnded []EndedFunc
 	// ever holds every session that has had a binding, active or ended,
 	// whatever made it (spawn or /focus): such a session's completions
 	// never fall back to its requester (invariant 6).
@@ -87,16 +71,13 @@ type Service struct {
 // New returns a service; call Load before use. It does no I/O.
 func New(store Store, clk clock.Clock, log zerolog.Logger) *Service {
 	return &Service{
-		store:     store,
-		clock:     clk,
-		log:       log,
-		newID:     randomID,
-		byNum:     map[uint64]*Record{},
-		byConv:    map[convKey]*Record{},
-		byID:      map[string]*Record{},
-		bySession: map[string]map[string]*Record{},
-		dirty:     map[string]struct{}{},
-		ever:      map[string]struct{}{},
+		store: store,
+		clock: clk,
+		log:   log,
+		newID: randomID,
+		idx:   newIndex(),
+		dirty: map[string]struct{}{},
+		ever:  map[string]struct{}{},
 	}
 }
 
@@ -156,39 +137,13 @@ func (s *Service) Load(ctx context.Context) error {
 	return nil
 }
 
-// index stores a copy of r in the arena and indexes it; s.mu must be held.
-func (s *Service) index(rec Record) {
-	r := s.arena.alloc(rec)
-	if n, ok := numericID(r.Conversation.ConversationID); ok && s.byNum[n] == nil {
-		s.byNum[n] = r
-	} else {
-		s.byConv[keyOf(r.Conversation)] = r
-	}
-	s.byID[r.ID] = r
-	m := s.bySession[r.TargetSessionKey]
-	if m == nil {
-		m = map[string]*Record{}
-		s.bySession[r.TargetSessionKey] = m
-	}
-	m[r.ID] = r
-}
+// index stores a copy of rec and indexes it; s.mu must be held.
+func (s *Service) index(rec Record) { s.idx.add(rec) }
 
+// unindex drops r from the index (its slot is reused); s.mu must be held.
 func (s *Service) unindex(r *Record) {
-	if n, ok := numericID(r.Conversation.ConversationID); ok && s.byNum[n] == r {
-		delete(s.byNum, n)
-	}
-	if cur := s.byConv[keyOf(r.Conversation)]; cur == r {
-		delete(s.byConv, keyOf(r.Conversation))
-	}
-	delete(s.byID, r.ID)
-	if m := s.bySession[r.TargetSessionKey]; m != nil {
-		delete(m, r.ID)
-		if len(m) == 0 {
-			delete(s.bySession, r.TargetSessionKey)
-		}
-	}
 	delete(s.dirty, r.ID)
-	s.arena.release(r)
+	s.idx.remove(r)
 }
 
 // Bind binds a conversation to a session. A conversation has at most one
@@ -231,7 +186,7 @@ func (s *Service) Bind(ctx context.Context, in BindInput) (Record, error) {
 		s.mu.Unlock()
 		return Record{}, fmt.Errorf("bind %s: %w", conv.ConversationID, ErrDisabled)
 	}
-	old := s.lookup(conv)
+	old := s.idx.lookup(conv)
 	if old != nil && old.TargetSessionKey == rec.TargetSessionKey && old.TargetKind == rec.TargetKind && old.ExpiryReason(now) == "" {
 		out := *old
 		s.mu.Unlock()
@@ -247,7 +202,7 @@ func (s *Service) Bind(ctx context.Context, in BindInput) (Record, error) {
 		}
 		ended, gone = append(ended, e), append(gone, old)
 	}
-	for _, r := range s.bySession[rec.TargetSessionKey] {
+	for _, r := range s.idx.bySession[rec.TargetSessionKey] {
 		if r == old {
 			continue
 		}
@@ -310,7 +265,7 @@ func cloneMap(m map[string]string) map[string]string {
 func (s *Service) ResolveByConversation(ref ConversationRef) (Record, bool) {
 	ref = ref.Normalize()
 	s.mu.RLock()
-	r := s.lookup(ref)
+	r := s.idx.lookup(ref)
 	if r == nil {
 		s.mu.RUnlock()
 		return Record{}, false
@@ -323,36 +278,10 @@ func (s *Service) ResolveByConversation(ref ConversationRef) (Record, bool) {
 	return out, true
 }
 
-// lookup finds the active record of a normalised ref; s.mu must be held.
-func (s *Service) lookup(ref ConversationRef) *Record {
-	if n, ok := numericID(ref.ConversationID); ok {
-		if r := s.byNum[n]; r != nil && r.Conversation.Channel == ref.Channel && r.Conversation.AccountID == ref.AccountID {
-			return r
-		}
-	}
-	return s.byConv[convKey{ref.Channel, ref.AccountID, ref.ConversationID}]
-}
-
-// numericID parses a canonical decimal id (no sign, no leading zero).
-func numericID(id string) (uint64, bool) {
-	if id == "" || len(id) > 19 || id[0] == '0' {
-		return 0, false
-	}
-	var n uint64
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, true
-}
-
 // Get returns an active, unexpired binding by id.
 func (s *Service) Get(id string) (Record, bool) {
 	s.mu.RLock()
-	r := s.byID[id]
+	r := s.idx.byID[id]
 	var out Record
 	if r != nil {
 		out = *r
@@ -370,7 +299,7 @@ func (s *Service) ListBySession(key string) []Record {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []Record
-	for _, r := range s.bySession[key] {
+	for _, r := range s.idx.bySession[key] {
 		if r.ExpiryReason(now) == "" {
 			out = append(out, *r)
 		}
@@ -384,8 +313,8 @@ func (s *Service) Active() []Record {
 	now := s.clock.Now()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]Record, 0, len(s.byID))
-	for _, r := range s.byID {
+	out := make([]Record, 0, len(s.idx.byID))
+	for _, r := range s.idx.byID {
 		if r.ExpiryReason(now) == "" {
 			out = append(out, *r)
 		}
@@ -403,7 +332,7 @@ func (s *Service) All(ctx context.Context) ([]Record, error) {
 	}
 	s.mu.RLock()
 	for i := range recs {
-		if r := s.byID[recs[i].ID]; r != nil {
+		if r := s.idx.byID[recs[i].ID]; r != nil {
 			recs[i] = *r
 		}
 	}
@@ -420,7 +349,7 @@ func (s *Service) Touch(id string, at time.Time) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.byID[id]
+	r := s.idx.byID[id]
 	if r == nil || !at.After(r.LastActivityAt) {
 		return
 	}
@@ -432,7 +361,7 @@ func (s *Service) Touch(id string, at time.Time) {
 func (s *Service) SetTimeouts(ctx context.Context, id string, idle, maxAge *time.Duration) (Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.byID[id]
+	r := s.idx.byID[id]
 	if r == nil {
 		return Record{}, fmt.Errorf("set timeouts %s: %w", id, ErrNotFound)
 	}
@@ -462,11 +391,11 @@ func (s *Service) Unbind(ctx context.Context, in UnbindInput) ([]Record, error) 
 	var targets []*Record
 	switch {
 	case in.ID != "":
-		if r := s.byID[in.ID]; r != nil {
+		if r := s.idx.byID[in.ID]; r != nil {
 			targets = append(targets, r)
 		}
 	case in.TargetSessionKey != "":
-		for _, r := range s.bySession[in.TargetSessionKey] {
+		for _, r := range s.idx.bySession[in.TargetSessionKey] {
 			targets = append(targets, r)
 		}
 	}
@@ -515,7 +444,7 @@ func (s *Service) Sweep(ctx context.Context) ([]Record, error) {
 	}
 	s.mu.Lock()
 	var targets []*Record
-	for _, r := range s.byID {
+	for _, r := range s.idx.byID {
 		if r.ExpiryReason(now) != "" {
 			targets = append(targets, r)
 		}
@@ -540,7 +469,7 @@ func (s *Service) Flush(ctx context.Context) error {
 	}
 	recs := make([]Record, 0, len(s.dirty))
 	for id := range s.dirty {
-		if r := s.byID[id]; r != nil {
+		if r := s.idx.byID[id]; r != nil {
 			recs = append(recs, *r)
 		}
 	}
@@ -586,39 +515,4 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) error {
 			}
 		}
 	}
-}
-
-// arenaChunk is how many records an arena chunk holds.
-const arenaChunk = 1024
-
-// arena keeps the active records in contiguous chunks instead of one heap
-// object each: the routing hot path touches a record per lookup, and
-// packed records need far fewer cache lines and pages than scattered ones.
-// A released slot is reused; a record's address is stable while indexed.
-type arena struct {
-	chunks []*[arenaChunk]Record
-	used   int // slots handed out from the last chunk onwards
-	free   []*Record
-}
-
-func (a *arena) alloc(r Record) *Record {
-	if k := len(a.free); k > 0 {
-		p := a.free[k-1]
-		a.free = a.free[:k-1]
-		*p = r
-		return p
-	}
-	if a.used%arenaChunk == 0 {
-		a.chunks = append(a.chunks, new([arenaChunk]Record))
-	}
-	p := &a.chunks[len(a.chunks)-1][a.used%arenaChunk]
-	a.used++
-	*p = r
-	return p
-}
-
-// release returns a slot; the record must no longer be indexed or read.
-func (a *arena) release(p *Record) {
-	*p = Record{}
-	a.free = append(a.free, p)
 }
