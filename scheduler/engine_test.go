@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
@@ -202,7 +201,7 @@ func TestCatchUpOnceLate(t *testing.T) {
 }
 
 func TestCatchUpOff(t *testing.T) {
-	e := newEnv(t, func(c *config.SchedulerConfig) { c.CatchUpMissed = false })
+	e := newEnv(t, func(c *scheduler.Settings) { c.CatchUpMissed = false })
 	j := e.add(scheduler.AddRequest{Schedule: "0 * * * *", Target: "main"})
 	e.clk.Set(utc(2026, 3, 2, 12, 30))
 	e.s = e.newScheduler()
@@ -243,7 +242,7 @@ func TestLedgerPreventsSecondRunOfAnInstant(t *testing.T) {
 }
 
 func TestBackoffAndAutoDisable(t *testing.T) {
-	e := newEnv(t, func(c *config.SchedulerConfig) { c.FailureAlert.After = 0 })
+	e := newEnv(t, func(c *scheduler.Settings) { c.FailureAlert.After = 0 })
 	e.bg.err = errBoom
 	j := e.add(scheduler.AddRequest{Name: "flaky", Schedule: "every 1m", Target: "isolated"})
 	wantGap := []time.Duration{time.Minute, time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour, time.Hour, time.Hour, time.Hour, time.Hour}
@@ -454,7 +453,7 @@ func TestRunNowAndAPI(t *testing.T) {
 }
 
 func TestRunRetention(t *testing.T) {
-	e := newEnv(t, func(c *config.SchedulerConfig) { c.RunRetention = 3 })
+	e := newEnv(t, func(c *scheduler.Settings) { c.RunRetention = 3 })
 	j := e.add(scheduler.AddRequest{Schedule: "every 1m", Target: "main"})
 	for range 6 {
 		e.clk.Set(e.job(j.ID).State.NextRunAt)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/delivery"
@@ -154,18 +153,18 @@ type env struct {
 	out   *fakeDeliverer
 	hist  *fakeHistory
 	s     *scheduler.Scheduler
-	set   config.SchedulerConfig
+	set   scheduler.Settings
 	auth  scheduler.Authorizer // nil: none
 }
 
 var t0 = time.Date(2026, 3, 2, 8, 59, 0, 0, time.UTC) // a Monday
 
-func defaultSettings() config.SchedulerConfig {
-	return config.SchedulerConfig{Enabled: true, Timezone: "UTC", CatchUpMissed: true, MaxCatchUp: 1,
-		FailureAlert: config.FailureAlertConfig{After: 2, Cooldown: time.Hour}, RunRetention: 50}
+func defaultSettings() scheduler.Settings {
+	return scheduler.Settings{Enabled: true, Location: time.UTC, CatchUpMissed: true, MaxCatchUp: 1,
+		FailureAlert: scheduler.FailureAlert{After: 2, Cooldown: time.Hour}, RunRetention: 50}
 }
 
-func newEnv(t *testing.T, mod ...func(*config.SchedulerConfig)) *env {
+func newEnv(t *testing.T, mod ...func(*scheduler.Settings)) *env {
 	e := &env{t: t, clk: clock.NewFake(t0), store: memory.New(), chat: &fakeChat{},
 		bg: &fakeBackground{result: "the result"}, out: &fakeDeliverer{},
 		hist: &fakeHistory{entries: map[string][]transcript.Entry{}}, set: defaultSettings()}

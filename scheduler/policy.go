@@ -3,8 +3,6 @@ package scheduler
 import (
 	"fmt"
 	"time"
-
-	"github.com/agentbot/agentbot/config"
 )
 
 // Policy constants.
@@ -58,7 +56,7 @@ func NextRun(s Schedule, at, finished time.Time, failures int) time.Time {
 
 // ShouldAlert reports whether a job with failures consecutive failures,
 // last alerted at lastAlert, posts a failure alert now.
-func ShouldAlert(fa config.FailureAlertConfig, failures int, lastAlert, now time.Time) bool {
+func ShouldAlert(fa FailureAlert, failures int, lastAlert, now time.Time) bool {
 	if fa.After <= 0 || failures < fa.After {
 		return false
 	}

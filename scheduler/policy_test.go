@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/scheduler"
 )
 
@@ -49,11 +48,11 @@ func TestNextRun(t *testing.T) {
 }
 
 func TestShouldAlert(t *testing.T) {
-	fa := config.FailureAlertConfig{After: 2, Cooldown: time.Hour}
+	fa := scheduler.FailureAlert{After: 2, Cooldown: time.Hour}
 	now := utc(2026, 3, 2, 9, 0)
 	tests := []struct {
 		name      string
-		fa        config.FailureAlertConfig
+		fa        scheduler.FailureAlert
 		failures  int
 		lastAlert time.Time
 		want      bool
@@ -62,7 +61,7 @@ func TestShouldAlert(t *testing.T) {
 		{"at threshold", fa, 2, time.Time{}, true},
 		{"within cooldown", fa, 3, now.Add(-59 * time.Minute), false},
 		{"cooldown passed", fa, 4, now.Add(-time.Hour), true},
-		{"alerts off", config.FailureAlertConfig{}, 5, time.Time{}, false},
+		{"alerts off", scheduler.FailureAlert{}, 5, time.Time{}, false},
 	}
 	for _, tc := range tests {
 		if got := scheduler.ShouldAlert(tc.fa, tc.failures, tc.lastAlert, now); got != tc.want {

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,7 +16,6 @@ import (
 	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
 
-	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/delivery"
@@ -128,6 +128,24 @@ type HistoryReader interface {
 	History(ctx context.Context, key string, n int) ([]transcript.Entry, error)
 }
 
+// Settings are the scheduler's options.
+type Settings struct {
+	Enabled bool
+	// Location is the default time zone of jobs without their own (nil: UTC).
+	Location      *time.Location
+	CatchUpMissed bool
+	MaxCatchUp    int // missed instants run per job after downtime; 1 = once for all
+	FailureAlert  FailureAlert
+	RunRetention  int // run records kept per job (default DefaultRunRetention)
+}
+
+// FailureAlert says when a failing job posts an alert: after After
+// consecutive failures (0: never), at most once per Cooldown.
+type FailureAlert struct {
+	After    int
+	Cooldown time.Duration
+}
+
 // Config wires a Scheduler.
 type Config struct {
 	Store      Store
@@ -143,8 +161,9 @@ type Config struct {
 	History HistoryReader
 	Routes  sessionkey.Resolver
 	Log     zerolog.Logger
-	// Settings is the scheduler section of the config.
-	Settings config.SchedulerConfig
+	// Settings are the scheduler's options (cmd/bot maps the config's
+	// scheduler section onto them).
+	Settings Settings
 	// DefaultAgent is used for jobs added without an AgentID.
 	DefaultAgent string
 	// SnapshotSize is how many entries target current snapshots (default 20).
@@ -197,7 +216,7 @@ func New(c Config) *Scheduler {
 		keep = DefaultRunRetention
 	}
 	return &Scheduler{
-		cfg: c, st: c.Store, clk: c.Clock, log: c.Log, loc: c.Settings.Location(), keep: keep,
+		cfg: c, st: c.Store, clk: c.Clock, log: c.Log, loc: cmp.Or(c.Settings.Location, time.UTC), keep: keep,
 		running: map[string]bool{}, next: map[string]time.Time{}, entries: map[string]cron.EntryID{},
 	}
 }

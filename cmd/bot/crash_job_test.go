@@ -17,7 +17,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
-	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/scheduler"
 	"github.com/agentbot/agentbot/store/bolt"
@@ -122,7 +121,7 @@ scheduler: {enabled: true, timezone: UTC}
 	at := time.Now().Add(3 * time.Second).UTC().Truncate(time.Second)
 	var jobID string
 	cliSeed(t, storePath, func(st *bolt.Store) {
-		s := scheduler.New(scheduler.Config{Store: st, Log: zerolog.Nop(), Settings: config.SchedulerConfig{Enabled: true, Timezone: "UTC"}})
+		s := scheduler.New(scheduler.Config{Store: st, Log: zerolog.Nop(), Settings: scheduler.Settings{Enabled: true, Location: time.UTC}})
 		j, err := s.Add(context.Background(), scheduler.AddRequest{Name: "digest", Schedule: "at " + at.Format(time.RFC3339), Prompt: "post the digest",
 			Target: "main", CreatedBy: alice.ID, CreatedIn: binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: ch.ID}})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/adapter/discord"
+	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/scheduler"
@@ -34,7 +35,7 @@ func newSchedulerBridge(a *app) (*schedulerBridge, error) {
 	b.Scheduler = scheduler.New(scheduler.Config{
 		Store: a.store, Clock: a.clock, Runner: b, Background: b, Deliverer: a.outbound, Outbox: a.store,
 		History: a.transcripts, Routes: a.bindings, Log: a.log.With().Str("component", "scheduler").Logger(),
-		Settings: a.cfg.Scheduler, DefaultAgent: a.cfg.Agents[0].ID, Authorizer: b,
+		Settings: schedulerSettings(a.cfg.Scheduler), DefaultAgent: a.cfg.Agents[0].ID, Authorizer: b,
 	})
 	return b, nil
 }
@@ -57,6 +58,13 @@ func (b *schedulerBridge) RunJobTurn(ctx context.Context, in scheduler.InChatRun
 		return ids, fmt.Errorf("%w: %w", scheduler.ErrTurnFailed, err)
 	}
 	return ids, err
+}
+
+// schedulerSettings maps the config's scheduler section onto the
+// scheduler's options (the scheduler does not read the config).
+func schedulerSettings(c config.SchedulerConfig) scheduler.Settings {
+	return scheduler.Settings{Enabled: c.Enabled, Location: c.Location(), CatchUpMissed: c.CatchUpMissed, MaxCatchUp: c.MaxCatchUp,
+		FailureAlert: scheduler.FailureAlert{After: c.FailureAlert.After, Cooldown: c.FailureAlert.Cooldown}, RunRetention: c.RunRetention}
 }
 
 // RunBackground implements scheduler.BackgroundRunner (Rule 2, background).

@@ -76,6 +76,8 @@ func TestNoForbiddenDependencies(t *testing.T) {
 			"core speaks only project nouns: no chat platform, storage engine or tool protocol (DESIGN §2)"},
 		{[]string{"scheduler/...", "model/..."}, platforms,
 			"the scheduler and the models know no chat platform; results reach chats through Outbound"},
+		{[]string{"core/...", "scheduler/...", "console/...", "tools/...", "acp/...", "adapter/..."}, []string{module + "config", "gopkg.in/yaml.v3"},
+			"components take their own options; reading the config file is cmd/bot's (wiring)"},
 		{[]string{"core/transcript/...", "core/binding/..."}, []string{module + "core/delivery", module + "core/session"},
 			"transcripts and bindings are below delivery: Outbound writes them, never the other way"},
 		{[]string{"core/delivery/..."}, []string{module + "core/session"},
