@@ -1,0 +1,202 @@
+package discordtest
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+func (e *Emulator) getCommands(c *call) reply {
+	if c.p["application_id"] != e.appID {
+		return fail(403, 50001, "Missing Access")
+	}
+	out := []any{}
+	for _, cmd := range e.world.commands[c.p["guild_id"]] {
+		out = append(out, cmd.wire(e.appID))
+	}
+	return ok(out)
+}
+
+func (cmd Command) wire(appID string) map[string]any {
+	m := map[string]any{}
+	_ = json.Unmarshal(cmd.Raw, &m)
+	m["id"] = cmd.ID
+	m["application_id"] = appID
+	m["version"] = cmd.ID
+	m["type"] = cmd.Type
+	if cmd.GuildID != "" {
+		m["guild_id"] = cmd.GuildID
+	}
+	return m
+}
+
+func (e *Emulator) putCommands(c *call) reply {
+	if c.p["application_id"] != e.appID {
+		return fail(403, 50001, "Missing Access")
+	}
+	guildID := c.p["guild_id"]
+	if guildID != "" && e.world.guilds[guildID] == nil {
+		return errUnknownGuild()
+	}
+	var raws []json.RawMessage
+	if r := c.decode(&raws); r.status != 0 {
+		return r
+	}
+	old := map[string]string{}
+	for _, cmd := range e.world.commands[guildID] {
+		old[cmd.Name] = cmd.ID
+	}
+	cmds := []Command{}
+	for i, raw := range raws {
+		var b struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+			Type        int    `json:"type"`
+		}
+		if json.Unmarshal(raw, &b) != nil || b.Name == "" || len(b.Name) > 32 {
+			return formError(strconv.Itoa(i), "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid")
+		}
+		if b.Type == 0 {
+			b.Type = 1
+		}
+		id := old[b.Name]
+		if id == "" {
+			id = e.nextIDLocked()
+		}
+		cmds = append(cmds, Command{ID: id, GuildID: guildID, Name: b.Name, Description: b.Description, Type: b.Type, Raw: raw})
+	}
+	e.world.commands[guildID] = cmds
+	out := []any{}
+	for _, cmd := range cmds {
+		out = append(out, cmd.wire(e.appID))
+	}
+	return ok(out)
+}
+
+func (e *Emulator) interactionCallback(c *call) reply {
+	in := e.world.interByID[c.p["interaction_id"]]
+	if in == nil || in.Token != c.p["interaction_token"] {
+		return errUnknownInteraction()
+	}
+	if in.acked {
+		return errAlreadyAcked()
+	}
+	if e.opts.Now().Sub(in.Created) > e.opts.InteractionDeadline {
+		// Discord forgets an interaction nobody answered within 3 s.
+		return errUnknownInteraction()
+	}
+	var b msgBody
+	if r := c.decode(&b); r.status != 0 {
+		return r
+	}
+	data := b.Data
+	if data == nil {
+		data = &msgBody{}
+	}
+	flags := 0
+	if data.Flags != nil {
+		flags = *data.Flags
+	}
+	resp := InteractionResponse{Kind: "callback", Type: b.Type, Content: data.content(), Flags: flags, Ephemeral: flags&FlagEphemeral != 0, Raw: c.body}
+	switch b.Type {
+	case 4:
+		if r := e.mentionsLocked(c, data.AllowedMentions); r.status != 0 {
+			return r
+		}
+		if r := validateContent(data); r.status != 0 {
+			return r
+		}
+	case 5:
+	case 6, 7:
+		// DEFERRED_UPDATE_MESSAGE and UPDATE_MESSAGE exist only for a
+		// component's interaction (a click on a message).
+		if in.CustomID == "" {
+			return formError("type", "INTERACTION_RESPONSE_TYPE_INVALID", "This response type is only valid for message component interactions")
+		}
+		if b.Type == 7 {
+			return formError("type", "EMULATOR_UNSUPPORTED", "the emulator does not model UPDATE_MESSAGE (7); edit the message instead")
+		}
+		in.acked = true
+		in.Responses = append(in.Responses, resp)
+		e.broadcastLocked()
+		return noContent()
+	default:
+		// PONG, modals: recorded, nothing displayed.
+		in.acked = true
+		in.Responses = append(in.Responses, resp)
+		e.broadcastLocked()
+		return noContent()
+	}
+	in.acked = true
+	in.ephemeral = resp.Ephemeral
+	if !resp.Ephemeral {
+		ch := e.world.channel(in.ChannelID)
+		if ch == nil {
+			return errUnknownChannel()
+		}
+		m := &Message{
+			Content: data.content(), Author: e.botUser, WebhookID: e.appID, Embeds: data.Embeds,
+			AllowedMentions: data.AllowedMentions, Type: MessageTypeSlashReply, Flags: flags, InteractionID: in.ID,
+		}
+		if b.Type == 5 {
+			m.Flags |= FlagLoading
+		}
+		e.postLocked(ch, m)
+		in.OriginalID = m.ID
+		resp.MessageID = m.ID
+	}
+	in.Responses = append(in.Responses, resp)
+	e.broadcastLocked()
+	return noContent()
+}
+
+// tokenExpiredLocked reports whether an interaction token outlived its 15 minutes.
+func (e *Emulator) tokenExpiredLocked(in *Interaction) bool {
+	return e.opts.Now().Sub(in.Created) > e.opts.InteractionTokenTTL
+}
+
+func (e *Emulator) followup(c *call) reply {
+	in := e.world.interactions[c.p["webhook_token"]]
+	if in == nil || !in.acked {
+		return errUnknownWebhook()
+	}
+	if e.tokenExpiredLocked(in) {
+		return errInvalidWebhookTok()
+	}
+	var b msgBody
+	if r := c.decode(&b); r.status != 0 {
+		return r
+	}
+	if r := e.mentionsLocked(c, b.AllowedMentions); r.status != 0 {
+		return r
+	}
+	if r := validateContent(&b); r.status != 0 {
+		return r
+	}
+	flags := 0
+	if b.Flags != nil {
+		flags = *b.Flags
+	}
+	resp := InteractionResponse{Kind: "followup", Content: b.content(), Flags: flags, Ephemeral: flags&FlagEphemeral != 0, Raw: c.body}
+	m := &Message{
+		Content: b.content(), Author: e.botUser, WebhookID: e.appID, Embeds: b.Embeds, AllowedMentions: b.AllowedMentions,
+		Type: MessageTypeSlashReply, Flags: flags, InteractionID: in.ID,
+	}
+	if resp.Ephemeral {
+		// Not displayed: give it an id so the response decodes, but keep it out of the channel.
+		m.ID = e.nextIDLocked()
+		m.ChannelID, m.GuildID, m.Timestamp = in.ChannelID, in.GuildID, e.opts.Now()
+	} else {
+		ch := e.world.channel(in.ChannelID)
+		if ch == nil {
+			return errUnknownChannel()
+		}
+		e.postLocked(ch, m)
+		resp.MessageID = m.ID
+	}
+	in.Responses = append(in.Responses, resp)
+	e.broadcastLocked()
+	if c.q.Get("wait") == "false" {
+		return noContent()
+	}
+	return ok(m.wire())
+}
