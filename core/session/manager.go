@@ -96,8 +96,7 @@ type Manager struct {
 	base   context.Context // cancelled when Run stops
 	work   work.Group      // queued session tasks and farewells; Run waits for them
 
-	qmu    sync.Mutex
-	queues map[string]*queue
+	tasks *serial // one task at a time per session
 
 	imu      sync.RWMutex
 	sessions map[string]Info
@@ -112,11 +111,6 @@ type Manager struct {
 	rmu  sync.Mutex
 	runs map[string]*running // work /stop can end, by session key
 	trig map[string]*trigger // turns of user messages, by message id (changes.go)
-}
-
-type queue struct {
-	tasks   []func(context.Context)
-	running bool
 }
 
 // New returns a manager. It does no I/O; call Load, then Run.
@@ -142,7 +136,8 @@ func New(opt Options, d Deps) *Manager {
 	if opt.Channel == "" {
 		opt.Channel = "discord"
 	}
-	m := &Manager{opt: opt, d: d, agents: map[string]Agent{}, queues: map[string]*queue{}, sessions: map[string]Info{}, queued: map[string]bool{}, typing: map[string]*typingLoop{}, runs: map[string]*running{}, trig: map[string]*trigger{}, base: context.Background()}
+	m := &Manager{opt: opt, d: d, agents: map[string]Agent{}, sessions: map[string]Info{}, queued: map[string]bool{}, typing: map[string]*typingLoop{}, runs: map[string]*running{}, trig: map[string]*trigger{}, base: context.Background()}
+	m.tasks = newSerial(m.runSafely)
 	for _, a := range opt.Agents {
 		m.agents[a.ID] = a
 	}
@@ -386,40 +381,14 @@ func (m *Manager) enqueue(key string, task func(context.Context)) error {
 	if !m.work.Add() {
 		return ErrStopping
 	}
-	m.qmu.Lock()
-	q := m.queues[key]
-	if q == nil {
-		q = &queue{}
-		m.queues[key] = q
-	}
-	q.tasks = append(q.tasks, task)
-	start := !q.running
-	q.running = true
-	m.qmu.Unlock()
-	if start {
-		go m.drain(key, q)
-	}
+	m.tasks.push(key, task)
 	return nil
 }
 
-func (m *Manager) drain(key string, q *queue) {
-	for {
-		m.qmu.Lock()
-		if len(q.tasks) == 0 {
-			q.running = false
-			delete(m.queues, key)
-			m.qmu.Unlock()
-			return
-		}
-		task := q.tasks[0]
-		q.tasks = q.tasks[1:]
-		m.qmu.Unlock()
-		m.runSafely(key, task)
-		m.work.Done()
-	}
-}
-
+// runSafely runs one queued task of session key under the session's
+// store lock, if any, and ends its work-group count.
 func (m *Manager) runSafely(key string, task func(context.Context)) {
+	defer m.work.Done()
 	defer func() {
 		if r := recover(); r != nil {
 			m.d.Log.Error().Str("session", key).Interface("panic", r).Msg("session task panicked")
