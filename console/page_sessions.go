@@ -40,7 +40,7 @@ func (c *Console) sessions(r *http.Request) (any, error) {
 	p := sessionsPage{base: c.base("sessions", "Sessions"), Pager: pg}
 	for _, k := range keys[lo:hi] {
 		in := byKey[k]
-		p.Rows = append(p.Rows, sessionRow{Key: k, Kind: cmp.Or(string(in.Kind), sessionkey.Kind(k)), Label: in.Label, Status: string(in.Status)})
+		p.Rows = append(p.Rows, sessionRow{Key: k, Kind: string(cmp.Or(in.Kind, sessionkey.KindOf(k))), Label: in.Label, Status: string(in.Status)})
 	}
 	return p, nil
 }

@@ -102,7 +102,7 @@ func TestDoctorMigratesOldStyleJobs(t *testing.T) {
 		t.Fatalf("RunDue: %v (the unreadable job is reported, the others run)", err)
 	}
 	for _, r := range e.bg.runs() {
-		if sessionkey.Kind(r.SessionKey) != "cron-run" {
+		if sessionkey.KindOf(r.SessionKey) != sessionkey.KindJobRun {
 			t.Fatalf("background run in %s", r.SessionKey)
 		}
 	}

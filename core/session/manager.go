@@ -520,7 +520,7 @@ func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 
 // ensureMain registers a conversation's own session on first use.
 func (m *Manager) ensureMain(ctx context.Context, key string, conv binding.ConversationRef) {
-	if _, ok := m.Info(key); ok || sessionkey.Kind(key) != "conversation" {
+	if _, ok := m.Info(key); ok || sessionkey.KindOf(key) != KindMain {
 		return
 	}
 	m.putInfo(ctx, Info{Key: key, AgentID: sessionkey.Agent(key), Kind: KindMain, Requester: conv, Status: StatusIdle, CreatedAt: m.d.Clock.Now()})

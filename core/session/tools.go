@@ -28,7 +28,7 @@ var builtinTool = map[string]bool{"send_message": true, "spawn_subagent": true, 
 
 // tools are offered to main sessions only; subagents get none.
 func (m *Manager) tools(key string) []model.Tool {
-	if sessionkey.Kind(key) != "conversation" {
+	if sessionkey.KindOf(key) != KindMain {
 		return nil
 	}
 	ts := []model.Tool{

@@ -42,7 +42,7 @@ func (t turnInput) actor() authz.Actor { return authz.Actor{UserID: t.requester,
 // persona returns how a session speaks in a conversation: bound subagent
 // sessions post under their own webhook persona, everything else as the bot.
 func (m *Manager) persona(key string, bound bool) (delivery.Persona, bool) {
-	if !bound || sessionkey.Kind(key) != "subagent" {
+	if !bound || sessionkey.KindOf(key) != KindSubagent {
 		return delivery.Persona{}, false
 	}
 	a := m.agentFor(key)

@@ -8,18 +8,19 @@ import (
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/model"
 )
 
-// Kind is what a session is for.
-type Kind string
+// Kind is what a session is for (sessionkey's vocabulary).
+type Kind = sessionkey.Kind
 
 // Session kinds.
 const (
-	KindMain     Kind = "main"
-	KindSubagent Kind = "subagent"
-	KindJobRun   Kind = "job-run"
+	KindMain     = sessionkey.KindMain
+	KindSubagent = sessionkey.KindSubagent
+	KindJobRun   = sessionkey.KindJobRun
 )
 
 // Status of a session's work (subagent runs and job runs).

@@ -41,19 +41,30 @@ func Agent(key string) string {
 	return parts[1]
 }
 
-// Kind classifies a key: "conversation", "subagent", "cron-run" or "".
-func Kind(key string) string {
+// Kind is what a session is for: the one vocabulary of session kinds
+// (core/session records it; keys imply it).
+type Kind string
+
+// Session kinds (stored values: never renamed).
+const (
+	KindMain     Kind = "main"     // a conversation's own session
+	KindSubagent Kind = "subagent" // a spawned subagent
+	KindJobRun   Kind = "job-run"  // a background job's run
+)
+
+// KindOf classifies a key built by this package ("" for a key that is not ours).
+func KindOf(key string) Kind {
 	parts := strings.Split(key, ":")
 	if len(parts) < 4 || parts[0] != "agent" {
 		return ""
 	}
 	switch parts[2] {
 	case "subagent":
-		return "subagent"
+		return KindSubagent
 	case "cron":
-		return "cron-run"
+		return KindJobRun
 	default:
-		return "conversation"
+		return KindMain
 	}
 }
 
