@@ -96,7 +96,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	a := &app{cfg: cfg, log: log, clock: o.Clock, store: st, reg: prometheus.NewRegistry(), started: o.Clock.Now(), httpAddr: make(chan string, 1)}
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	a.bindings = binding.New(st, o.Clock, log.With().Str("component", "bindings").Logger())
+	a.bindings = binding.New(binding.Options{SweepInterval: bindingTick(st)}, binding.Deps{Store: st, Clock: o.Clock, Log: log.With().Str("component", "bindings").Logger()})
 	if !cfg.Discord.ThreadBindings.Enabled {
 		// Stored bindings stop routing and are kept (invariant 8).
 		a.bindings.Disable()
@@ -293,7 +293,7 @@ func (a *app) Run(ctx context.Context) error {
 	if a.acp != nil {
 		g.Go(func() error { return a.acp.Run(sessCtx) })
 	}
-	g.Go(func() error { return a.bindings.Run(bindCtx, a.cluster.bindingTick()) })
+	g.Go(func() error { return a.bindings.Run(bindCtx) })
 	if a.cluster != nil {
 		// Other processes' binding changes, within a second.
 		g.Go(func() error { return a.cluster.listener.Run(gctx) })

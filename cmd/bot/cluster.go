@@ -97,12 +97,13 @@ func (c *cluster) turnLocker() session.TurnLocker {
 	return c.turns
 }
 
-// bindingTick is the binding sweep/flush period.
-func (c *cluster) bindingTick() time.Duration {
-	if c == nil {
-		return time.Minute
+// bindingTick is the binding sweep/flush period: shorter when several
+// processes share the store (PostgreSQL).
+func bindingTick(st botStore) time.Duration {
+	if _, ok := st.(*postgres.Store); ok {
+		return clusterBindingTick
 	}
-	return clusterBindingTick
+	return binding.DefaultSweepInterval
 }
 
 // leads reports whether this process runs the scheduler: always on bbolt

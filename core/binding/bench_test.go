@@ -26,7 +26,7 @@ func benchResolve(b *testing.B, n int) { benchResolveOrder(b, n, false) }
 
 func benchResolveOrder(b *testing.B, n int, shuffle bool) {
 	st := newFakeStore()
-	s := binding.New(st, clock.NewFake(t0), zerolog.Nop())
+	s := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clock.NewFake(t0), Log: zerolog.Nop()})
 	ctx := context.Background()
 	refs := make([]binding.ConversationRef, n)
 	for i := range refs {

@@ -16,8 +16,8 @@ func twoServices(t *testing.T) (a, b *binding.Service, st *fakeStore, clk *clock
 	t.Helper()
 	st = newFakeStore()
 	clk = clock.NewFake(t0)
-	a = binding.New(st, clk, zerolog.Nop())
-	b = binding.New(st, clk, zerolog.Nop())
+	a = binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
+	b = binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
 	for _, s := range []*binding.Service{a, b} {
 		if err := s.Load(context.Background()); err != nil {
 			t.Fatal(err)
@@ -218,7 +218,7 @@ func (s *slowStore) Bindings(ctx context.Context) ([]binding.Record, error) {
 
 func TestRefreshDoesNotUndoConcurrentLocalWrite(t *testing.T) {
 	st := &slowStore{fakeStore: newFakeStore()}
-	s := binding.New(st, clock.NewFake(t0), zerolog.Nop())
+	s := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clock.NewFake(t0), Log: zerolog.Nop()})
 	ctx := context.Background()
 	r, err := s.Bind(ctx, binding.BindInput{TargetSessionKey: "s1", Conversation: thread("31")})
 	if err != nil {

@@ -43,6 +43,7 @@ type EndedFunc func(Record)
 // to the hot routing path, backed by a Store that is the truth after a
 // restart. It is safe for concurrent use.
 type Service struct {
+	opt   Options
 	store Store
 	clock clock.Clock
 	log   zerolog.Logger
@@ -68,12 +69,33 @@ type Service struct {
 	refreshMu sync.Mutex // one Refresh at a time
 }
 
+// Options tune a Service.
+type Options struct {
+	// SweepInterval is how often Run ends expired bindings and flushes
+	// activity (default DefaultSweepInterval).
+	SweepInterval time.Duration
+}
+
+// DefaultSweepInterval is Options.SweepInterval's default.
+const DefaultSweepInterval = time.Minute
+
+// Deps are what a Service works with.
+type Deps struct {
+	Store Store
+	Clock clock.Clock
+	Log   zerolog.Logger
+}
+
 // New returns a service; call Load before use. It does no I/O.
-func New(store Store, clk clock.Clock, log zerolog.Logger) *Service {
+func New(opt Options, d Deps) *Service {
+	if opt.SweepInterval <= 0 {
+		opt.SweepInterval = DefaultSweepInterval
+	}
 	return &Service{
-		store: store,
-		clock: clk,
-		log:   log,
+		opt:   opt,
+		store: d.Store,
+		clock: d.Clock,
+		log:   d.Log,
 		newID: randomID,
 		idx:   newIndex(),
 		dirty: map[string]struct{}{},
@@ -497,8 +519,8 @@ func (s *Service) notify(r Record) {
 
 // Run sweeps expired bindings and flushes activity every interval until ctx
 // ends, then flushes once more with a short bounded context.
-func (s *Service) Run(ctx context.Context, interval time.Duration) error {
-	t := time.NewTicker(interval)
+func (s *Service) Run(ctx context.Context) error {
+	t := time.NewTicker(s.opt.SweepInterval)
 	defer t.Stop()
 	for {
 		select {

@@ -56,7 +56,7 @@ func newService(t *testing.T) (*binding.Service, *fakeStore, *clock.Fake) {
 	t.Helper()
 	st := newFakeStore()
 	clk := clock.NewFake(t0)
-	s := binding.New(st, clk, zerolog.Nop())
+	s := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
 	if err := s.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestRunFlushesOnStop(t *testing.T) {
 	rec, _ := s.Bind(ctx, binding.BindInput{TargetSessionKey: "s", Conversation: thread("t")})
 	s.Touch(rec.ID, t0.Add(time.Hour))
 	done := make(chan error)
-	go func() { done <- s.Run(ctx, time.Hour) }()
+	go func() { done <- s.Run(ctx) }()
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -246,7 +246,7 @@ func TestLoadRestoresActiveOnly(t *testing.T) {
 	if _, err := s.Unbind(ctx, binding.UnbindInput{ID: b.ID, Reason: binding.ReasonThreadDelete}); err != nil {
 		t.Fatal(err)
 	}
-	fresh := binding.New(st, clk, zerolog.Nop())
+	fresh := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
 	if err := fresh.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestUnbindBySession(t *testing.T) {
 		st.recs[id] = binding.Record{ID: id, TargetSessionKey: "s", TargetKind: binding.KindSession, Conversation: thread(id).Normalize(),
 			Status: binding.StatusActive, BoundAt: t0, LastActivityAt: t0}
 	}
-	s := binding.New(st, clock.NewFake(t0), zerolog.Nop())
+	s := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clock.NewFake(t0), Log: zerolog.Nop()})
 	ctx := context.Background()
 	if err := s.Load(ctx); err != nil {
 		t.Fatal(err)
@@ -354,7 +354,7 @@ func TestEverBound(t *testing.T) {
 	if _, err := s.Unbind(ctx, binding.UnbindInput{ID: a.ID, Reason: binding.ReasonThreadArchive}); err != nil {
 		t.Fatal(err)
 	}
-	fresh := binding.New(st, clk, zerolog.Nop())
+	fresh := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
 	if err := fresh.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestDisabledKeepsBindingsAndRoutesNone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	off := binding.New(st, clk, zerolog.Nop())
+	off := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
 	off.Disable()
 	if err := off.Load(ctx); err != nil {
 		t.Fatal(err)
@@ -405,7 +405,7 @@ func TestDisabledKeepsBindingsAndRoutesNone(t *testing.T) {
 		t.Fatalf("kept record = %+v, want still active", r)
 	}
 	clk.Set(t0.Add(time.Minute))
-	on := binding.New(st, clk, zerolog.Nop())
+	on := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
 	if err := on.Load(ctx); err != nil {
 		t.Fatal(err)
 	}

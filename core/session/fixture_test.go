@@ -212,7 +212,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	clk := clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
 	st := memory.New()
 	tr := transcript.NewService(st, clk)
-	bs := binding.New(st, clk, zerolog.Nop())
+	bs := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
 	sender := &fakeSender{ids: map[string][]string{}, fail: map[string]error{}}
 	out := delivery.NewOutbound(delivery.OutboundConfig{Sender: sender, Outbox: st, Transcripts: tr, Bindings: bs, DefaultAgent: "main", Clock: clk, Log: zerolog.Nop()})
 	opt := o.opts

@@ -122,7 +122,7 @@ func BenchmarkBindUnbind(b *testing.B) {
 				s := be.open(b)
 				defer s.Close()
 				ctx := context.Background()
-				svc := binding.New(s, clock.Real{}, zerolog.Nop())
+				svc := binding.New(binding.Options{}, binding.Deps{Store: s, Clock: clock.Real{}, Log: zerolog.Nop()})
 				parallel(b, binders, func(_, i int) error {
 					rec, err := svc.Bind(ctx, binding.BindInput{TargetSessionKey: "agent:main:subagent:" + strconv.Itoa(i), TargetKind: binding.KindSubagent,
 						Conversation: binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: strconv.Itoa(1_300_000_000_000_000_000 + i)}})
@@ -160,7 +160,7 @@ func BenchmarkResolveByConversation100k(b *testing.B) {
 				b.Fatal(err)
 			}
 			put := time.Since(start)
-			svc := binding.New(s, clock.Real{}, zerolog.Nop())
+			svc := binding.New(binding.Options{}, binding.Deps{Store: s, Clock: clock.Real{}, Log: zerolog.Nop()})
 			start = time.Now()
 			if err := svc.Load(ctx); err != nil {
 				b.Fatal(err)

@@ -55,8 +55,8 @@ func TestBindingChangesReachTheOtherProcessWithinASecond(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	a := binding.New(sa, clk, zerolog.Nop())
-	b := binding.New(sb, clk, zerolog.Nop())
+	a := binding.New(binding.Options{}, binding.Deps{Store: sa, Clock: clk, Log: zerolog.Nop()})
+	b := binding.New(binding.Options{}, binding.Deps{Store: sb, Clock: clk, Log: zerolog.Nop()})
 	for _, s := range []*binding.Service{a, b} {
 		if err := s.Load(ctx); err != nil {
 			t.Fatal(err)
