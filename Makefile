@@ -31,7 +31,9 @@ vet: ## go vet
 fmtcheck: ## fail if any file is not gofmt-formatted
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-lint: vet fmtcheck ## static checks
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint: vet fmtcheck ## static checks: vet, gofmt and staticcheck (fetched by version from the module proxy)
+	$(GO) run $(STATICCHECK) ./...
 
 bench: ## the performance targets (benchmarks); figures are in the issue notes
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=2s ./core/... ./store/bolt/ ./store/postgres/ ./tools/mcp/

@@ -105,6 +105,8 @@ type Checker struct {
 }
 
 // ErrBadToken: Discord refused the token (401).
+//
+//lint:ignore ST1005 it starts with a name (Discord) and is shown as is
 var ErrBadToken = errors.New("Discord refused the token")
 
 // NewChecker builds a Checker. A token is trimmed of the spaces, newlines

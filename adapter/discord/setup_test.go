@@ -15,9 +15,9 @@ import (
 func TestCheckerFindings(t *testing.T) {
 	t.Parallel()
 	type world struct {
-		e                     *discordtest.Emulator
-		g                     discordtest.Guild
-		general, secret, news discordtest.Channel
+		e               *discordtest.Emulator
+		g               discordtest.Guild
+		general, secret discordtest.Channel
 	}
 	setup := func(t *testing.T, botPerms int64) world {
 		e := discordtest.NewTest(t, discordtest.Options{})

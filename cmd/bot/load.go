@@ -81,13 +81,12 @@ type loadRun struct {
 	user  []string // per guild: the member who talks
 	chans []loadConv
 
-	mu       sync.Mutex
-	sent     map[string]*loadTurn // channel id -> the turn in flight
-	lat      []time.Duration
-	measure  atomic.Bool
-	hot      atomic.Bool // conversation 0's channel answers only 429 now
-	model    *loadModel
-	inflight sync.WaitGroup
+	mu      sync.Mutex
+	sent    map[string]*loadTurn // channel id -> the turn in flight
+	lat     []time.Duration
+	measure atomic.Bool
+	hot     atomic.Bool // conversation 0's channel answers only 429 now
+	model   *loadModel
 }
 
 type loadConv struct {

@@ -22,7 +22,6 @@ import (
 // counted).
 type stampTransport struct {
 	base http.RoundTripper
-	mu   sync.Mutex
 	post chan time.Time
 }
 

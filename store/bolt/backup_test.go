@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // A running bot holds bbolt's exclusive file lock, and bbolt's read-only
@@ -22,8 +23,8 @@ func TestReadOnlyOpenBlocksWhileTheStoreIsOpen(t *testing.T) {
 	}
 	defer s.Close()
 	_, err = bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: 100 * time.Millisecond})
-	if !errors.Is(err, bbolt.ErrTimeout) {
-		t.Fatalf("read-only open while a writer holds the lock: err = %v, want bbolt.ErrTimeout", err)
+	if !errors.Is(err, berrors.ErrTimeout) {
+		t.Fatalf("read-only open while a writer holds the lock: err = %v, want berrors.ErrTimeout", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
@@ -94,7 +95,7 @@ func open(path string, opts Options, migs []migration) (*Store, error) {
 	}
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: opts.LockTimeout})
 	if err != nil {
-		if errors.Is(err, bbolt.ErrTimeout) {
+		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, &lockedError{path: path}
 		}
 		return nil, fmt.Errorf("store %s: %w", path, err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Compact rewrites the store at path into a fresh file holding only live
@@ -26,7 +27,7 @@ func Compact(path string, lockTimeout time.Duration) (before, after int64, err e
 	}
 	src, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: lockTimeout})
 	if err != nil {
-		if errors.Is(err, bbolt.ErrTimeout) {
+		if errors.Is(err, berrors.ErrTimeout) {
 			return 0, 0, &lockedError{path: path}
 		}
 		return 0, 0, fmt.Errorf("compact %s: %w", path, err)

@@ -77,11 +77,10 @@ var (
 )
 
 type call struct {
-	r      *http.Request
-	p      map[string]string
-	q      url.Values
-	body   []byte
-	status int
+	r    *http.Request
+	p    map[string]string
+	q    url.Values
+	body []byte
 }
 
 func (c *call) decode(v any) reply {

@@ -41,9 +41,8 @@ var bodyAllowList = map[string][]string{
 }
 
 type specOp struct {
-	query    map[string]bool
-	props    map[string]bool // nil: no body schema with properties (not checked)
-	hasQuery bool
+	query map[string]bool
+	props map[string]bool // nil: no body schema with properties (not checked)
 }
 
 type specPath struct {

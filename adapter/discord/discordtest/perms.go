@@ -36,7 +36,7 @@ const DefaultEveryone = int64(discordgo.PermissionViewChannel | discordgo.Permis
 	discordgo.PermissionReadMessageHistory | discordgo.PermissionAddReactions | discordgo.PermissionEmbedLinks |
 	discordgo.PermissionAttachFiles | discordgo.PermissionUseExternalEmojis | discordgo.PermissionCreateInstantInvite |
 	discordgo.PermissionChangeNickname | discordgo.PermissionCreatePublicThreads | discordgo.PermissionCreatePrivateThreads |
-	discordgo.PermissionSendMessagesInThreads | discordgo.PermissionUseSlashCommands | discordgo.PermissionVoiceConnect |
+	discordgo.PermissionSendMessagesInThreads | discordgo.PermissionUseApplicationCommands | discordgo.PermissionVoiceConnect |
 	discordgo.PermissionVoiceSpeak)
 
 // everyoneLocked returns a guild's @everyone role, creating it with every permission (the
