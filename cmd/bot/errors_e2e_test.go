@@ -1,24 +1,48 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
+	"github.com/agentbot/agentbot/scheduler"
 )
+
+// brokenJobs is a job store whose listing fails, once broken is set, as a
+// damaged store would.
+type brokenJobs struct {
+	scheduler.Store
+	broken *atomic.Bool
+}
+
+func (b brokenJobs) Jobs(ctx context.Context) ([]scheduler.Job, error) {
+	if b.broken.Load() {
+		return nil, errors.New("jobs bucket: page 12 is corrupt")
+	}
+	return b.Store.Jobs(ctx)
+}
 
 // TestCommandErrorBoundary (one rule for user-facing errors): a
 // scheduler error written for the user (an unknown job id) is shown as
-// it is; an internal one (its store closed under it) reaches the user as
-// the generic text, none of its own words, and is logged exactly once. On
-// the old code the internal error's text was shown ("the scheduler failed
-// (list jobs: ...)") and nothing was logged.
+// it is; an internal one (its job store fails) reaches the user as the
+// generic text, none of its own words, and is logged exactly once. On the
+// old code the internal error's text was shown ("the scheduler failed
+// (... page 12 is corrupt)") and nothing was logged.
 func TestCommandErrorBoundary(t *testing.T) {
 	t.Parallel()
 	logs := newLogSink()
-	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: zerolog.New(logs)})
+	var broken atomic.Bool
+	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: zerolog.New(logs), Prepare: func(a *app) {
+		// The same scheduler over a store whose job listing fails.
+		a.sched.Scheduler = scheduler.New(scheduler.Config{Store: brokenJobs{a.store, &broken}, Clock: a.clock, Runner: a.sched,
+			Background: a.sched, Deliverer: a.outbound, Outbox: a.store, History: a.transcripts, Routes: a.bindings,
+			Log: a.log, Settings: schedulerSettings(a.cfg.Scheduler), DefaultAgent: a.cfg.Agents[0].ID, Authorizer: a.sched})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,12 +57,10 @@ func TestCommandErrorBoundary(t *testing.T) {
 	if got := cron("remove", adOpt("id", "nope")); !strings.Contains(got, `there is no job "nope"`) {
 		t.Fatalf("/cron remove of an unknown id answered %q, want the scheduler's own words", got)
 	}
-	if err := h.app.store.Close(); err != nil {
-		t.Fatal(err)
-	}
+	broken.Store(true)
 	const generic = "⚠️ Something went wrong; the bot logged the details."
 	if got := cron("list"); got != generic {
-		t.Fatalf("/cron list with its store closed answered %q, want %q", got, generic)
+		t.Fatalf("/cron list with its job store failing answered %q, want %q", got, generic)
 	}
 	var failed []string
 	for _, line := range strings.Split(logs.String(), "\n") {

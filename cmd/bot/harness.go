@@ -40,6 +40,7 @@ type harness struct {
 	refused map[string]bool
 	typing  session.After
 	live    func(time.Duration) <-chan time.Time
+	prepare func(*app)
 }
 
 // commandsRoute is where the bot registers its slash commands at start
@@ -72,6 +73,9 @@ type harnessOptions struct {
 	TypingAfter session.After
 	// LiveAfter paces streamed replies' edits (nil: real time).
 	LiveAfter func(time.Duration) <-chan time.Time
+	// Prepare, if set, sees the wired app before it runs (tests replace
+	// a component with a faulty one).
+	Prepare func(*app)
 }
 
 // newHarness starts the emulator and seeds a guild with #general and alice.
@@ -111,7 +115,7 @@ func configureHarness(o harnessOptions, emu *discordtest.Emulator, g discordtest
 		}
 		return nil, err
 	}
-	h := &harness{emu: emu, cfg: cfg, log: o.Log, clock: o.Clock, guild: g, general: general, alice: alice, prov: o.Provider, base: o.BaseTransport, shared: o.Shared != nil, typing: o.TypingAfter, live: o.LiveAfter}
+	h := &harness{emu: emu, cfg: cfg, log: o.Log, clock: o.Clock, guild: g, general: general, alice: alice, prov: o.Provider, base: o.BaseTransport, shared: o.Shared != nil, typing: o.TypingAfter, live: o.LiveAfter, prepare: o.Prepare}
 	return h, nil
 }
 
@@ -122,6 +126,9 @@ func (h *harness) start(ctx context.Context) error {
 		return err
 	}
 	h.app = a
+	if h.prepare != nil {
+		h.prepare(a)
+	}
 	puts := h.registrations()
 	rctx, cancel := context.WithCancel(ctx)
 	h.cancel, h.done = cancel, make(chan error, 1)
