@@ -131,58 +131,38 @@ func (c *cluster) close() {
 	}
 }
 
-// runLed runs what exactly one process may run: the scheduler, and with a
-// cluster the housekeeping of the shared database, under the leader lock.
+// runLed runs what exactly one process may run: the scheduler and the
+// outbox's recovery loop, and with a cluster the job resync of the shared
+// database, under the leader lock.
 func (a *app) runLed(ctx context.Context) error {
 	if a.cluster == nil {
 		g, gctx := errgroup.WithContext(ctx)
 		if a.sched != nil {
 			g.Go(func() error { return a.sched.Run(gctx) })
 		}
-		g.Go(func() error { a.retryPending(gctx); return nil })
+		g.Go(func() error { return a.outbound.RunRecovery(gctx, pendingRetry, pendingRetry) })
 		return g.Wait()
 	}
 	return a.cluster.leader.Run(ctx, func(ctx context.Context) error {
 		g, gctx := errgroup.WithContext(ctx)
 		if a.sched != nil {
 			g.Go(func() error { return a.sched.Run(gctx) })
+			g.Go(func() error { a.resyncJobs(gctx); return nil })
 		}
-		g.Go(func() error { a.housekeep(gctx); return nil })
+		// Deliveries whose owner died: claims ran out.
+		g.Go(func() error { return a.outbound.RunRecovery(gctx, clusterHousekeeping, clusterClaimLease) })
 		return g.Wait()
 	})
 }
 
-// retryPending, in a single process, sends again every so often what a
-// transient failure left pending (a send that may or may not have been
-// displayed): the sender's idempotency finds a displayed one, and its entry
-// is written once.
-func (a *app) retryPending(ctx context.Context) {
-	t := time.NewTicker(pendingRetry)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		n, err := a.outbound.Recover(ctx, a.clock.Now().Add(-pendingRetry))
-		if err != nil && ctx.Err() == nil {
-			a.log.Warn().Err(err).Msg("retry pending deliveries")
-		} else if n > 0 {
-			a.log.Info().Int("deliveries", n).Msg("finished deliveries a transient failure had left pending")
-		}
-	}
-}
-
 // pendingRetry is how often, and after how long, a pending delivery is
-// sent again in a single process.
+// sent again in a single process (a transient failure left it).
 const pendingRetry = 2 * time.Minute
 
-// housekeep, in the leader, every clusterHousekeeping: picks up jobs other
-// processes added or changed (RunDue tracks every stored job; the ledger
-// keeps an instant from running twice) and finishes deliveries whose
-// owner died (claims ran out).
-func (a *app) housekeep(ctx context.Context) {
+// resyncJobs, in the leader, every clusterHousekeeping: picks up jobs
+// other processes added or changed (RunDue tracks every stored job; the
+// ledger keeps an instant from running twice).
+func (a *app) resyncJobs(ctx context.Context) {
 	t := time.NewTicker(clusterHousekeeping)
 	defer t.Stop()
 	for {
@@ -191,16 +171,8 @@ func (a *app) housekeep(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if a.sched != nil {
-			if err := a.sched.RunDue(ctx); err != nil && ctx.Err() == nil {
-				a.log.Warn().Err(err).Msg("leader: job resync")
-			}
-		}
-		n, err := a.outbound.Recover(ctx, a.clock.Now().Add(-clusterClaimLease))
-		if err != nil && ctx.Err() == nil {
-			a.log.Warn().Err(err).Msg("leader: recover deliveries of other processes")
-		} else if n > 0 {
-			a.log.Info().Int("deliveries", n).Msg("leader: finished deliveries another process left")
+		if err := a.sched.RunDue(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn().Err(err).Msg("leader: job resync")
 		}
 	}
 }
