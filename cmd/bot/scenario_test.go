@@ -99,6 +99,7 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 	defer cancel()
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	spawnThreads := rng.IntN(2) == 0
+	streaming := rng.IntN(2) == 0 // replies as live messages (models.default.stream)
 	log := zerolog.Nop()
 	if v := os.Getenv("SCENARIO_LOG"); v != "" {
 		level := zerolog.WarnLevel
@@ -107,8 +108,11 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 		}
 		log = zerolog.New(zerolog.NewTestWriter(t)).Level(level)
 	}
-	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: log, Configure: func(c *config.Config) {
+	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: log, LiveAfter: scenarioPacing, Configure: func(c *config.Config) {
 		c.Discord.ThreadBindings.SpawnSubagentSessions = spawnThreads
+		mc := c.Models[config.DefaultModelName]
+		mc.Stream = streaming
+		c.Models[config.DefaultModelName] = mc
 		c.Subagents.MaxConcurrent = 50
 		c.Discord.Access.RateLimit.Turns = 0 // the budget has its own tests; here every message is routed
 		c.Agents = append(c.Agents, config.AgentConfig{ID: scenarioOtherAgent, Name: "Researcher", Model: config.DefaultModelName})
@@ -521,3 +525,7 @@ func TestParseSeeds(t *testing.T) {
 		}
 	}
 }
+
+// scenarioPacing paces live messages' edits 20 times faster than Discord's
+// once a second (the emulator's edit limit still holds them back).
+func scenarioPacing(d time.Duration) <-chan time.Time { return time.After(d / 20) }
