@@ -108,7 +108,7 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 		}
 		log = zerolog.New(zerolog.NewTestWriter(t)).Level(level)
 	}
-	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: log, LiveAfter: scenarioPacing, Configure: func(c *config.Config) {
+	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: log, Configure: func(c *config.Config) {
 		c.Discord.ThreadBindings.SpawnSubagentSessions = spawnThreads
 		mc := c.Models[config.DefaultModelName]
 		mc.Stream = streaming
@@ -525,7 +525,3 @@ func TestParseSeeds(t *testing.T) {
 		}
 	}
 }
-
-// scenarioPacing paces live messages' edits 20 times faster than Discord's
-// once a second (the emulator's edit limit still holds them back).
-func scenarioPacing(d time.Duration) <-chan time.Time { return time.After(d / 20) }
