@@ -99,10 +99,13 @@ func (s *session) work(ctx context.Context) {
 	defer s.m.wg.Done()
 	for {
 		s.mu.Lock()
-		var p prompt
+		var t *turn
 		have := len(s.queue) > 0
 		if have {
-			p, s.queue = s.queue[0], s.queue[1:]
+			// The turn is set as the prompt leaves the queue: the session
+			// counts as alive (MaxSessions) throughout.
+			t, s.queue = newTurn(s, s.queue[0]), s.queue[1:]
+			s.turn = t
 		}
 		s.mu.Unlock()
 		if !have {
@@ -121,9 +124,12 @@ func (s *session) work(ctx context.Context) {
 			continue
 		}
 		if ctx.Err() != nil {
+			s.mu.Lock()
+			s.turn = nil
+			s.mu.Unlock()
 			return
 		}
-		s.run(ctx, p)
+		s.run(ctx, t)
 	}
 }
 
@@ -260,10 +266,9 @@ func (s *session) setLoading(v bool) {
 
 // run is one turn: the prompt to the agent, its output as live messages,
 // the turn's entries written when it ends.
-func (s *session) run(ctx context.Context, p prompt) {
-	t := newTurn(s, p)
+func (s *session) run(ctx context.Context, t *turn) {
+	p := t.p
 	s.mu.Lock()
-	s.turn = t
 	if !p.warm {
 		s.rec.TurnInFlight = t.seq
 	}
