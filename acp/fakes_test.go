@@ -234,6 +234,10 @@ type timers struct {
 	h  *hub
 	mu sync.Mutex
 	w  map[time.Duration][]chan time.Time
+	// clk, if set, is moved on by a fired timer's duration first: the
+	// live messages' pacing reads it (the timer ends a wait, the clock
+	// says the interval has passed).
+	clk *tickClock
 }
 
 func (tm *timers) After(d time.Duration) <-chan time.Time {
@@ -249,6 +253,14 @@ func (tm *timers) After(d time.Duration) <-chan time.Time {
 	return ch
 }
 
+func (tm *timers) advance(d time.Duration) {
+	if tm.clk != nil && d > 0 {
+		tm.clk.mu.Lock()
+		tm.clk.t = tm.clk.t.Add(d)
+		tm.clk.mu.Unlock()
+	}
+}
+
 func (tm *timers) waiting(d time.Duration) int {
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
@@ -259,13 +271,16 @@ func (tm *timers) waiting(d time.Duration) int {
 func (tm *timers) fireAll(except ...time.Duration) int {
 	tm.mu.Lock()
 	var ws []chan time.Time
+	var longest time.Duration
 	for d, chs := range tm.w {
 		if !slices.Contains(except, d) {
 			ws = append(ws, chs...)
 			delete(tm.w, d)
+			longest = max(longest, d)
 		}
 	}
 	tm.mu.Unlock()
+	tm.advance(longest)
 	for _, ch := range ws {
 		ch <- time.Time{}
 	}
@@ -277,6 +292,7 @@ func (tm *timers) fire(d time.Duration) {
 	ws := tm.w[d]
 	delete(tm.w, d)
 	tm.mu.Unlock()
+	tm.advance(d)
 	for _, ch := range ws {
 		ch <- time.Time{}
 	}
@@ -327,7 +343,7 @@ func newFixture(t *testing.T, opts ...fixOpt) *fixture {
 	dir := t.TempDir()
 	h := &hub{}
 	f := &fixture{t: t, h: h, live: &fakeLive{h: h}, notices: &fakeNotices{h: h}, store: memory.New(),
-		binds: &fakeBindings{recs: map[string]binding.Record{}}, timers: &timers{h: h, w: map[time.Duration][]chan time.Time{}},
+		binds: &fakeBindings{recs: map[string]binding.Record{}}, timers: &timers{h: h, w: map[time.Duration][]chan time.Time{}, clk: &tickClock{}},
 		log: filepath.Join(dir, "agent.log")}
 	f.logs = &logBuffer{h: h}
 	f.tr = transcript.NewService(f.store, &tickClock{})
@@ -352,7 +368,7 @@ func (f *fixture) start() {
 	f.m = acp.New(acp.Options{Agents: []acp.AgentConfig{f.ac}, PermissionTimeout: permTimeout, CancelGrace: cancelGrace, EditInterval: f.editInterval,
 		Grace: 200 * time.Millisecond, KillAfter: 200 * time.Millisecond, Backoff: func(int) time.Duration { return 0 }, After: f.timers.After},
 		acp.Deps{Live: delivery.NewOutbound(delivery.OutboundConfig{Sender: f.live, Outbox: f.store, Transcripts: notifyingAppender{f.h, f.tr},
-			Bindings: touchless{f.binds}, Clock: &tickClock{}, Log: zerolog.New(f.logs)}), Notices: f.notices, Transcripts: notifyingAppender{f.h, f.tr}, Bindings: f.binds, Threads: &fakeThreads{},
+			Bindings: touchless{f.binds}, Clock: f.timers.clk, Log: zerolog.New(f.logs)}), Notices: f.notices, Transcripts: notifyingAppender{f.h, f.tr}, Bindings: f.binds, Threads: &fakeThreads{},
 			Authority: fakeAuthority{}, Clock: &tickClock{}, Log: zerolog.New(f.logs)})
 	go func() { _ = f.m.Run(ctx); close(f.done) }()
 	f.t.Cleanup(f.stop)

@@ -129,10 +129,10 @@ type Live struct {
 	shown string // text displayed so far (what the chat shows)
 	res   Result
 	err   error
-	ctls  Controls // the controls wanted now (opt.Controls, then SetControls)
-	cgen  int      // generation of ctls (a part showing them records it)
-	wgen  int      // generation of want
-	tgen  int      // the want generation whose posts were all attempted
+	ctls  Controls      // the controls wanted now (opt.Controls, then SetControls)
+	cgen  int           // generation of ctls (a part showing them records it)
+	wgen  int           // generation of want
+	tgen  int           // the want generation whose posts were all attempted
 	tried chan struct{} // closed and replaced when tgen moves or the pump ends
 
 	// owned by the pump goroutine
@@ -331,7 +331,6 @@ func (l *Live) run(ctx context.Context) {
 
 func (l *Live) loop(ctx context.Context) {
 	finalFails := 0
-	paced := -1 // the part whose pacing wait just ended
 	for {
 		l.mu.Lock()
 		want, final, wgen, ctls, cgen := l.want, l.final, l.wgen, l.ctls, l.cgen
@@ -369,20 +368,16 @@ func (l *Live) loop(ctx context.Context) {
 			continue
 		}
 		next := ops[0]
-		if t, ok := l.last[next.part]; ok && !l.recovered && paced != next.part {
+		if t, ok := l.last[next.part]; ok && !l.recovered {
 			if wait := t.Add(l.opt.Interval).Sub(l.o.clock.Now()); wait > 0 {
 				select {
 				case <-l.opt.After(wait):
-					// The wait is over: the part's next request goes now
-					// (the timer decides, not a second reading of the clock).
-					paced = next.part
 				case <-l.kick:
 					// Newer text: plan again (still paced).
 				}
 				continue
 			}
 		}
-		paced = -1
 		if err := l.do(ctx, next); err != nil && final {
 			if finalFails++; finalFails >= finalAttempts {
 				l.res, l.err = l.unfinished(ctx, err)
