@@ -265,7 +265,9 @@ func (t *turn) permission(ctx context.Context, r sdk.RequestPermissionRequest) (
 	m.mu.Unlock()
 	t.mu.Lock()
 	delete(t.perms, id)
-	if posted {
+	if lm.live != nil {
+		// Also when its post failed for now: a retried post must not show
+		// buttons for a request already answered.
 		lm.text = truncate(lm.text+"\n→ "+result, maxMessage)
 		lm.buttons = nil
 		lm.live.SetControls(delivery.Controls{})
