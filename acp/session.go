@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/transcript"
 )
 
@@ -433,6 +434,7 @@ type turn struct {
 	tools     map[sdk.ToolCallId]*liveMsg
 	plan      *liveMsg
 	perms     map[string]*pendingPerm
+	pacer     *delivery.Pacer // one edit per EditInterval among the turn's messages
 	conn      *conn
 	cancelled bool
 	closed    bool           // finishing: no new permission requests
@@ -446,7 +448,7 @@ func newTurn(s *session, p prompt) *turn {
 	if seq == "" {
 		seq = newID()
 	}
-	return &turn{s: s, p: p, seq: seq, tools: map[sdk.ToolCallId]*liveMsg{}, perms: map[string]*pendingPerm{}, killed: make(chan struct{})}
+	return &turn{s: s, p: p, seq: seq, tools: map[sdk.ToolCallId]*liveMsg{}, perms: map[string]*pendingPerm{}, pacer: delivery.NewPacer(), killed: make(chan struct{})}
 }
 
 func (t *turn) setConn(c *conn) {

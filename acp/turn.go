@@ -55,7 +55,7 @@ func (t *turn) show(ctx context.Context, lm *liveMsg) {
 	d := delivery.Delivery{ID: t.deliveryID(lm.n), Target: t.s.rec.Conversation,
 		Producer: delivery.Producer{Source: transcript.SourceTurn, AgentID: t.s.ac.Name, Meta: map[string]string{"acpAgent": t.s.ac.Name}}}
 	lm.live = m.d.Live.Live(ctx, d, delivery.LiveOptions{Controls: delivery.Controls{Buttons: lm.buttons}, NoSendLock: true,
-		Interval: m.opt.EditInterval, After: m.opt.After})
+		Interval: m.opt.EditInterval, After: m.opt.After, Pacer: t.pacer})
 	lm.live.Update(lm.text)
 	if err := lm.live.Posted(ctx); err != nil {
 		m.log.Debug().Err(err).Str("session", t.s.rec.Key).Msg("acp live message: not waiting for its post")

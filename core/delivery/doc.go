@@ -32,7 +32,9 @@
 // text; the Discord adapter is). Invariants:
 //   - Nothing is sent before the first non-blank text; then the first part
 //     is posted at once, and each message gets at most one request per
-//     LiveOptions.Interval (default 1 s), always with the latest text.
+//     LiveOptions.Interval (default 1 s), always with the latest text;
+//     live messages sharing a Pacer get at most one edit per Interval
+//     among them all.
 //   - Past the sender's length limit the text continues in a new message
 //     at a clean cut (SplitLive); a cut part never changes again.
 //   - Controls (the Stop button, other buttons such as an ACP agent's

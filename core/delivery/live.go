@@ -62,6 +62,29 @@ const (
 	ButtonDanger
 )
 
+// Pacer spaces the edits of the live messages sharing it (LiveOptions.Pacer).
+type Pacer struct {
+	mu   sync.Mutex
+	last time.Time
+	used bool
+}
+
+// NewPacer returns a pacer for the live messages of one conversation.
+func NewPacer() *Pacer { return &Pacer{} }
+
+// take reserves an edit at now, or returns how long to wait for one.
+func (p *Pacer) take(now time.Time, interval time.Duration) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.used {
+		if wait := p.last.Add(interval).Sub(now); wait > 0 {
+			return wait
+		}
+	}
+	p.last, p.used = now, true
+	return 0
+}
+
 // DefaultLiveInterval is the least time between two requests for one
 // message of a live delivery (Discord: about one edit per second).
 const DefaultLiveInterval = time.Second
@@ -91,6 +114,11 @@ type LiveOptions struct {
 	// Interval is the least time between two requests for one message
 	// (default DefaultLiveInterval).
 	Interval time.Duration
+	// Pacer, if set, is shared by several live messages of one
+	// conversation (an ACP turn's): among them all, at most one edit per
+	// Interval, so together they stay within the platform's per-channel
+	// edit limit (Discord: 5 per 5 s). Posts are not held back by it.
+	Pacer *Pacer
 	// After paces the edits (default time.After); tests inject one.
 	After func(time.Duration) <-chan time.Time
 	// OnRequest, if set, is called just before each post or edit (metrics,
@@ -368,8 +396,15 @@ func (l *Live) loop(ctx context.Context) {
 			continue
 		}
 		next := ops[0]
-		if t, ok := l.last[next.part]; ok && !l.recovered {
-			if wait := t.Add(l.opt.Interval).Sub(l.o.clock.Now()); wait > 0 {
+		if !l.recovered {
+			var wait time.Duration
+			if t, ok := l.last[next.part]; ok {
+				wait = t.Add(l.opt.Interval).Sub(l.o.clock.Now())
+			}
+			if wait <= 0 && !next.post && l.opt.Pacer != nil {
+				wait = l.opt.Pacer.take(l.o.clock.Now(), l.opt.Interval)
+			}
+			if wait > 0 {
 				select {
 				case <-l.opt.After(wait):
 				case <-l.kick:

@@ -600,3 +600,46 @@ func TestLiveButtonsAndSharedConversation(t *testing.T) {
 		t.Fatalf("%d requests, want 3 (no final edit when nothing changed)", n)
 	}
 }
+
+// TestLivePacerSharedByMessages: live messages sharing a Pacer make at
+// most one edit per interval among them all (Discord's per-channel edit
+// limit), while each is still posted at once.
+func TestLivePacerSharedByMessages(t *testing.T) {
+	f := newLiveFixture(t, 2000)
+	p := delivery.NewPacer()
+	opt := delivery.LiveOptions{NoSendLock: true, After: f.after.after, Pacer: p}
+	a := f.out.Live(context.Background(), liveDelivery("acp:a"), opt)
+	b := f.out.Live(context.Background(), liveDelivery("acp:b"), opt)
+	a.Update("a1")
+	b.Update("b1")
+	f.sender.waitReqs(t, 2) // both posted at once
+	f.after.fire(time.Second)
+	a.Update("a2")
+	b.Update("b2")
+	f.sender.waitReqs(t, 3)
+	// The second edit waits for the interval, however many messages.
+	select {
+	case <-f.after.registered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second message's edit is not waiting")
+	}
+	if n := len(f.sender.requests()); n != 3 {
+		t.Fatalf("%d requests before the interval passed, want 3: %+v", n, f.sender.requests())
+	}
+	f.after.fire(time.Second)
+	r := f.sender.waitReqs(t, 4)
+	var edits []time.Time
+	for _, q := range r {
+		if !q.post {
+			edits = append(edits, q.at)
+		}
+	}
+	if len(edits) != 2 || edits[1].Sub(edits[0]) < time.Second {
+		t.Fatalf("edits at %v, want two a second apart", edits)
+	}
+	for _, l := range []*delivery.Live{a, b} {
+		if _, err := l.Finish(context.Background(), l.Shown()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
