@@ -95,6 +95,11 @@ type Options struct {
 	Backoff func(n int) time.Duration
 	// After is the timer (nil = time.After); tests inject one.
 	After func(d time.Duration) <-chan time.Time
+	// Ready, if set, holds back the notices of turns a restart
+	// interrupted until it is closed (cmd/bot: once Discord is connected
+	// and Outbound.Recover has finished the interrupted messages, so the
+	// notice can be posted and follows them in the thread and transcript).
+	Ready <-chan struct{}
 }
 
 // Deps are the manager's collaborators.
@@ -481,6 +486,13 @@ func (m *Manager) loadRecord(ac AgentConfig, thread string) (sessionRecord, erro
 // the bot died that the turn was cut off (invariant 16: every accepted
 // turn ends visibly).
 func (m *Manager) reportInterrupted(ctx context.Context) {
+	if m.opt.Ready != nil {
+		select {
+		case <-m.opt.Ready:
+		case <-ctx.Done():
+			return
+		}
+	}
 	for _, ac := range m.opt.Agents {
 		paths, _ := filepath.Glob(filepath.Join(ac.Workspace, ".agentbot-sessions", "*.json"))
 		for _, p := range paths {
