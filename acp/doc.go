@@ -15,10 +15,14 @@
 //     it, ".." elements and symlinks leading out are refused. The terminal
 //     capability is off.
 //   - What the thread displays is the bound session's transcript (Rule 1):
-//     a turn's live messages (answer text, tool call and plan status lines,
-//     permission requests) are edited while the turn runs and each is
-//     written once, with its final displayed text and message ids, when the
-//     turn ends, in display order.
+//     each of a turn's messages (answer text, tool call and plan status
+//     lines, permission requests with their buttons) is a core/delivery
+//     live message: posted with its buttons, edited paced while the turn
+//     runs, its text in the outbox before every request; when the turn
+//     ends each is finished in display order and its entry written once
+//     with its final displayed text and ids. After a bot crash mid-turn,
+//     Outbound.Recover finishes and records every message the turn had
+//     shown.
 //   - Only the binder or an operator answers a permission request; no answer
 //     within the timeout is a reject.
 package acp

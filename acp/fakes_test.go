@@ -17,6 +17,7 @@ import (
 	"github.com/agentbot/agentbot/acp/acptest"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/store/memory"
 )
@@ -61,32 +62,62 @@ func (h *hub) wait(t *testing.T, what string, cond func() bool) {
 type shownMsg struct {
 	id, delivery string
 	text         string
-	buttons      []acp.Button
+	buttons      []delivery.Button
 	texts        []string // every text it displayed
 }
 
+// fakeLive is the chat under a real delivery.Outbound: it posts and edits
+// live messages (an idempotent post per delivery part, as Discord's nonce).
 type fakeLive struct {
 	h    *hub
 	mu   sync.Mutex
 	n    int
 	msgs []*shownMsg
+	keys map[string]string // delivery/part -> message id
 }
 
-func (f *fakeLive) Post(_ context.Context, conv binding.ConversationRef, deliveryID, text string, buttons []acp.Button) (string, error) {
+var (
+	_ delivery.Sender     = (*fakeLive)(nil)
+	_ delivery.LiveSender = (*fakeLive)(nil)
+)
+
+func (f *fakeLive) Send(context.Context, delivery.Delivery) (delivery.Receipt, error) {
+	return delivery.Receipt{}, fmt.Errorf("the ACP turn sends live messages only: %w", delivery.ErrRejected)
+}
+
+func (f *fakeLive) SplitLive(text string) []string {
+	var out []string
+	for r := []rune(text); len(r) > 0; {
+		n := min(2000, len(r))
+		out, r = append(out, string(r[:n])), r[n:]
+	}
+	return out
+}
+
+func (f *fakeLive) PostLive(_ context.Context, d delivery.Delivery, part int, text string, c delivery.Controls) (string, error) {
 	f.mu.Lock()
+	key := fmt.Sprintf("%s/%d", d.ID, part)
+	if id, ok := f.keys[key]; ok {
+		f.mu.Unlock()
+		return id, nil
+	}
 	f.n++
-	m := &shownMsg{id: fmt.Sprintf("m%03d", f.n), delivery: deliveryID, text: text, buttons: buttons, texts: []string{text}}
+	m := &shownMsg{id: fmt.Sprintf("m%03d", f.n), delivery: d.ID, text: text, buttons: c.Buttons, texts: []string{text}}
+	if f.keys == nil {
+		f.keys = map[string]string{}
+	}
+	f.keys[key] = m.id
 	f.msgs = append(f.msgs, m)
 	f.mu.Unlock()
 	f.h.changed()
 	return m.id, nil
 }
 
-func (f *fakeLive) Edit(_ context.Context, conv binding.ConversationRef, id, text string, buttons []acp.Button) error {
+func (f *fakeLive) EditLive(_ context.Context, _ delivery.Delivery, id, text string, c delivery.Controls) error {
 	f.mu.Lock()
 	for _, m := range f.msgs {
 		if m.id == id {
-			m.text, m.buttons = text, buttons
+			m.text, m.buttons = text, c.Buttons
 			m.texts = append(m.texts, text)
 		}
 	}
@@ -169,6 +200,11 @@ func (f *fakeBindings) ResolveByConversation(ref binding.ConversationRef) (bindi
 	return r, ok
 }
 
+// touchless adds the Touch Outbound calls (nothing to record here).
+type touchless struct{ *fakeBindings }
+
+func (touchless) Touch(string, time.Time) {}
+
 type fakeThreads struct{ n int }
 
 func (f *fakeThreads) CreateThread(_ context.Context, parent binding.ConversationRef, name string) (binding.ConversationRef, error) {
@@ -198,6 +234,10 @@ type timers struct {
 	h  *hub
 	mu sync.Mutex
 	w  map[time.Duration][]chan time.Time
+	// clk, if set, is moved on by a fired timer's duration first: the
+	// live messages' pacing reads it (the timer ends a wait, the clock
+	// says the interval has passed).
+	clk *tickClock
 }
 
 func (tm *timers) After(d time.Duration) <-chan time.Time {
@@ -213,6 +253,14 @@ func (tm *timers) After(d time.Duration) <-chan time.Time {
 	return ch
 }
 
+func (tm *timers) advance(d time.Duration) {
+	if tm.clk != nil && d > 0 {
+		tm.clk.mu.Lock()
+		tm.clk.t = tm.clk.t.Add(d)
+		tm.clk.mu.Unlock()
+	}
+}
+
 func (tm *timers) waiting(d time.Duration) int {
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
@@ -223,13 +271,16 @@ func (tm *timers) waiting(d time.Duration) int {
 func (tm *timers) fireAll(except ...time.Duration) int {
 	tm.mu.Lock()
 	var ws []chan time.Time
+	var longest time.Duration
 	for d, chs := range tm.w {
 		if !slices.Contains(except, d) {
 			ws = append(ws, chs...)
 			delete(tm.w, d)
+			longest = max(longest, d)
 		}
 	}
 	tm.mu.Unlock()
+	tm.advance(longest)
 	for _, ch := range ws {
 		ch <- time.Time{}
 	}
@@ -241,6 +292,7 @@ func (tm *timers) fire(d time.Duration) {
 	ws := tm.w[d]
 	delete(tm.w, d)
 	tm.mu.Unlock()
+	tm.advance(d)
 	for _, ch := range ws {
 		ch <- time.Time{}
 	}
@@ -291,7 +343,7 @@ func newFixture(t *testing.T, opts ...fixOpt) *fixture {
 	dir := t.TempDir()
 	h := &hub{}
 	f := &fixture{t: t, h: h, live: &fakeLive{h: h}, notices: &fakeNotices{h: h}, store: memory.New(),
-		binds: &fakeBindings{recs: map[string]binding.Record{}}, timers: &timers{h: h, w: map[time.Duration][]chan time.Time{}},
+		binds: &fakeBindings{recs: map[string]binding.Record{}}, timers: &timers{h: h, w: map[time.Duration][]chan time.Time{}, clk: &tickClock{}},
 		log: filepath.Join(dir, "agent.log")}
 	f.logs = &logBuffer{h: h}
 	f.tr = transcript.NewService(f.store, &tickClock{})
@@ -315,7 +367,8 @@ func (f *fixture) start() {
 	f.cancel, f.done = cancel, make(chan struct{})
 	f.m = acp.New(acp.Options{Agents: []acp.AgentConfig{f.ac}, PermissionTimeout: permTimeout, CancelGrace: cancelGrace, EditInterval: f.editInterval,
 		Grace: 200 * time.Millisecond, KillAfter: 200 * time.Millisecond, Backoff: func(int) time.Duration { return 0 }, After: f.timers.After},
-		acp.Deps{Live: f.live, Notices: f.notices, Transcripts: notifyingAppender{f.h, f.tr}, Bindings: f.binds, Threads: &fakeThreads{},
+		acp.Deps{Live: delivery.NewOutbound(delivery.OutboundConfig{Sender: f.live, Outbox: f.store, Transcripts: notifyingAppender{f.h, f.tr},
+			Bindings: touchless{f.binds}, Clock: f.timers.clk, Log: zerolog.New(f.logs)}), Notices: f.notices, Transcripts: notifyingAppender{f.h, f.tr}, Bindings: f.binds, Threads: &fakeThreads{},
 			Authority: fakeAuthority{}, Clock: &tickClock{}, Log: zerolog.New(f.logs)})
 	go func() { _ = f.m.Run(ctx); close(f.done) }()
 	f.t.Cleanup(f.stop)

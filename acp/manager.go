@@ -19,6 +19,7 @@ import (
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/transcript"
 )
 
@@ -40,24 +41,13 @@ type AgentConfig struct {
 	MaxSessions int
 }
 
-// Button is one button of a live message.
-type Button struct {
-	ID    string // custom id
-	Label string
-	// Danger marks a reject option.
-	Danger bool
-}
-
-// Live shows a turn's messages while they change. It is declared here, by
-// its consumer; the adapter implements it over the outbound send path
-// (a send through Outbound that writes no entry, then edits). The
-// transcript entry of a live message is written once, by the turn, with
-// its final text.
+// Live shows a turn's messages while they change: core/delivery's one
+// live-message mechanism (Outbound.Live). Each displayed message is a live
+// delivery of its own: posted with its buttons, edited paced, its text
+// recorded in the outbox before every request, and its transcript entry
+// written once by Finish (or by Outbound.Recover after a crash).
 type Live interface {
-	// Post displays text as a new message in conv and returns its id.
-	Post(ctx context.Context, conv binding.ConversationRef, deliveryID, text string, buttons []Button) (string, error)
-	// Edit replaces a posted message's text and buttons.
-	Edit(ctx context.Context, conv binding.ConversationRef, messageID, text string, buttons []Button) error
+	Live(ctx context.Context, d delivery.Delivery, opt delivery.LiveOptions) *delivery.Live
 }
 
 // Notifier posts one message that Outbound writes into the conversation's
@@ -105,6 +95,11 @@ type Options struct {
 	Backoff func(n int) time.Duration
 	// After is the timer (nil = time.After); tests inject one.
 	After func(d time.Duration) <-chan time.Time
+	// Ready, if set, holds back the notices of turns a restart
+	// interrupted until it is closed (cmd/bot: once Discord is connected
+	// and Outbound.Recover has finished the interrupted messages, so the
+	// notice can be posted and follows them in the thread and transcript).
+	Ready <-chan struct{}
 }
 
 // Deps are the manager's collaborators.
@@ -491,6 +486,13 @@ func (m *Manager) loadRecord(ac AgentConfig, thread string) (sessionRecord, erro
 // the bot died that the turn was cut off (invariant 16: every accepted
 // turn ends visibly).
 func (m *Manager) reportInterrupted(ctx context.Context) {
+	if m.opt.Ready != nil {
+		select {
+		case <-m.opt.Ready:
+		case <-ctx.Done():
+			return
+		}
+	}
 	for _, ac := range m.opt.Agents {
 		paths, _ := filepath.Glob(filepath.Join(ac.Workspace, ".agentbot-sessions", "*.json"))
 		for _, p := range paths {

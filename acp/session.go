@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/transcript"
 )
 
@@ -99,10 +100,13 @@ func (s *session) work(ctx context.Context) {
 	defer s.m.wg.Done()
 	for {
 		s.mu.Lock()
-		var p prompt
+		var t *turn
 		have := len(s.queue) > 0
 		if have {
-			p, s.queue = s.queue[0], s.queue[1:]
+			// The turn is set as the prompt leaves the queue: the session
+			// counts as alive (MaxSessions) throughout.
+			t, s.queue = newTurn(s, s.queue[0]), s.queue[1:]
+			s.turn = t
 		}
 		s.mu.Unlock()
 		if !have {
@@ -121,9 +125,12 @@ func (s *session) work(ctx context.Context) {
 			continue
 		}
 		if ctx.Err() != nil {
+			s.mu.Lock()
+			s.turn = nil
+			s.mu.Unlock()
 			return
 		}
-		s.run(ctx, p)
+		s.run(ctx, t)
 	}
 }
 
@@ -260,10 +267,9 @@ func (s *session) setLoading(v bool) {
 
 // run is one turn: the prompt to the agent, its output as live messages,
 // the turn's entries written when it ends.
-func (s *session) run(ctx context.Context, p prompt) {
-	t := newTurn(s, p)
+func (s *session) run(ctx context.Context, t *turn) {
+	p := t.p
 	s.mu.Lock()
-	s.turn = t
 	if !p.warm {
 		s.rec.TurnInFlight = t.seq
 	}
@@ -428,6 +434,7 @@ type turn struct {
 	tools     map[sdk.ToolCallId]*liveMsg
 	plan      *liveMsg
 	perms     map[string]*pendingPerm
+	pacer     *delivery.Pacer // one edit per EditInterval among the turn's messages
 	conn      *conn
 	cancelled bool
 	closed    bool           // finishing: no new permission requests
@@ -441,7 +448,7 @@ func newTurn(s *session, p prompt) *turn {
 	if seq == "" {
 		seq = newID()
 	}
-	return &turn{s: s, p: p, seq: seq, tools: map[sdk.ToolCallId]*liveMsg{}, perms: map[string]*pendingPerm{}, killed: make(chan struct{})}
+	return &turn{s: s, p: p, seq: seq, tools: map[sdk.ToolCallId]*liveMsg{}, perms: map[string]*pendingPerm{}, pacer: delivery.NewPacer(), killed: make(chan struct{})}
 }
 
 func (t *turn) setConn(c *conn) {

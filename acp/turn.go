@@ -5,88 +5,69 @@ import (
 	"fmt"
 	"strings"
 
-	"time"
 	"unicode/utf8"
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/transcript"
 )
 
 // maxMessage is Discord's message length (runes).
 const maxMessage = 2000
 
-// liveMsg is one displayed message of a turn.
+// liveMsg is one displayed message of a turn: a core/delivery live
+// message (its own outbox record and entry), created when it first has
+// text.
 type liveMsg struct {
 	n       int
 	text    string // what it should display
-	buttons []Button
-	msgID   string // "" until posted
-	shown   string // what it displays now
-	shownB  int    // how many buttons it displays now
-	edited  time.Time
-	// flushing: an edit is scheduled for when the interval has passed.
-	flushing bool
+	buttons []delivery.Button
+	live    *delivery.Live // nil until it has text
 	// tool call state
 	title  string
 	status sdk.ToolCallStatus
 }
 
-func (t *turn) newMsg(text string, buttons []Button) *liveMsg {
+func (t *turn) newMsg(text string, buttons []delivery.Button) *liveMsg {
 	lm := &liveMsg{n: len(t.msgs), text: text, buttons: buttons}
 	t.msgs = append(t.msgs, lm)
 	return lm
 }
 
-// show brings lm's display up to date: a post the first time (once it has
-// text), then edits, at most one per EditInterval unless force.
-func (t *turn) show(ctx context.Context, lm *liveMsg, force bool) {
+// deliveryID is the outbox id of the turn's n-th message.
+func (t *turn) deliveryID(n int) string { return fmt.Sprintf("acp:%s:%s:%d", t.s.rec.Key, t.seq, n) }
+
+// show hands lm's latest text to its live message, which posts it (the
+// first time) or edits it, paced (Options.EditInterval per message). A
+// new message is posted only after every earlier one of the turn was
+// (Posted), so the thread shows them in creation order.
+func (t *turn) show(ctx context.Context, lm *liveMsg) {
+	if lm.live != nil {
+		lm.live.Update(lm.text)
+		return
+	}
+	if strings.TrimSpace(lm.text) == "" {
+		return
+	}
+	t.posted(ctx)
 	m := t.s.m
-	conv := t.s.rec.Conversation
-	if lm.msgID == "" {
-		if strings.TrimSpace(lm.text) == "" {
-			return
-		}
-		id, err := m.d.Live.Post(ctx, conv, fmt.Sprintf("acp:%s:%s:%d", t.s.rec.Key, t.seq, lm.n), lm.text, lm.buttons)
-		if err != nil {
-			m.log.Warn().Err(err).Str("session", t.s.rec.Key).Msg("acp live message not posted")
-			return
-		}
-		lm.msgID, lm.shown, lm.shownB, lm.edited = id, lm.text, len(lm.buttons), m.d.Clock.Now()
-		return
+	d := delivery.Delivery{ID: t.deliveryID(lm.n), Target: t.s.rec.Conversation,
+		Producer: delivery.Producer{Source: transcript.SourceTurn, AgentID: t.s.ac.Name, Meta: map[string]string{"acpAgent": t.s.ac.Name}}}
+	lm.live = m.d.Live.Live(ctx, d, delivery.LiveOptions{Controls: delivery.Controls{Buttons: lm.buttons}, NoSendLock: true,
+		Interval: m.opt.EditInterval, After: m.opt.After, Pacer: t.pacer})
+	lm.live.Update(lm.text)
+	if err := lm.live.Posted(ctx); err != nil {
+		m.log.Debug().Err(err).Str("session", t.s.rec.Key).Msg("acp live message: not waiting for its post")
 	}
-	if lm.text == lm.shown && len(lm.buttons) == lm.shownB || strings.TrimSpace(lm.text) == "" {
-		return
-	}
-	now := m.d.Clock.Now()
-	if wait := m.opt.EditInterval - now.Sub(lm.edited); !force && wait > 0 {
-		// Shown when the interval has passed (or at the next forced show).
-		if !lm.flushing {
-			lm.flushing = true
-			timer := m.opt.After(wait)
-			go func() {
-				<-timer
-				t.mu.Lock()
-				defer t.mu.Unlock()
-				lm.flushing = false
-				if !t.closed {
-					t.show(ctx, lm, true)
-				}
-			}()
-		}
-		return
-	}
-	if err := m.d.Live.Edit(ctx, conv, lm.msgID, lm.text, lm.buttons); err != nil {
-		m.log.Warn().Err(err).Str("session", t.s.rec.Key).Msg("acp live message not edited")
-		return
-	}
-	lm.shown, lm.shownB, lm.edited = lm.text, len(lm.buttons), now
 }
 
-// flush shows every message's latest text (t.mu held).
-func (t *turn) flush(ctx context.Context) {
+// posted waits until every message of the turn is posted (t.mu held).
+func (t *turn) posted(ctx context.Context) {
 	for _, lm := range t.msgs {
-		t.show(ctx, lm, true)
+		if lm.live != nil {
+			_ = lm.live.Posted(ctx)
+		}
 	}
 }
 
@@ -109,7 +90,7 @@ func (t *turn) update(ctx context.Context, u sdk.SessionUpdate) {
 		}
 		lm.title, lm.status = tc.Title, tc.Status
 		lm.text = toolLine(lm.title, lm.status)
-		t.show(ctx, lm, true)
+		t.show(ctx, lm)
 	case u.ToolCallUpdate != nil:
 		tu := u.ToolCallUpdate
 		lm := t.tools[tu.ToolCallId]
@@ -129,15 +110,14 @@ func (t *turn) update(ctx context.Context, u sdk.SessionUpdate) {
 			lm.status = *tu.Status
 		}
 		lm.text = toolLine(lm.title, lm.status)
-		final := lm.status == sdk.ToolCallStatusCompleted || lm.status == sdk.ToolCallStatusFailed
-		t.show(ctx, lm, final)
+		t.show(ctx, lm)
 	case u.Plan != nil:
 		if t.plan == nil {
 			t.endText(ctx)
 			t.plan = t.newMsg("", nil)
 		}
 		t.plan.text = planLine(u.Plan.Entries)
-		t.show(ctx, t.plan, false)
+		t.show(ctx, t.plan)
 	}
 }
 
@@ -152,11 +132,11 @@ func (t *turn) chunk(ctx context.Context, s string) {
 		r := []rune(s)
 		if len(r) <= room {
 			t.text.text += s
-			t.show(ctx, t.text, false)
+			t.show(ctx, t.text)
 			return
 		}
 		t.text.text += string(r[:room])
-		t.show(ctx, t.text, true)
+		t.show(ctx, t.text)
 		t.text = nil
 		s = string(r[room:])
 	}
@@ -165,23 +145,21 @@ func (t *turn) chunk(ctx context.Context, s string) {
 // endText closes the answer segment: later chunks go to a new message
 // below whatever is posted next.
 func (t *turn) endText(ctx context.Context) {
-	if t.text != nil {
-		t.show(ctx, t.text, true)
-		t.text = nil
-	}
+	t.text = nil
 }
 
 // line posts a status line of the turn (a notice that it ended, ...).
 func (t *turn) line(ctx context.Context, text string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.flush(ctx)
 	t.text = nil
-	t.show(ctx, t.newMsg(truncate(text, maxMessage), nil), true)
+	t.show(ctx, t.newMsg(truncate(text, maxMessage), nil))
 }
 
-// finish shows every message's final text and writes each displayed
-// message once into the session's transcript, in display order.
+// finish shows every message's final text and ends each one, in display
+// order: core/delivery writes its entry once, with the text it displays,
+// after the last edit is confirmed (a crash before that leaves the record
+// to Outbound.Recover, which finishes and writes it).
 func (t *turn) finish(ctx context.Context) {
 	// A permission request answered as the turn ended shows its answer
 	// before its entry is written.
@@ -193,17 +171,20 @@ func (t *turn) finish(ctx context.Context) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ctx = context.WithoutCancel(ctx)
-	t.flush(ctx)
+	// Every final edit starts now (each paced on its own), then each
+	// message is finished in order.
+	for _, lm := range t.msgs {
+		if lm.live != nil {
+			lm.live.Update(lm.text)
+		}
+	}
 	m := t.s.m
 	for _, lm := range t.msgs {
-		if lm.msgID == "" {
+		if lm.live == nil {
 			continue
 		}
-		_, err := m.d.Transcripts.Append(ctx, t.s.rec.Key, transcript.Entry{Role: transcript.RoleAssistant, Author: t.s.ac.Name, Text: lm.shown,
-			MessageIDs: []string{lm.msgID}, Source: transcript.SourceTurn, DeliveryID: fmt.Sprintf("acp:%s:%s:%d", t.s.rec.Key, t.seq, lm.n),
-			Meta: map[string]string{"acpAgent": t.s.ac.Name}})
-		if err != nil {
-			m.log.Error().Err(err).Str("session", t.s.rec.Key).Msg("acp turn entry not written")
+		if _, err := lm.live.Finish(ctx, lm.text); err != nil {
+			m.log.Error().Err(err).Str("session", t.s.rec.Key).Str("delivery", t.deliveryID(lm.n)).Msg("acp turn message not finished")
 		}
 	}
 }
@@ -223,13 +204,16 @@ func (t *turn) permission(ctx context.Context, r sdk.RequestPermissionRequest) (
 	defer t.permWG.Done()
 	id := newID()
 	p := &pendingPerm{binder: t.s.rec.BoundBy, options: r.Options, answer: make(chan choice, 1)}
-	buttons := make([]Button, 0, len(r.Options))
+	buttons := make([]delivery.Button, 0, len(r.Options))
 	for i, o := range r.Options {
 		if i == 25 { // Discord: 5 rows of 5 buttons
 			break
 		}
-		buttons = append(buttons, Button{ID: fmt.Sprintf("acp:%s:%d", id, i), Label: truncate(o.Name, 80),
-			Danger: o.Kind == sdk.PermissionOptionKindRejectOnce || o.Kind == sdk.PermissionOptionKindRejectAlways})
+		style := delivery.ButtonPrimary
+		if o.Kind == sdk.PermissionOptionKindRejectOnce || o.Kind == sdk.PermissionOptionKindRejectAlways {
+			style = delivery.ButtonDanger
+		}
+		buttons = append(buttons, delivery.Button{CustomID: fmt.Sprintf("acp:%s:%d", id, i), Label: truncate(o.Name, 80), Style: style})
 	}
 	title := "a tool call"
 	if r.ToolCall.Title != nil && *r.ToolCall.Title != "" {
@@ -237,7 +221,6 @@ func (t *turn) permission(ctx context.Context, r sdk.RequestPermissionRequest) (
 	} else if lm := t.tools[r.ToolCall.ToolCallId]; lm != nil && lm.title != "" {
 		title = lm.title
 	}
-	t.flush(ctx)
 	t.text = nil
 	lm := t.newMsg(truncate(fmt.Sprintf("🔐 **%s** asks permission: %s", t.s.ac.Name, title), 1800), buttons)
 	// Registered before it is shown: a click can come as soon as the
@@ -246,8 +229,8 @@ func (t *turn) permission(ctx context.Context, r sdk.RequestPermissionRequest) (
 	m.mu.Lock()
 	m.perms[id] = p
 	m.mu.Unlock()
-	t.show(ctx, lm, true)
-	posted := lm.msgID != ""
+	t.show(ctx, lm)
+	posted := lm.live != nil && lm.live.Shown() != ""
 	t.mu.Unlock()
 
 	var outcome sdk.RequestPermissionResponse
@@ -282,10 +265,13 @@ func (t *turn) permission(ctx context.Context, r sdk.RequestPermissionRequest) (
 	m.mu.Unlock()
 	t.mu.Lock()
 	delete(t.perms, id)
-	if posted {
+	if lm.live != nil {
+		// Also when its post failed for now: a retried post must not show
+		// buttons for a request already answered.
 		lm.text = truncate(lm.text+"\n→ "+result, maxMessage)
 		lm.buttons = nil
-		t.show(context.WithoutCancel(ctx), lm, true)
+		lm.live.SetControls(delivery.Controls{})
+		t.show(context.WithoutCancel(ctx), lm)
 	}
 	t.mu.Unlock()
 	return outcome, nil

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/bwmarrin/discordgo"
-
 	"github.com/agentbot/agentbot/acp"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
@@ -76,85 +74,19 @@ func (a *Adapter) cmdStopACP(ctx context.Context, v invocation, rec binding.Reco
 	return reply{text: text}, nil
 }
 
-// LiveMessages implements acp.Live and acp.Notifier over the outbound
-// send path: a post goes through Outbound (outbox, nonce, one send lock
-// per conversation) as a turn's own message, so Outbound writes no entry -
-// the turn writes it once with the final text; edits go straight to the
-// message. It is meant to be replaced by the shared streaming mechanism.
-type LiveMessages struct{ a *Adapter }
+// Notices implements acp.Notifier over the outbound send path. (A
+// turn's live messages go through core/delivery's Outbound.Live directly.)
+type Notices struct{ a *Adapter }
 
-// Live returns the adapter's live-message implementation.
-func (a *Adapter) Live() LiveMessages { return LiveMessages{a} }
+// Notices returns the adapter's notice sender for the ACP manager.
+func (a *Adapter) Notices() Notices { return Notices{a} }
 
-var (
-	_ acp.Live     = LiveMessages{}
-	_ acp.Notifier = LiveMessages{}
-)
-
-// Post sends text (then adds buttons, which Outbound's deliveries do not
-// carry, by an edit) and returns the message id.
-func (l LiveMessages) Post(ctx context.Context, conv binding.ConversationRef, deliveryID, text string, buttons []acp.Button) (string, error) {
-	key, _, _ := l.a.d.Outbound.SessionFor(conv)
-	res, err := l.a.d.Outbound.Deliver(ctx, delivery.Delivery{ID: deliveryID, Target: conv, Text: text,
-		Producer: delivery.Producer{Source: transcript.SourceTurn, TurnSessionKey: key}},
-		func(context.Context, delivery.Receipt) error { return nil })
-	if err != nil {
-		return "", err
-	}
-	if len(res.MessageIDs) == 0 {
-		return "", fmt.Errorf("live post %s: no message id", deliveryID)
-	}
-	id := res.MessageIDs[0]
-	if len(buttons) > 0 {
-		if err := l.Edit(ctx, conv, id, text, buttons); err != nil {
-			return id, err
-		}
-	}
-	return id, nil
-}
-
-// Edit replaces a live message's text and buttons.
-func (l LiveMessages) Edit(ctx context.Context, conv binding.ConversationRef, messageID, text string, buttons []acp.Button) error {
-	a := l.a
-	s := a.session()
-	if s == nil {
-		return fmt.Errorf("edit %s: %w", messageID, delivery.ErrTransient)
-	}
-	channelID, err := a.channelFor(ctx, s, conv.ConversationID)
-	if err != nil {
-		return err
-	}
-	comps := buttonRows(buttons)
-	content := truncateRunes(text, MaxMessageLen)
-	return a.retry(ctx, func() error {
-		_, err := s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: messageID, Channel: channelID, Content: &content,
-			Components: &comps, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
-		return err
-	})
-}
+var _ acp.Notifier = Notices{}
 
 // Notify posts a message that Outbound writes into the conversation's
 // transcript (an intro or a notice).
-func (l LiveMessages) Notify(ctx context.Context, conv binding.ConversationRef, deliveryID, text string, source transcript.Source, agentID string) error {
+func (l Notices) Notify(ctx context.Context, conv binding.ConversationRef, deliveryID, text string, source transcript.Source, agentID string) error {
 	_, err := l.a.d.Outbound.Deliver(ctx, delivery.Delivery{ID: deliveryID, Target: conv, Text: text,
 		Producer: delivery.Producer{Source: source, AgentID: agentID}}, nil)
 	return err
-}
-
-// buttonRows lays buttons out in rows of five.
-func buttonRows(buttons []acp.Button) []discordgo.MessageComponent {
-	out := []discordgo.MessageComponent{}
-	var row []discordgo.MessageComponent
-	for i, b := range buttons {
-		style := discordgo.PrimaryButton
-		if b.Danger {
-			style = discordgo.DangerButton
-		}
-		row = append(row, discordgo.Button{CustomID: b.ID, Label: b.Label, Style: style})
-		if len(row) == 5 || i == len(buttons)-1 {
-			out = append(out, discordgo.ActionsRow{Components: row})
-			row = nil
-		}
-	}
-	return out
 }

@@ -35,13 +35,36 @@ type liveBody struct {
 	EnforceNonce     bool                              `json:"enforce_nonce,omitempty"`
 }
 
+// components lays a live message's controls out: the Stop button first,
+// then the other buttons, in rows of five. More than Discord displays (5
+// rows) is sent as is, and refused by Discord as an invalid form body.
 func components(c delivery.Controls) []discordgo.MessageComponent {
-	if c.StopRun == "" {
-		return []discordgo.MessageComponent{}
+	var buttons []discordgo.MessageComponent
+	if c.StopRun != "" {
+		buttons = append(buttons, discordgo.Button{Label: "Stop", Style: discordgo.SecondaryButton, CustomID: stopPrefix + c.StopRun, Emoji: &discordgo.ComponentEmoji{Name: "⏹️"}})
 	}
-	return []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-		discordgo.Button{Label: "Stop", Style: discordgo.SecondaryButton, CustomID: stopPrefix + c.StopRun, Emoji: &discordgo.ComponentEmoji{Name: "⏹️"}},
-	}}}
+	for _, b := range c.Buttons {
+		buttons = append(buttons, discordgo.Button{CustomID: b.CustomID, Label: b.Label, Style: buttonStyle(b.Style)})
+	}
+	rows := []discordgo.MessageComponent{}
+	for len(buttons) > 0 {
+		n := min(5, len(buttons))
+		rows = append(rows, discordgo.ActionsRow{Components: buttons[:n]})
+		buttons = buttons[n:]
+	}
+	return rows
+}
+
+func buttonStyle(s delivery.ButtonStyle) discordgo.ButtonStyle {
+	switch s {
+	case delivery.ButtonSecondary:
+		return discordgo.SecondaryButton
+	case delivery.ButtonSuccess:
+		return discordgo.SuccessButton
+	case delivery.ButtonDanger:
+		return discordgo.DangerButton
+	}
+	return discordgo.PrimaryButton
 }
 
 // SplitLive implements delivery.LiveSender with the reply splitter.

@@ -38,9 +38,8 @@ func newACP(a *app) *acp.Manager {
 		agents = append(agents, acp.AgentConfig{Name: n, Command: c.Command, Args: c.Args, Env: c.Env, Workspace: ws,
 			Users: c.Users, Roles: c.Roles, IdleTimeout: c.IdleShutdown, MaxSessions: c.MaxSessions})
 	}
-	live := a.adapter.Live()
-	return acp.New(acp.Options{Agents: agents, PermissionTimeout: a.cfg.ACP.PermissionTimeout},
-		acp.Deps{Live: live, Notices: live, Transcripts: a.transcripts, Bindings: a.bindings, Threads: a.adapter,
+	return acp.New(acp.Options{Agents: agents, PermissionTimeout: a.cfg.ACP.PermissionTimeout, Ready: a.recovered},
+		acp.Deps{Live: a.outbound, Notices: a.adapter.Notices(), Transcripts: a.transcripts, Bindings: a.bindings, Threads: a.adapter,
 			Authority: a.adapter.Authority(), Clock: a.clock, Log: a.log.With().Str("component", "acp").Logger()})
 }
 

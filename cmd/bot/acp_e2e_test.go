@@ -138,9 +138,11 @@ func TestE2EACPScriptedAgent(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(ws, thread.ID, "notes.txt")); err != nil || string(b) != "written by the agent" {
 		t.Fatalf("workspace file: %q %v", b, err)
 	}
-	if m, _ := h.emu.Message(perm.ID); !strings.Contains(m.Content, "→ ✅ Allow (<@"+h.alice.ID+">)") || len(m.Buttons()) != 0 {
-		t.Fatalf("permission message after the answer: %q %+v", m.Content, m.Buttons())
-	}
+	// The answer is edited in (paced with the turn's other edits).
+	waitUntil(t, h, "the permission message to show the answer without buttons", func() bool {
+		m, _ := h.emu.Message(perm.ID)
+		return strings.Contains(m.Content, "→ ✅ Allow (<@"+h.alice.ID+">)") && len(m.Buttons()) == 0
+	})
 
 	adSay(t, h, thread.ID, "say working on it\nwait")
 	acpMessage(t, h, thread.ID, "working on it")

@@ -54,7 +54,10 @@ type app struct {
 	metrics     *metrics.Metrics
 	tools       *mcp.Hub // MCP servers; nil when none is configured
 	started     time.Time
-	httpAddr    chan string // receives the bound HTTP address (tests)
+	// recovered is closed once the outbox left by the previous run is
+	// finished (Discord connected, Outbound.Recover done).
+	recovered chan struct{}
+	httpAddr  chan string // receives the bound HTTP address (tests)
 }
 
 // appOptions are what differs between `bot run`, `bot demo` and tests.
@@ -93,7 +96,8 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, log: log, clock: o.Clock, store: st, reg: prometheus.NewRegistry(), started: o.Clock.Now(), httpAddr: make(chan string, 1)}
+	a := &app{cfg: cfg, log: log, clock: o.Clock, store: st, reg: prometheus.NewRegistry(), started: o.Clock.Now(), httpAddr: make(chan string, 1),
+		recovered: make(chan struct{})}
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	a.bindings = binding.New(binding.Options{SweepInterval: bindingTick(st)}, binding.Deps{Store: st, Clock: o.Clock, Log: log.With().Str("component", "bindings").Logger()})
@@ -308,6 +312,7 @@ func (a *app) Run(ctx context.Context) error {
 		case <-a.adapter.Connected():
 		}
 		n, err := a.outbound.Recover(context.WithoutCancel(gctx), a.started)
+		close(a.recovered)
 		if err != nil {
 			a.log.Error().Err(err).Msg("recover deliveries")
 		} else if n > 0 {

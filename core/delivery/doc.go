@@ -32,10 +32,14 @@
 // text; the Discord adapter is). Invariants:
 //   - Nothing is sent before the first non-blank text; then the first part
 //     is posted at once, and each message gets at most one request per
-//     LiveOptions.Interval (default 1 s), always with the latest text.
+//     LiveOptions.Interval (default 1 s), always with the latest text;
+//     live messages sharing a Pacer get at most one edit per Interval
+//     among them all.
 //   - Past the sender's length limit the text continues in a new message
 //     at a clean cut (SplitLive); a cut part never changes again.
-//   - Controls (the Stop button) are on the growing part only; Finish's
+//   - Controls (the Stop button, other buttons such as an ACP agent's
+//     permission options) are sent with the post of the growing part and
+//     only on it; SetControls changes them (paced like an edit); Finish's
 //     final edit removes them.
 //   - The transcript entry is written once, by Finish, after the last
 //     request is confirmed: exactly the parts displayed, every message id
@@ -44,7 +48,10 @@
 //   - From its first post until Finish returns, a Live holds its
 //     conversation's send lock: other sends (and user entries) there wait,
 //     so transcript order is display order. Code that must act mid-stream
-//     (a cancel) must not wait for that lock first.
+//     (a cancel) must not wait for that lock first. With
+//     LiveOptions.NoSendLock (an ACP turn: several live messages at once)
+//     the caller orders them: Posted before it starts the next one, Finish
+//     in display order.
 //   - Before every post or edit the outbox record holds the text each part
 //     is about to show (Record.LiveParts) and the ids already posted; after
 //     a post, the new id. Recover finishes a live delivery a crash left:

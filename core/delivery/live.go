@@ -29,11 +29,60 @@ type LiveSender interface {
 }
 
 // Controls are the interactive components a live message carries while it
-// is live. The final edit removes them.
+// is live: they are sent with the post itself (never added by a later
+// edit), and the final edit removes them.
 type Controls struct {
 	// StopRun, when set, adds a Stop button that stops this run (a
 	// core/session Run.ID); the platform adapter routes its clicks.
 	StopRun string
+	// Buttons are further buttons, after the Stop button (an ACP agent's
+	// permission options). The platform routes their clicks by CustomID;
+	// it refuses more than it can display (Discord: 25 with Stop).
+	Buttons []Button
+}
+
+// Empty reports whether c shows nothing.
+func (c Controls) Empty() bool { return c.StopRun == "" && len(c.Buttons) == 0 }
+
+// Button is one button of a live message's controls.
+type Button struct {
+	CustomID string
+	Label    string
+	Style    ButtonStyle
+}
+
+// ButtonStyle is how a button looks (Discord's styles).
+type ButtonStyle int
+
+// Button styles.
+const (
+	ButtonPrimary ButtonStyle = iota
+	ButtonSecondary
+	ButtonSuccess
+	ButtonDanger
+)
+
+// Pacer spaces the edits of the live messages sharing it (LiveOptions.Pacer).
+type Pacer struct {
+	mu   sync.Mutex
+	last time.Time
+	used bool
+}
+
+// NewPacer returns a pacer for the live messages of one conversation.
+func NewPacer() *Pacer { return &Pacer{} }
+
+// take reserves an edit at now, or returns how long to wait for one.
+func (p *Pacer) take(now time.Time, interval time.Duration) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.used {
+		if wait := p.last.Add(interval).Sub(now); wait > 0 {
+			return wait
+		}
+	}
+	p.last, p.used = now, true
+	return 0
 }
 
 // DefaultLiveInterval is the least time between two requests for one
@@ -50,14 +99,26 @@ var ErrNotLive = errors.New("sender cannot display live messages")
 
 // LiveOptions tune a live delivery.
 type LiveOptions struct {
-	// Controls are carried by the last part while the message is live.
+	// Controls are carried by the last part while the message is live
+	// (SetControls changes them).
 	Controls Controls
+	// NoSendLock: the Live does not hold its conversation's send lock. For
+	// a caller that shows several live messages in one conversation at
+	// once and orders them itself (an ACP turn: Posted before the next
+	// message, Finish in display order); other sends there are not held
+	// back while it is live.
+	NoSendLock bool
 	// Commit writes a turn reply's entry (see CommitFunc); nil lets
 	// Outbound write it.
 	Commit CommitFunc
 	// Interval is the least time between two requests for one message
 	// (default DefaultLiveInterval).
 	Interval time.Duration
+	// Pacer, if set, is shared by several live messages of one
+	// conversation (an ACP turn's): among them all, at most one edit per
+	// Interval, so together they stay within the platform's per-channel
+	// edit limit (Discord: 5 per 5 s). Posts are not held back by it.
+	Pacer *Pacer
 	// After paces the edits (default time.After); tests inject one.
 	After func(time.Duration) <-chan time.Time
 	// OnRequest, if set, is called just before each post or edit (metrics,
@@ -96,6 +157,11 @@ type Live struct {
 	shown string // text displayed so far (what the chat shows)
 	res   Result
 	err   error
+	ctls  Controls      // the controls wanted now (opt.Controls, then SetControls)
+	cgen  int           // generation of ctls (a part showing them records it)
+	wgen  int           // generation of want
+	tgen  int           // the want generation whose posts were all attempted
+	tried chan struct{} // closed and replaced when tgen moves or the pump ends
 
 	// owned by the pump goroutine
 	rec       Record
@@ -103,10 +169,10 @@ type Live struct {
 	skip      bool // the delivery was already confirmed: display nothing
 	ids       []string
 	parts     []string // text each posted part shows (as confirmed)
-	ctl       []bool   // whether each posted part carries the controls
+	ctl       []int    // the controls generation each posted part shows (0 none, -1 unknown)
 	fixed     []string // parts that are cut: their text never changes
 	last      map[int]time.Time
-	tried     map[int]bool // parts a post was attempted for
+	attempted map[int]bool // parts a post was attempted for
 	claimedAt time.Time
 	failed    error
 	unlock    func()
@@ -125,7 +191,8 @@ func (o *Outbound) Live(ctx context.Context, d Delivery, opt LiveOptions) *Live 
 	}
 	d.Target = d.Target.Normalize()
 	d.Text = ""
-	l := &Live{o: o, d: d, opt: opt, kick: make(chan struct{}, 1), done: make(chan struct{}), last: map[int]time.Time{}, tried: map[int]bool{}}
+	l := &Live{o: o, d: d, opt: opt, kick: make(chan struct{}, 1), done: make(chan struct{}), last: map[int]time.Time{}, attempted: map[int]bool{},
+		ctls: opt.Controls, cgen: 1, tried: make(chan struct{})}
 	l.ls, _ = o.sender.(LiveSender)
 	go l.run(context.WithoutCancel(ctx))
 	return l
@@ -141,8 +208,45 @@ func (l *Live) Update(text string) {
 		return
 	}
 	l.want = text
+	l.wgen++
 	l.mu.Unlock()
 	l.poke()
+}
+
+// SetControls replaces the controls the growing part carries (none:
+// removed), with the next request (paced like an edit).
+func (l *Live) SetControls(c Controls) {
+	l.mu.Lock()
+	if l.final {
+		l.mu.Unlock()
+		return
+	}
+	l.ctls = c
+	l.cgen++
+	l.mu.Unlock()
+	l.poke()
+}
+
+// Posted waits until every message the latest text needs has been posted
+// (or its post attempted and failed, or the delivery stopped), so a
+// caller showing several live messages can keep them in order: the next
+// one is posted below this one. Edits may still be pending.
+func (l *Live) Posted(ctx context.Context) error {
+	for {
+		l.mu.Lock()
+		ok, ch := l.tgen >= l.wgen, l.tried
+		l.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-l.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Shown returns the text the chat displays so far.
@@ -161,6 +265,7 @@ func (l *Live) Finish(ctx context.Context, text string) (Result, error) {
 	l.mu.Lock()
 	if !l.final {
 		l.want, l.final = text, true
+		l.wgen++
 	}
 	l.mu.Unlock()
 	l.poke()
@@ -183,13 +288,14 @@ func (l *Live) poke() {
 type op struct {
 	part int
 	text string
-	ctl  bool
+	ctl  int      // controls generation to show (0: none)
+	c    Controls // the controls of generation ctl
 	post bool
 }
 
 // plan lists the requests that make the chat show want (controls on the
 // last part unless final), fixing the parts that are cut.
-func (l *Live) plan(want string, final bool) []op {
+func (l *Live) plan(want string, final bool, ctls Controls, cgen int) []op {
 	rest, ok := strings.CutPrefix(want, strings.Join(l.fixed, ""))
 	if !ok {
 		// Text only grows; a shorter one keeps the parts already cut.
@@ -207,18 +313,21 @@ func (l *Live) plan(want string, final bool) []op {
 	all := append(slices.Clone(l.fixed), parts...)
 	var ops []op
 	for i, text := range all {
-		ctl := !final && i == len(all)-1 && l.opt.Controls != (Controls{})
+		ctl, c := 0, Controls{}
+		if !final && i == len(all)-1 && !ctls.Empty() {
+			ctl, c = cgen, ctls
+		}
 		switch {
 		case i >= len(l.ids):
-			ops = append(ops, op{part: i, text: text, ctl: ctl, post: true})
+			ops = append(ops, op{part: i, text: text, ctl: ctl, c: c, post: true})
 		case l.parts[i] != text || l.ctl[i] != ctl:
-			ops = append(ops, op{part: i, text: text, ctl: ctl})
+			ops = append(ops, op{part: i, text: text, ctl: ctl, c: c})
 		}
 	}
 	if final {
 		// Parts past the final text (none normally) lose their controls.
 		for i := len(all); i < len(l.ids); i++ {
-			if l.ctl[i] {
+			if l.ctl[i] != 0 {
 				ops = append(ops, op{part: i, text: l.parts[i]})
 			}
 		}
@@ -235,6 +344,12 @@ const finalAttempts = 3
 func (l *Live) run(ctx context.Context) {
 	defer close(l.done)
 	defer func() {
+		l.mu.Lock()
+		l.tgen = l.wgen
+		close(l.tried)
+		l.mu.Unlock()
+	}()
+	defer func() {
 		if l.unlock != nil {
 			l.unlock()
 		}
@@ -246,20 +361,22 @@ func (l *Live) loop(ctx context.Context) {
 	finalFails := 0
 	for {
 		l.mu.Lock()
-		want, final := l.want, l.final
+		want, final, wgen, ctls, cgen := l.want, l.final, l.wgen, l.ctls, l.cgen
 		l.mu.Unlock()
 		if l.ls == nil {
 			if final {
 				l.err = fmt.Errorf("live delivery %s: %w", l.d.ID, ErrNotLive)
 				return
 			}
+			l.noteTried(nil, wgen)
 			<-l.kick
 			continue
 		}
 		var ops []op
 		if l.failed == nil && !l.skip {
-			ops = l.plan(want, final)
+			ops = l.plan(want, final, ctls, cgen)
 		}
+		l.noteTried(ops, wgen)
 		if len(ops) > 0 && !l.started {
 			if err := l.start(ctx); err != nil {
 				l.o.log.Error().Err(err).Str("delivery", l.d.ID).Msg("live delivery: start")
@@ -279,8 +396,15 @@ func (l *Live) loop(ctx context.Context) {
 			continue
 		}
 		next := ops[0]
-		if t, ok := l.last[next.part]; ok && !l.recovered {
-			if wait := t.Add(l.opt.Interval).Sub(l.o.clock.Now()); wait > 0 {
+		if !l.recovered {
+			var wait time.Duration
+			if t, ok := l.last[next.part]; ok {
+				wait = t.Add(l.opt.Interval).Sub(l.o.clock.Now())
+			}
+			if wait <= 0 && !next.post && l.opt.Pacer != nil {
+				wait = l.opt.Pacer.take(l.o.clock.Now(), l.opt.Interval)
+			}
+			if wait > 0 {
 				select {
 				case <-l.opt.After(wait):
 				case <-l.kick:
@@ -298,10 +422,29 @@ func (l *Live) loop(ctx context.Context) {
 	}
 }
 
+// noteTried lets Posted return once every post the text of generation
+// wgen needs was attempted.
+func (l *Live) noteTried(ops []op, wgen int) {
+	for _, p := range ops {
+		if p.post && !l.attempted[p.part] {
+			return
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if wgen > l.tgen {
+		l.tgen = wgen
+		close(l.tried)
+		l.tried = make(chan struct{})
+	}
+}
+
 // start takes the conversation's send lock and records the delivery.
 func (l *Live) start(ctx context.Context) error {
 	l.started = true
-	l.unlock = l.o.locks.lock(l.d.Target.Key())
+	if !l.opt.NoSendLock {
+		l.unlock = l.o.locks.lock(l.d.Target.Key())
+	}
 	prev, found, err := l.o.outbox.GetDelivery(ctx, l.d.ID)
 	if err != nil {
 		return fmt.Errorf("live delivery %s: read outbox: %w", l.d.ID, err)
@@ -353,10 +496,7 @@ func (l *Live) do(ctx context.Context, p op) error {
 		l.o.log.Error().Err(err).Str("delivery", l.d.ID).Msg("live delivery: record intent")
 		return fmt.Errorf("record intent: %w: %w", err, ErrTransient)
 	}
-	c := Controls{}
-	if p.ctl {
-		c = l.opt.Controls
-	}
+	c := p.c
 	if l.opt.OnRequest != nil {
 		kind := "edit"
 		if p.post {
@@ -368,8 +508,8 @@ func (l *Live) do(ctx context.Context, p op) error {
 	if p.post {
 		// A repeated post returns the message an earlier attempt created,
 		// which shows that attempt's text: it is edited next.
-		retried := l.recovered || l.tried[p.part]
-		l.tried[p.part] = true
+		retried := l.recovered || l.attempted[p.part]
+		l.attempted[p.part] = true
 		var id string
 		id, err = l.ls.PostLive(ctx, l.d, p.part, p.text, c)
 		if err == nil {
@@ -377,7 +517,11 @@ func (l *Live) do(ctx context.Context, p op) error {
 			if retried {
 				shows = unknownText
 			}
-			l.ids, l.parts, l.ctl = append(l.ids, id), append(l.parts, shows), append(l.ctl, p.ctl || retried)
+			ctl := p.ctl
+			if retried {
+				ctl = -1 // what the earlier attempt showed is not known
+			}
+			l.ids, l.parts, l.ctl = append(l.ids, id), append(l.parts, shows), append(l.ctl, ctl)
 			l.rec.MessageIDs = slices.Clone(l.ids)
 			if perr := l.o.outbox.PutDelivery(ctx, l.rec); perr != nil {
 				l.o.log.Error().Err(perr).Str("delivery", l.d.ID).Msg("live delivery: record posted part")
@@ -493,14 +637,15 @@ func (o *Outbound) recoverLive(ctx context.Context, rec Record) error {
 		return err
 	}
 	l := &Live{o: o, ls: ls, d: rec.Delivery, rec: rec, started: true, recovered: true,
-		opt: LiveOptions{Interval: DefaultLiveInterval, After: time.After}, kick: make(chan struct{}, 1), last: map[int]time.Time{}, tried: map[int]bool{}}
+		opt: LiveOptions{Interval: DefaultLiveInterval, After: time.After}, kick: make(chan struct{}, 1), last: map[int]time.Time{}, attempted: map[int]bool{},
+		cgen: 1, tried: make(chan struct{})}
 	l.ids = slices.Clone(rec.MessageIDs)
 	if len(l.ids) > len(rec.LiveParts) {
 		l.ids = l.ids[:len(rec.LiveParts)]
 	}
 	for range l.ids {
 		// What each part shows now is not known: edit every one.
-		l.parts, l.ctl = append(l.parts, unknownText), append(l.ctl, true)
+		l.parts, l.ctl = append(l.parts, unknownText), append(l.ctl, -1)
 	}
 	l.fixed = slices.Clone(rec.LiveParts[:len(rec.LiveParts)-1])
 	l.want, l.final = strings.Join(rec.LiveParts, "")+InterruptedMark, true

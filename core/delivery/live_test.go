@@ -24,7 +24,17 @@ type liveReq struct {
 	id   string
 	text string
 	ctl  bool
-	at   time.Time
+	// buttons: the custom ids of the other buttons the request carried.
+	buttons []string
+	at      time.Time
+}
+
+func buttonIDs(c delivery.Controls) []string {
+	var out []string
+	for _, b := range c.Buttons {
+		out = append(out, b.CustomID)
+	}
+	return out
 }
 
 // liveSender is a hand-written LiveSender: messages it "displays" keep
@@ -72,7 +82,7 @@ func (s *liveSender) note(r liveReq) error {
 func (s *liveSender) PostLive(_ context.Context, d delivery.Delivery, part int, text string, c delivery.Controls) (string, error) {
 	s.mu.Lock()
 	key := d.ID + "/" + strconv.Itoa(part)
-	r := liveReq{post: true, text: text, ctl: c.StopRun != "", at: s.clk.Now()}
+	r := liveReq{post: true, text: text, ctl: c.StopRun != "", buttons: buttonIDs(c), at: s.clk.Now()}
 	if err := s.note(r); err != nil {
 		s.mu.Unlock()
 		return "", err
@@ -96,7 +106,7 @@ func (s *liveSender) PostLive(_ context.Context, d delivery.Delivery, part int, 
 
 func (s *liveSender) EditLive(_ context.Context, _ delivery.Delivery, id, text string, c delivery.Controls) error {
 	s.mu.Lock()
-	r := liveReq{id: id, text: text, ctl: c.StopRun != "", at: s.clk.Now()}
+	r := liveReq{id: id, text: text, ctl: c.StopRun != "", buttons: buttonIDs(c), at: s.clk.Now()}
 	if err := s.note(r); err != nil {
 		s.mu.Unlock()
 		return err
@@ -539,5 +549,97 @@ func TestLiveRecoverAfterCrash(t *testing.T) {
 				t.Fatal("entry written twice")
 			}
 		})
+	}
+}
+
+// TestLiveButtonsAndSharedConversation: buttons are sent with the post
+// (no extra edit); SetControls removes them with the next, paced edit;
+// two NoSendLock lives in one conversation are live at once (Posted
+// returns for each), and each writes its entry once, in Finish order.
+func TestLiveButtonsAndSharedConversation(t *testing.T) {
+	f := newLiveFixture(t, 2000)
+	opt := delivery.LiveOptions{NoSendLock: true, After: f.after.after,
+		Controls: delivery.Controls{Buttons: []delivery.Button{{CustomID: "acp:x:0", Label: "Allow"}, {CustomID: "acp:x:1", Label: "Reject", Style: delivery.ButtonDanger}}}}
+	ask := f.out.Live(context.Background(), liveDelivery("acp:1"), opt)
+	ask.Update("may I?")
+	if err := ask.Posted(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := f.sender.requests()
+	if len(r) != 1 || !r[0].post || strings.Join(r[0].buttons, ",") != "acp:x:0,acp:x:1" || r[0].ctl {
+		t.Fatalf("requests %+v, want one post carrying both buttons (no Stop)", r)
+	}
+	if ask.Shown() != "may I?" {
+		t.Fatalf("shown %q after Posted", ask.Shown())
+	}
+	next := f.out.Live(context.Background(), liveDelivery("acp:2"), delivery.LiveOptions{NoSendLock: true, After: f.after.after})
+	next.Update("meanwhile")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := next.Posted(ctx); err != nil {
+		t.Fatalf("a second live message in the conversation was not posted: %v", err)
+	}
+	ask.SetControls(delivery.Controls{})
+	ask.Update("may I? → yes")
+	f.after.fire(time.Second)
+	r = f.sender.waitReqs(t, 3)
+	if r[2].post || r[2].text != "may I? → yes" || len(r[2].buttons) != 0 {
+		t.Fatalf("request %+v, want an edit to the answer without buttons", r[2])
+	}
+	if _, err := ask.Finish(context.Background(), "may I? → yes"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := next.Finish(context.Background(), "meanwhile"); err != nil {
+		t.Fatal(err)
+	}
+	es := f.entries(t)
+	if len(es) != 2 || es[0].Text != "may I? → yes" || es[1].Text != "meanwhile" || es[0].DeliveryID != "acp:1" {
+		t.Fatalf("entries %+v, want one per message, in finish order", es)
+	}
+	if n := len(f.sender.requests()); n != 3 {
+		t.Fatalf("%d requests, want 3 (no final edit when nothing changed)", n)
+	}
+}
+
+// TestLivePacerSharedByMessages: live messages sharing a Pacer make at
+// most one edit per interval among them all (Discord's per-channel edit
+// limit), while each is still posted at once.
+func TestLivePacerSharedByMessages(t *testing.T) {
+	f := newLiveFixture(t, 2000)
+	p := delivery.NewPacer()
+	opt := delivery.LiveOptions{NoSendLock: true, After: f.after.after, Pacer: p}
+	a := f.out.Live(context.Background(), liveDelivery("acp:a"), opt)
+	b := f.out.Live(context.Background(), liveDelivery("acp:b"), opt)
+	a.Update("a1")
+	b.Update("b1")
+	f.sender.waitReqs(t, 2) // both posted at once
+	f.after.fire(time.Second)
+	a.Update("a2")
+	b.Update("b2")
+	f.sender.waitReqs(t, 3)
+	// The second edit waits for the interval, however many messages.
+	select {
+	case <-f.after.registered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second message's edit is not waiting")
+	}
+	if n := len(f.sender.requests()); n != 3 {
+		t.Fatalf("%d requests before the interval passed, want 3: %+v", n, f.sender.requests())
+	}
+	f.after.fire(time.Second)
+	r := f.sender.waitReqs(t, 4)
+	var edits []time.Time
+	for _, q := range r {
+		if !q.post {
+			edits = append(edits, q.at)
+		}
+	}
+	if len(edits) != 2 || edits[1].Sub(edits[0]) < time.Second {
+		t.Fatalf("edits at %v, want two a second apart", edits)
+	}
+	for _, l := range []*delivery.Live{a, b} {
+		if _, err := l.Finish(context.Background(), l.Shown()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
