@@ -29,18 +29,17 @@ type session struct {
 	m  *Manager
 	ac AgentConfig
 
-	mu       sync.Mutex
-	rec      sessionRecord
-	conn     *conn
-	turn     *turn
-	queue    []prompt
-	wake     chan struct{}
-	started  bool
-	crashes  int  // consecutive crashes (restart backoff)
-	loading  bool // session/load replays history: not displayed
-	lastUsed time.Time
-	closed   bool
-	refused  map[string]bool // users told their messages do not reach the agent
+	mu      sync.Mutex
+	rec     sessionRecord
+	conn    *conn
+	turn    *turn
+	queue   []prompt
+	wake    chan struct{}
+	started bool
+	crashes int  // consecutive crashes (restart backoff)
+	loading bool // session/load replays history: not displayed
+	closed  bool
+	refused map[string]bool // users told their messages do not reach the agent
 }
 
 // noteRefused reports whether user is to be told (once) that their
