@@ -55,6 +55,30 @@ func nextCall(t *testing.T, sm *modeltest.Streaming) *modeltest.StreamCall {
 	return c
 }
 
+// waitStreamCancelled fails unless the model call c is cancelled.
+func waitStreamCancelled(t *testing.T, c *modeltest.StreamCall) {
+	t.Helper()
+	select {
+	case <-c.Cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the model call was not cancelled")
+	}
+}
+
+// waitStoppedShowing: the stopped turn's model call is cancelled, and its
+// reply loses its Stop button and shows exactly want (what was displayed).
+func waitStoppedShowing(t *testing.T, h *harness, c *modeltest.StreamCall, messageID, want string) {
+	t.Helper()
+	waitStreamCancelled(t, c)
+	waitUntil(t, h, "the Stop button removed", func() bool {
+		m, _ := h.emu.Message(messageID)
+		return len(m.Buttons()) == 0
+	})
+	if m, _ := h.emu.Message(messageID); m.Content != want {
+		t.Fatalf("the stopped reply shows %q, want %q", m.Content, want)
+	}
+}
+
 // botMsgs are the bot's messages in a channel (not interaction answers).
 func botMsgs(h *harness, channel string) []discordtest.Message {
 	var out []discordtest.Message
@@ -217,18 +241,7 @@ func TestE2EStreamStopCommand(t *testing.T) {
 	if !r.Ephemeral || !strings.Contains(r.Content, "Stopped") {
 		t.Fatalf("/stop answered %+v", r)
 	}
-	select {
-	case <-c.Cancelled:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the model call was not cancelled")
-	}
-	waitUntil(t, h, "the Stop button removed", func() bool {
-		m, _ := h.emu.Message(msgs[0].ID)
-		return len(m.Buttons()) == 0
-	})
-	if m, _ := h.emu.Message(msgs[0].ID); m.Content != "First words" {
-		t.Fatalf("the stopped reply shows %q", m.Content)
-	}
+	waitStoppedShowing(t, h, c, msgs[0].ID, "First words")
 	finishBot(t, h, h.general.ID) // Rule 1: the entry is "First words"
 }
 
@@ -279,18 +292,7 @@ func TestE2EStreamStopButton(t *testing.T) {
 	if r := adResponded(t, h, in); !r.Ephemeral || !strings.Contains(r.Content, "Stopped") {
 		t.Fatalf("alice's click answered %+v", r)
 	}
-	select {
-	case <-c.Cancelled:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the model call was not cancelled")
-	}
-	waitUntil(t, h, "the Stop button removed", func() bool {
-		m, _ := h.emu.Message(msgs[0].ID)
-		return len(m.Buttons()) == 0
-	})
-	if m, _ := h.emu.Message(msgs[0].ID); m.Content != "Everything is connected" {
-		t.Fatalf("the stopped reply shows %q", m.Content)
-	}
+	waitStoppedShowing(t, h, c, msgs[0].ID, "Everything is connected")
 	// A click on a finished reply's (stale) button id is answered, not an error.
 	finishBot(t, h, h.general.ID)
 	for _, id := range []string{in.ID} {
@@ -472,14 +474,6 @@ func TestE2EStreamMessageDeletedMidStream(t *testing.T) {
 // one of an answered message (the stream goes on, nothing re-runs).
 func TestE2EStreamFollowsItsMessageUntilFirstText(t *testing.T) {
 	t.Parallel()
-	cancelled := func(t *testing.T, c *modeltest.StreamCall) {
-		t.Helper()
-		select {
-		case <-c.Cancelled:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the model call was not cancelled")
-		}
-	}
 	t.Run("edit before the first text re-runs", func(t *testing.T) {
 		t.Parallel()
 		h, sm := startStreamBot(t)
@@ -491,7 +485,7 @@ func TestE2EStreamFollowsItsMessageUntilFirstText(t *testing.T) {
 		if _, err := h.emu.UserEdit(q.ID, adMention(h)+"capital of France"); err != nil {
 			t.Fatal(err)
 		}
-		cancelled(t, first)
+		waitStreamCancelled(t, first)
 		again := nextCall(t, sm)
 		if last := again.Req.Messages[len(again.Req.Messages)-1].Text; !strings.Contains(last, "capital of France") {
 			t.Fatalf("the re-run asked %q, want the edited text", last)
@@ -515,7 +509,7 @@ func TestE2EStreamFollowsItsMessageUntilFirstText(t *testing.T) {
 		if err := h.emu.UserDelete(h.alice.ID, q.ID); err != nil {
 			t.Fatal(err)
 		}
-		cancelled(t, c)
+		waitStreamCancelled(t, c)
 		// A later turn proves nothing of the first was on its way.
 		adSay(t, h, h.general.ID, adMention(h)+"hello")
 		next := nextCall(t, sm)
