@@ -71,14 +71,7 @@ log: {level: warn, format: json}
 		t.Fatal(err)
 	}
 	var logs lockedBuffer
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "run", "-config", cfgPath)
-		cmd.Stderr = &logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
+	start := func() *exec.Cmd { return runBot(t, bin, cfgPath, &logs) }
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	wait := func(what string, cond func() bool) {

@@ -131,14 +131,7 @@ scheduler: {enabled: true, timezone: UTC}
 	})
 
 	var logs lockedBuffer
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "run", "-config", cfgPath)
-		cmd.Stderr = &logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
+	start := func() *exec.Cmd { return runBot(t, bin, cfgPath, &logs) }
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := start()

@@ -73,14 +73,7 @@ log: {level: warn, format: json}
 		t.Fatal(err)
 	}
 	var logs lockedBuffer // the child writes it while the test reads it
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "run", "-config", cfgPath)
-		cmd.Stderr = &logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
+	start := func() *exec.Cmd { return runBot(t, bin, cfgPath, &logs) }
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	identifies := func() int { return emu.GatewayStats().Identifies }

@@ -22,6 +22,17 @@ func buildBot(t *testing.T, dir string) string {
 	return bin
 }
 
+// runBot starts `bot run -config cfgPath` from bin, its stderr into logs.
+func runBot(t *testing.T, bin, cfgPath string, logs *lockedBuffer) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, "run", "-config", cfgPath)
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
 // stopBot stops a bot process gracefully (SIGTERM) and requires a clean exit.
 func stopBot(t *testing.T, cmd *exec.Cmd, logs *lockedBuffer) {
 	t.Helper()
