@@ -26,7 +26,7 @@
 //
 //	l := out.Live(ctx, d, delivery.LiveOptions{Controls: delivery.Controls{StopRun: runID}, Commit: commit})
 //	l.Update(textSoFar) // any number of times; never blocks on I/O
-//	res, err := l.Finish(ctx, finalText) // or l.Finish(ctx, l.Shown()) after a stop
+//	res, err := l.Finish(ctx, finalText) // or l.FinishShown(ctx) after a stop
 //
 // The Sender must also be a LiveSender (post a part, edit a part, split
 // text; the Discord adapter is). Invariants:

@@ -152,6 +152,7 @@ type Live struct {
 	mu    sync.Mutex
 	want  string
 	final bool
+	keep  bool // final: show what is displayed when the pump plans (FinishShown)
 	kick  chan struct{}
 	done  chan struct{}
 	shown string // text displayed so far (what the chat shows)
@@ -268,6 +269,26 @@ func (l *Live) Finish(ctx context.Context, text string) (Result, error) {
 		l.wgen++
 	}
 	l.mu.Unlock()
+	return l.wait(ctx)
+}
+
+// FinishShown finishes the message as the chat displays it once the
+// request in flight (if any) has completed: no text is added and nothing
+// displayed is taken back; the controls are removed and the entry records
+// exactly that display. For a stopped turn: unlike Finish(ctx, l.Shown()),
+// it cannot undo an edit that was confirmed after Shown was read.
+func (l *Live) FinishShown(ctx context.Context) (Result, error) {
+	l.mu.Lock()
+	if !l.final {
+		l.final, l.keep = true, true
+		l.wgen++
+	}
+	l.mu.Unlock()
+	return l.wait(ctx)
+}
+
+// wait pokes the pump and waits for it to finish.
+func (l *Live) wait(ctx context.Context) (Result, error) {
 	l.poke()
 	select {
 	case <-l.done:
@@ -335,6 +356,23 @@ func (l *Live) plan(want string, final bool, ctls Controls, cgen int) []op {
 	return ops
 }
 
+// planKeep lists the requests that leave every posted part showing what
+// it displays, without controls; nothing more is posted.
+func (l *Live) planKeep() []op {
+	var ops []op
+	for i := range l.ids {
+		text := l.parts[i]
+		if text == unknownText {
+			// A re-posted part: show what its last request was to show.
+			text = l.rec.LiveParts[i]
+		}
+		if l.ctl[i] != 0 || text != l.parts[i] {
+			ops = append(ops, op{part: i, text: text})
+		}
+	}
+	return ops
+}
+
 // finalAttempts bounds how many times a failing final request is retried
 // (each after the sender's own retries) before the delivery is left
 // pending for Recover.
@@ -361,7 +399,7 @@ func (l *Live) loop(ctx context.Context) {
 	finalFails := 0
 	for {
 		l.mu.Lock()
-		want, final, wgen, ctls, cgen := l.want, l.final, l.wgen, l.ctls, l.cgen
+		want, final, keep, wgen, ctls, cgen := l.want, l.final, l.keep, l.wgen, l.ctls, l.cgen
 		l.mu.Unlock()
 		if l.ls == nil {
 			if final {
@@ -373,7 +411,11 @@ func (l *Live) loop(ctx context.Context) {
 			continue
 		}
 		var ops []op
-		if l.failed == nil && !l.skip {
+		switch {
+		case l.failed != nil || l.skip:
+		case keep:
+			ops = l.planKeep()
+		default:
 			ops = l.plan(want, final, ctls, cgen)
 		}
 		l.noteTried(ops, wgen)

@@ -41,7 +41,9 @@ func buttonIDs(c delivery.Controls) []string {
 // their current text and controls; a post repeated for the same (delivery,
 // part) returns the first message (a nonce). hang, when it returns true for
 // a request, applies the request and then blocks until release is closed
-// (the process died before it learnt the outcome).
+// (the process died before it learnt the outcome). slow, when it returns
+// a channel for an edit, applies the edit and confirms it only once that
+// channel is closed (a response in transit).
 type liveSender struct {
 	fakeSender
 	clk     clock.Clock
@@ -55,6 +57,7 @@ type liveSender struct {
 	hang    func(r liveReq) bool
 	release chan struct{}
 	fail    func(r liveReq) error
+	slow    func(r liveReq) <-chan struct{}
 }
 
 type liveMsg struct {
@@ -114,10 +117,17 @@ func (s *liveSender) EditLive(_ context.Context, _ delivery.Delivery, id, text s
 	m := s.msgs[id]
 	m.text, m.ctl = text, r.ctl
 	hang := s.hang != nil && s.hang(r)
+	var slow <-chan struct{}
+	if s.slow != nil {
+		slow = s.slow(r)
+	}
 	s.mu.Unlock()
 	if hang {
 		<-s.release
 		return errors.New("died")
+	}
+	if slow != nil {
+		<-slow
 	}
 	return nil
 }
@@ -423,7 +433,7 @@ func TestLiveStopKeepsShown(t *testing.T) {
 	f.sender.waitReqs(t, 1)
 	l.Update("Partial answer not shown yet")
 	done := make(chan error, 1)
-	go func() { _, err := l.Finish(context.Background(), l.Shown()); done <- err }()
+	go func() { _, err := l.FinishShown(context.Background()); done <- err }()
 	for finished := false; !finished; {
 		select {
 		case err := <-done:
@@ -436,6 +446,57 @@ func TestLiveStopKeepsShown(t *testing.T) {
 		}
 	}
 	f.checkRule1(t, "Partial")
+}
+
+// TestLiveStopDuringEdit: a stop while an edit is in flight (the chat
+// already shows it; its confirmation is on the way) keeps that edit: the
+// display never goes back to the text before it (a defect: the stop
+// finished with Shown(), read before the confirmation, and edited the
+// message back).
+func TestLiveStopDuringEdit(t *testing.T) {
+	f := newLiveFixture(t, 2000)
+	l := f.live("turn:1")
+	l.Update("Everything is")
+	f.sender.waitReqs(t, 1)
+	confirm, inFlight := make(chan struct{}), make(chan struct{})
+	f.sender.mu.Lock()
+	f.sender.slow = func(r liveReq) <-chan struct{} {
+		if r.text != "Everything is connected" || !r.ctl {
+			return nil
+		}
+		close(inFlight)
+		return confirm
+	}
+	f.sender.mu.Unlock()
+	l.Update("Everything is connected")
+	for waiting := true; waiting; {
+		select {
+		case <-inFlight:
+			waiting = false
+		case <-time.After(10 * time.Millisecond):
+			f.after.fire(time.Second)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { _, err := l.FinishShown(context.Background()); done <- err }()
+	close(confirm)
+	for finished := false; !finished; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			finished = true
+		case <-time.After(10 * time.Millisecond):
+			f.after.fire(time.Second)
+		}
+	}
+	for _, r := range f.sender.requests()[2:] {
+		if r.text != "Everything is connected" {
+			t.Fatalf("after the stop the message was edited to %q", r.text)
+		}
+	}
+	f.checkRule1(t, "Everything is connected")
 }
 
 // TestLiveNothingShown: a live message that never got text posts and

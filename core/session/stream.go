@@ -94,14 +94,14 @@ func (m *Manager) streamTurn(ctx, wctx context.Context, end func(), unwatch func
 			After:    m.opt.LiveAfter,
 		})
 	}
-	finish := func(l *delivery.Live, text string) error {
-		res, err := l.Finish(ctx, text)
+	noteFinished := func(res delivery.Result, err error) error {
 		ids = append(ids, res.MessageIDs...)
 		if err != nil {
 			m.d.Log.Error().Err(err).Str("session", t.key).Msg("streamed reply not delivered")
 		}
 		return err
 	}
+	finish := func(l *delivery.Live, text string) error { return noteFinished(l.Finish(ctx, text)) }
 	live := open()
 	req := model.Request{System: m.systemPrompt(agent, t.key), Messages: m.toMessages(ctx, t, history)}
 	if agent.MaxToolSteps > 0 {
@@ -170,7 +170,7 @@ func (m *Manager) streamTurn(ctx, wctx context.Context, end func(), unwatch func
 	case wasStopped:
 		// What was displayed stays, and is what the entry records.
 		m.d.Log.Info().Str("session", t.key).Msg("turn stopped")
-		_ = finish(live, live.Shown())
+		_ = noteFinished(live.FinishShown(ctx))
 		turnErr = ErrStopped
 	case err != nil:
 		m.d.Log.Error().Err(err).Str("session", t.key).Msg("turn failed")
