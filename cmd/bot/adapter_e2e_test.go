@@ -118,12 +118,16 @@ func (e *adEndedBindings) wait(t *testing.T, n int) []binding.Record {
 // completion arrives. Other requests answer at once.
 type adGatedModel struct {
 	fake *modeltest.OpenAIFake
+	key  string
 	gate chan struct{}
 	once sync.Once
 }
 
-func newAdGatedModel(t *testing.T) *adGatedModel {
-	g := &adGatedModel{fake: modeltest.NewOpenAIFake(t, "k"), gate: make(chan struct{})}
+func newAdGatedModel(t *testing.T) *adGatedModel { return newAdGatedModelKey(t, "k") }
+
+// newAdGatedModelKey is a gated model that accepts only the API key key.
+func newAdGatedModelKey(t *testing.T, key string) *adGatedModel {
+	g := &adGatedModel{fake: modeltest.NewOpenAIFake(t, key), key: key, gate: make(chan struct{})}
 	g.fake.Respond(func(b modeltest.Body) modeltest.Reply {
 		last := ""
 		msgs, _ := b["messages"].([]any)
@@ -145,7 +149,7 @@ func (g *adGatedModel) release() { g.once.Do(func() { close(g.gate) }) }
 
 func (g *adGatedModel) configure(cfg *config.Config) {
 	mc := cfg.Models[config.DefaultModelName]
-	mc.Provider, mc.BaseURL, mc.APIKey, mc.Model = "openai", g.fake.URL, "k", "m"
+	mc.Provider, mc.BaseURL, mc.APIKey, mc.Model = "openai", g.fake.URL, g.key, "m"
 	cfg.Models[config.DefaultModelName] = mc
 }
 

@@ -110,13 +110,12 @@ func TestNoSecretLeavesUnderNetworkFailures(t *testing.T) {
 	red := redact.New()
 	log := newLogger(config.LogConfig{Level: "debug", Format: "json"}, logs, red)
 	rt := &refusingTransport{}
-	g := newAdGatedModel(t)
-	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: log, BaseTransport: rt, Configure: func(cfg *config.Config) {
-		g.configure(cfg)
-		mc := cfg.Models[config.DefaultModelName]
-		mc.APIKey = apiKey
-		cfg.Models[config.DefaultModelName] = mc
-	}})
+	// The model accepts the key: the subagent's task waits at the gate
+	// until the webhook refusal is armed (with another key its call failed
+	// at once, and under load that failure's completion could be delivered
+	// before the refusal was armed).
+	g := newAdGatedModelKey(t, apiKey)
+	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: log, BaseTransport: rt, Configure: g.configure})
 	if err != nil {
 		t.Fatal(err)
 	}
