@@ -10,7 +10,6 @@ import (
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
-	"github.com/agentbot/agentbot/core/transcript"
 )
 
 // ACP is what the adapter needs of the external-agent manager (package
@@ -24,17 +23,17 @@ type ACP interface {
 }
 
 // cmdStartACP binds a thread to a new session of an ACP agent.
-func (a *Adapter) cmdStartACP(ctx context.Context, v invocation, name, task string) (reply, error) {
-	if !a.opt.ThreadBindings {
+func (g *Gateway) cmdStartACP(ctx context.Context, v invocation, name, task string) (reply, error) {
+	if !g.opt.ThreadBindings {
 		return reply{}, userErrf("Thread bindings are disabled (set discord.threadBindings.enabled: true).")
 	}
 	if strings.HasPrefix(v.conv.ConversationID, "user:") {
 		return reply{}, userErrf("An external agent is bound to a thread: run this in a server channel or thread.")
 	}
-	if cur, bound := a.d.Bindings.ResolveByConversation(v.conv); bound && v.conv.ParentConversationID != "" && !a.mayChange(v, cur) {
+	if cur, bound := g.d.Bindings.ResolveByConversation(v.conv); bound && v.conv.ParentConversationID != "" && !g.mayChange(v, cur) {
 		return reply{}, userErrf("Only <@%s> can rebind this thread.", cur.BoundBy)
 	}
-	res, err := a.d.ACP.Start(ctx, acp.StartRequest{Agent: name, Task: task, Where: v.conv, UserID: v.userID})
+	res, err := g.d.ACP.Start(ctx, acp.StartRequest{Agent: name, Task: task, Where: v.conv, UserID: v.userID})
 	switch {
 	case authz.IsRefusal(err):
 		return reply{}, userErrf("%s", refusalText(err))
@@ -54,17 +53,17 @@ func (a *Adapter) cmdStartACP(ctx context.Context, v invocation, name, task stri
 }
 
 // acpBinding is the conversation's binding when it targets an ACP session.
-func (a *Adapter) acpBinding(conv binding.ConversationRef) (binding.Record, bool) {
-	if a.d.ACP == nil {
+func (g *Gateway) acpBinding(conv binding.ConversationRef) (binding.Record, bool) {
+	if g.d.ACP == nil {
 		return binding.Record{}, false
 	}
-	rec, ok := a.d.Bindings.ResolveByConversation(conv)
+	rec, ok := g.d.Bindings.ResolveByConversation(conv)
 	return rec, ok && rec.TargetKind == binding.KindACP
 }
 
 // cmdStopACP sends session/cancel for the bound ACP session's turn.
-func (a *Adapter) cmdStopACP(ctx context.Context, v invocation, rec binding.Record) (reply, error) {
-	text, err := a.d.ACP.Stop(ctx, rec, v.userID)
+func (g *Gateway) cmdStopACP(ctx context.Context, v invocation, rec binding.Record) (reply, error) {
+	text, err := g.d.ACP.Stop(ctx, rec, v.userID)
 	if authz.IsRefusal(err) {
 		return reply{}, userErrf("%s", refusalText(err))
 	}
@@ -72,21 +71,4 @@ func (a *Adapter) cmdStopACP(ctx context.Context, v invocation, rec binding.Reco
 		return reply{}, err
 	}
 	return reply{text: text}, nil
-}
-
-// Notices implements acp.Notifier over the outbound send path. (A
-// turn's live messages go through core/delivery's Outbound.Live directly.)
-type Notices struct{ a *Adapter }
-
-// Notices returns the adapter's notice sender for the ACP manager.
-func (a *Adapter) Notices() Notices { return Notices{a} }
-
-var _ acp.Notifier = Notices{}
-
-// Notify posts a message that Outbound writes into the conversation's
-// transcript (an intro or a notice).
-func (l Notices) Notify(ctx context.Context, conv binding.ConversationRef, deliveryID, text string, source transcript.Source, agentID string) error {
-	_, err := l.a.d.Outbound.Deliver(ctx, delivery.Delivery{ID: deliveryID, Target: conv, Text: text,
-		Producer: delivery.Producer{Source: source, AgentID: agentID}}, nil)
-	return err
 }

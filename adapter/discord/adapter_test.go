@@ -84,7 +84,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestRetryOnlyRetryable(t *testing.T) {
-	a := New(Options{RetryBackoff: time.Millisecond}, Deps{})
+	a := newTestClient(t, ClientOptions{RetryBackoff: time.Millisecond}, ClientDeps{})
 	for _, tc := range []struct {
 		err   error
 		calls int
@@ -231,19 +231,6 @@ func (f *fakeDiscord) count() int {
 	return len(f.reqs)
 }
 
-// connect gives the adapter a discordgo session without opening the gateway.
-func connect(t *testing.T, a *Adapter) *discordgo.Session {
-	t.Helper()
-	s, err := a.newSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.mu.Lock()
-	a.s = s
-	a.mu.Unlock()
-	return s
-}
-
 func TestTransportRewritesToAPIBase(t *testing.T) {
 	f := newFakeDiscord(t)
 	var ts tokenSource
@@ -302,8 +289,8 @@ func TestTransportRewritesToAPIBase(t *testing.T) {
 // adapter, session and managers) carry the new token.
 func TestNewestTokenAfterManagerReuse(t *testing.T) {
 	f := newFakeDiscord(t)
-	a := New(Options{Token: "old-token", APIURL: f.srv.URL, RetryBackoff: time.Millisecond}, Deps{})
-	s := connect(t, a)
+	a := newTestClient(t, ClientOptions{Token: "old-token", APIURL: f.srv.URL, RetryBackoff: time.Millisecond}, ClientDeps{})
+	s := a.session()
 	threads, hooks := a.threads, a.hooks
 	ctx := context.Background()
 	parent := a.ref("500", "")
@@ -415,10 +402,13 @@ func TestRouteEchoSuppression(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ss := &fakeSessions{}
 			bs := &fakeBindings{bound: map[string]binding.Record{"30": {ID: "b1", TargetSessionKey: "agent:main:subagent:x"}}}
-			a := New(Options{Guilds: tc.guilds}, Deps{Sessions: ss, Bindings: bs})
-			a.botID = bot
-			a.hooks.own.Store(hook, struct{}{})
+			c, a := wire(t, ClientOptions{Guilds: tc.guilds, APIURL: newFakeDiscord(t).srv.URL}, ClientDeps{}, GatewayOptions{}, GatewayDeps{Sessions: ss, Bindings: bs})
+			c.setIdentity(bot, "", "")
+			c.hooks.own.Store(hook, struct{}{})
 			m := tc.m
+			if m.GuildID != "" && m.Member == nil {
+				m.Member = &discordgo.Member{} // a guild MESSAGE_CREATE carries its author's member
+			}
 			if got := a.route(context.Background(), &m, false); got != tc.want {
 				t.Fatalf("route = %s, want %s", got, tc.want)
 			}

@@ -37,23 +37,23 @@ func attachmentsOf(m *discordgo.Message) []transcript.Attachment {
 
 // allowedHost: Discord's CDN over https, or the host of discord.apiURL (a
 // REST proxy or the test emulator, which serves attachments itself).
-func (a *Adapter) allowedHost(u *url.URL) bool {
+func (c *Client) allowedHost(u *url.URL) bool {
 	if u.Scheme == "https" && cdnHosts[strings.ToLower(u.Hostname())] {
 		return true
 	}
-	if a.opt.APIURL == "" {
+	if c.opt.APIURL == "" {
 		return false
 	}
-	api, err := url.Parse(a.opt.APIURL)
+	api, err := url.Parse(c.opt.APIURL)
 	return err == nil && api.Host != "" && strings.EqualFold(api.Host, u.Host) && api.Scheme == u.Scheme
 }
 
 // Fetch implements session.Fetcher: at most max bytes of an attachment
 // from Discord's CDN, within fetchTimeout, with no bot token and no
 // redirect off the CDN. Errors name the file, never the signed URL.
-func (a *Adapter) Fetch(ctx context.Context, at transcript.Attachment, max int64) ([]byte, error) {
+func (c *Client) Fetch(ctx context.Context, at transcript.Attachment, max int64) ([]byte, error) {
 	u, err := url.Parse(at.URL)
-	if err != nil || !a.allowedHost(u) {
+	if err != nil || !c.allowedHost(u) {
 		return nil, fmt.Errorf("fetch %s: not a Discord CDN URL", at.Filename)
 	}
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
@@ -62,12 +62,12 @@ func (a *Adapter) Fetch(ctx context.Context, at transcript.Attachment, max int64
 	if err != nil {
 		return nil, fmt.Errorf("fetch %s: %w", at.Filename, err)
 	}
-	base := a.opt.BaseTransport
+	base := c.opt.BaseTransport
 	if base == nil {
 		base = http.DefaultTransport
 	}
 	client := &http.Client{Transport: base, CheckRedirect: func(r *http.Request, _ []*http.Request) error {
-		if !a.allowedHost(r.URL) {
+		if !c.allowedHost(r.URL) {
 			return errors.New("redirect off the CDN")
 		}
 		return nil

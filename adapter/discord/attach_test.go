@@ -30,7 +30,7 @@ func TestFetchOnlyCDNWithinLimits(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	a := New(Options{Token: "secret-token", APIURL: srv.URL, RetryBackoff: time.Millisecond}, Deps{})
+	a := newTestClient(t, ClientOptions{Token: "secret-token", APIURL: srv.URL, RetryBackoff: time.Millisecond}, ClientDeps{})
 	ctx := context.Background()
 	got, err := a.Fetch(ctx, transcript.Attachment{Filename: "ok.txt", URL: srv.URL + "/attachments/1/2/ok.txt?hm=signature"}, 10)
 	if err != nil || string(got) != "hello" {

@@ -12,10 +12,6 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 )
 
-// The adapter is the authority's Directory: Discord's permission model
-// computed from gateway state, fetched over REST when not cached.
-var _ authz.Directory = (*Adapter)(nil)
-
 const codeUnknownMember = 10007
 
 // permAll is every permission bit (discordgo.PermissionAll lacks newer
@@ -79,7 +75,7 @@ func channelPermissions(g guildFacts, userID string, roles []string, ows []*disc
 }
 
 // guild returns the facts of a guild from state, or REST when not cached.
-func (a *Adapter) guild(ctx context.Context, s *discordgo.Session, id string) (guildFacts, error) {
+func (c *Client) guild(ctx context.Context, s *discordgo.Session, id string) (guildFacts, error) {
 	g := guildFacts{id: id, roles: map[string]int64{}}
 	if sg, err := s.State.Guild(id); err == nil {
 		s.State.RLock()
@@ -93,13 +89,13 @@ func (a *Adapter) guild(ctx context.Context, s *discordgo.Session, id string) (g
 		}
 	}
 	var rg *discordgo.Guild
-	err := a.retry(ctx, func() error {
+	err := c.retry(ctx, func() error {
 		var err error
 		rg, err = s.Guild(id, discordgo.WithContext(ctx))
 		return err
 	})
 	if err != nil {
-		a.countError(err)
+		c.countError(err)
 		return guildFacts{}, fmt.Errorf("discord: get guild %s: %w", id, err)
 	}
 	g.owner = rg.OwnerID
@@ -117,38 +113,38 @@ const memberTTL = 5 * time.Minute
 
 // noteMember caches a member as Discord just reported it (a message's or
 // an interaction's member): authority decisions use fresh roles.
-func (a *Adapter) noteMember(s *discordgo.Session, guildID string, m *discordgo.Member, u *discordgo.User) {
-	if s == nil || guildID == "" || m == nil || u == nil {
+func (c *Client) noteMember(s *discordgo.Session, guildID string, m *discordgo.Member, u *discordgo.User) {
+	if guildID == "" || m == nil || u == nil {
 		return
 	}
-	c := *m
-	c.GuildID, c.User, c.Roles = guildID, u, slices.Clone(m.Roles)
-	if s.State.MemberAdd(&c) == nil {
-		a.members.Store(guildID+"/"+u.ID, a.d.Clock.Now())
-		a.nonMembers.Delete(guildID + "/" + u.ID)
+	mc := *m
+	mc.GuildID, mc.User, mc.Roles = guildID, u, slices.Clone(m.Roles)
+	if s.State.MemberAdd(&mc) == nil {
+		c.members.Store(guildID+"/"+u.ID, c.d.Clock.Now())
+		c.nonMembers.Delete(guildID + "/" + u.ID)
 	}
 }
 
 // fresh reports whether a cached member was reported by Discord within memberTTL.
-func (a *Adapter) fresh(guildID, userID string) bool {
-	at, ok := a.members.Load(guildID + "/" + userID)
-	return ok && a.d.Clock.Now().Sub(at.(time.Time)) < memberTTL
+func (c *Client) fresh(guildID, userID string) bool {
+	at, ok := c.members.Load(guildID + "/" + userID)
+	return ok && c.d.Clock.Now().Sub(at.(time.Time)) < memberTTL
 }
 
 // member returns a guild member's roles (and timeout) from state when
 // fresh, else over REST (then caches it); ok is false for a non-member.
-func (a *Adapter) member(ctx context.Context, s *discordgo.Session, guildID, userID string) (*discordgo.Member, bool, error) {
-	if m, err := s.State.Member(guildID, userID); err == nil && a.fresh(guildID, userID) {
+func (c *Client) member(ctx context.Context, s *discordgo.Session, guildID, userID string) (*discordgo.Member, bool, error) {
+	if m, err := s.State.Member(guildID, userID); err == nil && c.fresh(guildID, userID) {
 		s.State.RLock()
-		c := &discordgo.Member{GuildID: guildID, Roles: slices.Clone(m.Roles), CommunicationDisabledUntil: m.CommunicationDisabledUntil}
+		mc := &discordgo.Member{GuildID: guildID, Roles: slices.Clone(m.Roles), CommunicationDisabledUntil: m.CommunicationDisabledUntil}
 		s.State.RUnlock()
-		return c, true, nil
+		return mc, true, nil
 	}
-	if at, ok := a.nonMembers.Load(guildID + "/" + userID); ok && a.d.Clock.Now().Sub(at.(time.Time)) < memberTTL {
+	if at, ok := c.nonMembers.Load(guildID + "/" + userID); ok && c.d.Clock.Now().Sub(at.(time.Time)) < memberTTL {
 		return nil, false, nil // known not to be a member: no REST call per message (a stranger's DMs)
 	}
 	var m *discordgo.Member
-	err := a.retry(ctx, func() error {
+	err := c.retry(ctx, func() error {
 		var err error
 		m, err = s.GuildMember(guildID, userID, discordgo.WithContext(ctx))
 		if code, _, ok := restCode(err); ok && code == codeUnknownMember {
@@ -157,17 +153,17 @@ func (a *Adapter) member(ctx context.Context, s *discordgo.Session, guildID, use
 		return err
 	})
 	if err != nil {
-		a.countError(err)
+		c.countError(err)
 		return nil, false, fmt.Errorf("discord: get member %s of guild %s: %w", userID, guildID, err)
 	}
 	if m == nil {
-		a.nonMembers.Store(guildID+"/"+userID, a.d.Clock.Now())
+		c.nonMembers.Store(guildID+"/"+userID, c.d.Clock.Now())
 		return nil, false, nil
 	}
-	a.nonMembers.Delete(guildID + "/" + userID)
+	c.nonMembers.Delete(guildID + "/" + userID)
 	m.GuildID = guildID
 	if m.User != nil && s.State.MemberAdd(m) == nil {
-		a.members.Store(guildID+"/"+userID, a.d.Clock.Now())
+		c.members.Store(guildID+"/"+userID, c.d.Clock.Now())
 	}
 	return &discordgo.Member{GuildID: guildID, Roles: slices.Clone(m.Roles), CommunicationDisabledUntil: m.CommunicationDisabledUntil}, true, nil
 }
@@ -178,45 +174,42 @@ func (a *Adapter) member(ctx context.Context, s *discordgo.Session, guildID, use
 // Manage Threads when locked); a private thread is visible to its owner and
 // Manage Threads holders only (membership is not tracked: strict); a timed
 // out member may only view.
-func (a *Adapter) Access(ctx context.Context, userID string, conv binding.ConversationRef) (acc authz.Access, err error) {
+func (c *Client) Access(ctx context.Context, userID string, conv binding.ConversationRef) (acc authz.Access, err error) {
 	defer func() {
 		if err != nil { // the authority refuses; the cause is logged here
-			a.log.Warn().Err(err).Str("user", userID).Str("conversation", conv.ConversationID).Msg("permission lookup failed")
+			c.log.Warn().Err(err).Str("user", userID).Str("conversation", conv.ConversationID).Msg("permission lookup failed")
 		}
 	}()
-	s := a.session()
-	if s == nil {
-		return authz.Access{}, fmt.Errorf("discord: not connected")
-	}
-	ch, err := a.channel(ctx, s, conv.ConversationID)
+	s := c.session()
+	ch, err := c.channel(ctx, s, conv.ConversationID)
 	if err != nil {
 		if code, _, ok := restCode(err); ok && (code == codeUnknownChannel || code == codeMissingAccess) {
 			return authz.Access{}, nil // unknown, or hidden from the bot: nothing to post into
 		}
-		a.countError(err)
+		c.countError(err)
 		return authz.Access{}, fmt.Errorf("discord: get channel %s: %w", conv.ConversationID, err)
 	}
-	if ch.GuildID == "" || (len(a.guilds) > 0 && !a.guilds[ch.GuildID]) {
+	if ch.GuildID == "" || (len(c.guilds) > 0 && !c.guilds[ch.GuildID]) {
 		return authz.Access{}, nil
 	}
 	src := ch
 	if ch.IsThread() {
-		if src, err = a.channel(ctx, s, ch.ParentID); err != nil {
-			a.countError(err)
+		if src, err = c.channel(ctx, s, ch.ParentID); err != nil {
+			c.countError(err)
 			return authz.Access{}, fmt.Errorf("discord: get parent %s of thread %s: %w", ch.ParentID, ch.ID, err)
 		}
 	}
-	g, err := a.guild(ctx, s, ch.GuildID)
+	g, err := c.guild(ctx, s, ch.GuildID)
 	if err != nil {
 		return authz.Access{}, err
 	}
-	botID, _ := a.ids()
+	botID, _ := c.ids()
 	out := authz.Access{Exists: true, Name: "#" + ch.Name}
 	for _, who := range []struct {
 		id         string
 		view, send *bool
 	}{{userID, &out.UserView, &out.UserSend}, {botID, &out.BotView, &out.BotSend}} {
-		m, ok, err := a.member(ctx, s, ch.GuildID, who.id)
+		m, ok, err := c.member(ctx, s, ch.GuildID, who.id)
 		if err != nil {
 			return authz.Access{}, err
 		}
@@ -224,7 +217,7 @@ func (a *Adapter) Access(ctx context.Context, userID string, conv binding.Conver
 			continue
 		}
 		p := channelPermissions(g, who.id, m.Roles, src.PermissionOverwrites)
-		if m.CommunicationDisabledUntil != nil && m.CommunicationDisabledUntil.After(a.d.Clock.Now()) && p != permAll {
+		if m.CommunicationDisabledUntil != nil && m.CommunicationDisabledUntil.After(c.d.Clock.Now()) && p != permAll {
 			p &= discordgo.PermissionViewChannel | discordgo.PermissionReadMessageHistory
 		}
 		if ch.Type == discordgo.ChannelTypeGuildPrivateThread && p&discordgo.PermissionManageThreads == 0 && ch.OwnerID != who.id && who.id != botID {
@@ -245,36 +238,36 @@ func (a *Adapter) Access(ctx context.Context, userID string, conv binding.Conver
 
 // Member implements authz.Directory: a user's roles in the guild of a
 // channel or thread, and whether they hold Manage Server there.
-func (a *Adapter) Member(ctx context.Context, userID string, conv binding.ConversationRef) (mem authz.Member, ok bool, err error) {
+func (c *Client) Member(ctx context.Context, userID string, conv binding.ConversationRef) (mem authz.Member, ok bool, err error) {
 	defer func() {
 		if err != nil {
-			a.log.Warn().Err(err).Str("user", userID).Str("conversation", conv.ConversationID).Msg("member lookup failed")
+			c.log.Warn().Err(err).Str("user", userID).Str("conversation", conv.ConversationID).Msg("member lookup failed")
 		}
 	}()
-	s := a.session()
-	if s == nil || authz.IsDM(conv) {
+	s := c.session()
+	if authz.IsDM(conv) {
 		return authz.Member{}, false, nil
 	}
-	ch, err := a.channel(ctx, s, conv.ConversationID)
+	ch, err := c.channel(ctx, s, conv.ConversationID)
 	if err != nil {
 		if code, _, ok := restCode(err); ok && (code == codeUnknownChannel || code == codeMissingAccess) {
 			return authz.Member{}, false, nil
 		}
-		a.countError(err)
+		c.countError(err)
 		return authz.Member{}, false, fmt.Errorf("discord: get channel %s: %w", conv.ConversationID, err)
 	}
 	if ch.GuildID == "" {
 		return authz.Member{}, false, nil
 	}
-	return a.guildMember(ctx, s, ch.GuildID, userID)
+	return c.guildMember(ctx, s, ch.GuildID, userID)
 }
 
-func (a *Adapter) guildMember(ctx context.Context, s *discordgo.Session, guildID, userID string) (authz.Member, bool, error) {
-	m, ok, err := a.member(ctx, s, guildID, userID)
+func (c *Client) guildMember(ctx context.Context, s *discordgo.Session, guildID, userID string) (authz.Member, bool, error) {
+	m, ok, err := c.member(ctx, s, guildID, userID)
 	if err != nil || !ok {
 		return authz.Member{}, false, err
 	}
-	g, err := a.guild(ctx, s, guildID)
+	g, err := c.guild(ctx, s, guildID)
 	if err != nil {
 		return authz.Member{}, false, err
 	}
@@ -283,12 +276,9 @@ func (a *Adapter) guildMember(ctx context.Context, s *discordgo.Session, guildID
 
 // sharesGuild reports whether a user is a member of a guild the bot serves
 // (the allowlist, or every guild it is in), for discord.access.dm: members.
-func (a *Adapter) sharesGuild(ctx context.Context, userID string) bool {
-	s := a.session()
-	if s == nil {
-		return false
-	}
-	guilds := a.opt.Guilds
+func (c *Client) sharesGuild(ctx context.Context, userID string) bool {
+	s := c.session()
+	guilds := c.opt.Guilds
 	if len(guilds) == 0 {
 		s.State.RLock()
 		for _, g := range s.State.Guilds {
@@ -297,7 +287,7 @@ func (a *Adapter) sharesGuild(ctx context.Context, userID string) bool {
 		s.State.RUnlock()
 	}
 	for _, g := range guilds {
-		if _, ok, err := a.member(ctx, s, g, userID); err == nil && ok {
+		if _, ok, err := c.member(ctx, s, g, userID); err == nil && ok {
 			return true
 		}
 	}

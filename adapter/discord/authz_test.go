@@ -103,17 +103,15 @@ func TestAccessMatchesEmulator(t *testing.T) {
 	must(e.Start())
 	t.Cleanup(func() { e.Close() })
 
-	a := New(Options{Token: e.Token(), APIURL: e.URL(), Sleep: (&sleeps{}).sleep}, Deps{Log: zerolog.Nop()})
-	s, err := a.newSession()
-	must(err)
-	a.mu.Lock()
-	a.s, a.botID = s, e.BotUserID()
-	a.mu.Unlock()
+	c, gw := wire(t, ClientOptions{Token: e.Token(), APIURL: e.URL()}, ClientDeps{Log: zerolog.Nop()},
+		GatewayOptions{Sleep: (&sleeps{}).sleep}, GatewayDeps{Log: zerolog.Nop()})
+	s := c.session()
+	c.setIdentity(e.BotUserID(), "", "")
 	guildSeen := make(chan struct{})
 	s.AddHandlerOnce(func(*discordgo.Session, *discordgo.GuildCreate) { close(guildSeen) }) // state is updated before handlers run
 	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	must(a.connect(cctx, s))
+	must(gw.connect(cctx, s))
 	t.Cleanup(func() { _ = s.Close() })
 	select {
 	case <-guildSeen:
@@ -141,7 +139,7 @@ func TestAccessMatchesEmulator(t *testing.T) {
 				}
 			}
 			wantSend := wantView && p&need == need
-			acc, err := a.Access(ctx, u.ID, binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: ch.ID})
+			acc, err := c.Access(ctx, u.ID, binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: ch.ID})
 			if err != nil {
 				t.Fatalf("Access(%s, %s): %v", u.Username, ch.Name, err)
 			}
@@ -154,12 +152,12 @@ func TestAccessMatchesEmulator(t *testing.T) {
 		t.Error("the uncached member was not fetched over REST")
 	}
 	// Unknown channels do not exist.
-	if acc, err := a.Access(ctx, plain.ID, binding.ConversationRef{Channel: "discord", ConversationID: "123456789012345678"}); err != nil || acc.Exists {
+	if acc, err := c.Access(ctx, plain.ID, binding.ConversationRef{Channel: "discord", ConversationID: "123456789012345678"}); err != nil || acc.Exists {
 		t.Errorf("unknown channel: %+v, %v", acc, err)
 	}
 	// Manage Server comes from roles: only the admin has it here.
 	for _, u := range []discordtest.User{plain, admin} {
-		mem, ok, err := a.Member(ctx, u.ID, binding.ConversationRef{Channel: "discord", ConversationID: open.ID})
+		mem, ok, err := c.Member(ctx, u.ID, binding.ConversationRef{Channel: "discord", ConversationID: open.ID})
 		if err != nil || !ok || mem.ManageGuild != (u.ID == admin.ID) {
 			t.Errorf("Member(%s) = %+v %v %v", u.Username, mem, ok, err)
 		}
@@ -190,17 +188,13 @@ func TestMemberRolesRefreshAfterTTL(t *testing.T) {
 	}
 	t.Cleanup(func() { e.Close() })
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	a := New(Options{Token: e.Token(), APIURL: e.URL(), OperatorRoles: []string{mods.ID}, Sleep: (&sleeps{}).sleep}, Deps{Log: zerolog.Nop(), Clock: clk})
-	s, err := a.newSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.mu.Lock()
-	a.s, a.botID = s, e.BotUserID()
-	a.mu.Unlock()
+	a, gw := wire(t, ClientOptions{Token: e.Token(), APIURL: e.URL(), OperatorRoles: []string{mods.ID}}, ClientDeps{Log: zerolog.Nop(), Clock: clk},
+		GatewayOptions{Sleep: (&sleeps{}).sleep}, GatewayDeps{Log: zerolog.Nop(), Clock: clk})
+	s := a.session()
+	a.setIdentity(e.BotUserID(), "", "")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := a.connect(ctx, s); err != nil {
+	if err := gw.connect(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })

@@ -60,39 +60,39 @@ const (
 // a message no transcript holds (it did not reach the bot) that now
 // mentions the bot is routed as a new message would be (discord.access
 // and the turn budget apply as to any turn).
-func (a *Adapter) onMessageUpdate(ctx context.Context, m *discordgo.Message) string {
-	botID, _ := a.ids()
-	if a.d.Changes == nil || m == nil || m.EditedTimestamp == nil || m.Content == "" ||
+func (g *Gateway) onMessageUpdate(ctx context.Context, m *discordgo.Message) string {
+	botID, _ := g.c.ids()
+	if g.d.Changes == nil || m == nil || m.EditedTimestamp == nil || m.Content == "" ||
 		m.Author == nil || m.Author.ID == botID || m.Author.Bot || m.WebhookID != "" {
 		return chNotAnEdit
 	}
 	editKey := m.EditedTimestamp.UTC().Format(time.RFC3339Nano)
-	ok, err := a.d.Changes.Edit(ctx, m.ID, editKey, m.Content)
+	ok, err := g.d.Changes.Edit(ctx, m.ID, editKey, m.Content)
 	switch {
 	case err != nil:
-		a.log.Error().Err(err).Str("message", m.ID).Msg("record edit")
+		g.log.Error().Err(err).Str("message", m.ID).Msg("record edit")
 		return chFailed
 	case !ok:
-		_, _, held, err := a.d.Changes.Locate(ctx, m.ID)
+		_, _, held, err := g.d.Changes.Locate(ctx, m.ID)
 		if err != nil {
-			a.log.Error().Err(err).Str("message", m.ID).Msg("look up edited message")
+			g.log.Error().Err(err).Str("message", m.ID).Msg("look up edited message")
 			return chFailed
 		}
-		if held || !a.mentionsBot(m) {
+		if held || !g.mentionsBot(m) {
 			return chUnknown // unchanged (a replay), or not addressed to the bot
 		}
-		a.log.Debug().Str("message", m.ID).Msg("edit added a mention: routed as a new message")
-		a.d.Metrics.InboundDecision(a.route(ctx, m, true))
+		g.log.Debug().Str("message", m.ID).Msg("edit added a mention: routed as a new message")
+		g.d.Metrics.InboundDecision(g.route(ctx, m, true))
 		return chMentioned
 	}
-	a.log.Debug().Str("message", m.ID).Str("channel", m.ChannelID).Msg("edit recorded")
-	if a.d.Sessions == nil {
+	g.log.Debug().Str("message", m.ID).Str("channel", m.ChannelID).Msg("edit recorded")
+	if g.d.Sessions == nil {
 		return chEdited
 	}
-	if a.d.Sessions.MessageEdited(m.ID) {
+	if g.d.Sessions.MessageEdited(m.ID) {
 		return chRerun
 	}
-	if a.opt.ReprocessEdits && a.reanswer(ctx, m, editKey) {
+	if g.opt.ReprocessEdits && g.reanswer(ctx, m, editKey) {
 		return chReanswer
 	}
 	return chEdited
@@ -100,21 +100,21 @@ func (a *Adapter) onMessageUpdate(ctx context.Context, m *discordgo.Message) str
 
 // reanswer queues a new answer to an edited message that is addressed to
 // the bot, under discord.access and the turn budget like any turn.
-func (a *Adapter) reanswer(ctx context.Context, m *discordgo.Message, editKey string) bool {
-	conv, rec, bound, decision := a.addressed(m)
+func (g *Gateway) reanswer(ctx context.Context, m *discordgo.Message, editKey string) bool {
+	conv, rec, bound, decision := g.addressed(m)
 	if decision != "" {
 		return false
 	}
-	if d := a.admit(ctx, m, conv); d != "" {
-		a.d.Metrics.InboundDecision(d)
+	if d := g.admit(ctx, m, conv); d != "" {
+		g.d.Metrics.InboundDecision(d)
 		return false
 	}
 	if bound {
-		a.d.Bindings.Touch(rec.ID, a.d.Clock.Now())
+		g.d.Bindings.Touch(rec.ID, g.d.Clock.Now())
 	}
-	ok, err := a.d.Sessions.Reanswer(ctx, a.sessionMessage(m, conv), editKey)
+	ok, err := g.d.Sessions.Reanswer(ctx, g.sessionMessage(m, conv), editKey)
 	if err != nil {
-		a.log.Error().Err(err).Str("message", m.ID).Msg("re-answer an edited message")
+		g.log.Error().Err(err).Str("message", m.ID).Msg("re-answer an edited message")
 		return false
 	}
 	return ok
@@ -127,31 +127,31 @@ func (a *Adapter) reanswer(ctx context.Context, m *discordgo.Message, editKey st
 // barrier, not held: the erasers take it themselves): a bot message
 // displayed by a send still being committed (its entry not yet written) is
 // found once the send finished.
-func (a *Adapter) onMessagesDeleted(ctx context.Context, guildID, channelID string, ids []string) {
-	if a.d.Changes == nil {
+func (g *Gateway) onMessagesDeleted(ctx context.Context, guildID, channelID string, ids []string) {
+	if g.d.Changes == nil {
 		return
 	}
-	if ref, ok := a.conversationOfChannel(guildID, channelID); ok && a.d.Outbound != nil {
-		_ = a.d.Outbound.WithConversation(ref, func() error { return nil })
+	if ref, ok := g.conversationOfChannel(guildID, channelID); ok && g.d.Outbound != nil {
+		_ = g.d.Outbound.WithConversation(ref, func() error { return nil })
 	}
 	for _, id := range ids {
-		if a.recordDeletion(ctx, id) {
-			a.log.Debug().Str("message", id).Str("channel", channelID).Msg("deletion recorded")
+		if g.recordDeletion(ctx, id) {
+			g.log.Debug().Str("message", id).Str("channel", channelID).Msg("deletion recorded")
 		} else {
-			a.log.Debug().Str("message", id).Str("channel", channelID).Msg("deleted message is in no transcript")
+			g.log.Debug().Str("message", id).Str("channel", channelID).Msg("deleted message is in no transcript")
 		}
 	}
 }
 
 // recordDeletion cancels the turn of a deleted message, if one is still
 // running, and records the deletion (erasing the text).
-func (a *Adapter) recordDeletion(ctx context.Context, id string) bool {
-	if a.d.Sessions != nil {
-		a.d.Sessions.MessageDeleted(ctx, id)
+func (g *Gateway) recordDeletion(ctx context.Context, id string) bool {
+	if g.d.Sessions != nil {
+		g.d.Sessions.MessageDeleted(ctx, id)
 	}
-	ok, err := a.d.Changes.Delete(ctx, id)
+	ok, err := g.d.Changes.Delete(ctx, id)
 	if err != nil {
-		a.log.Error().Err(err).Str("message", id).Msg("record deletion")
+		g.log.Error().Err(err).Str("message", id).Msg("record deletion")
 	}
 	return ok
 }
@@ -159,15 +159,15 @@ func (a *Adapter) recordDeletion(ctx context.Context, id string) bool {
 // conversationOfChannel is the conversation a channel id shows: a guild
 // channel or thread, or the DM of the user whose DM channel it is (false
 // when the DM channel is not known).
-func (a *Adapter) conversationOfChannel(guildID, channelID string) (binding.ConversationRef, bool) {
+func (g *Gateway) conversationOfChannel(guildID, channelID string) (binding.ConversationRef, bool) {
 	if guildID != "" {
-		return a.conversationOf(guildID, channelID, ""), true
+		return g.conversationOf(guildID, channelID, ""), true
 	}
 	var ref binding.ConversationRef
 	found := false
-	a.dms.Range(func(user, ch any) bool {
+	g.c.dms.Range(func(user, ch any) bool {
 		if ch == channelID {
-			ref, found = a.conversationOf("", channelID, user.(string)), true
+			ref, found = g.conversationOf("", channelID, user.(string)), true
 			return false
 		}
 		return true
@@ -181,15 +181,15 @@ func (a *Adapter) conversationOfChannel(guildID, channelID string) (binding.Conv
 // earlier entries were displayed elsewhere); for an unbound channel or
 // thread, its own session's displayed messages. It runs before the binding
 // ends, while the route still names the session.
-func (a *Adapter) onConversationDeleted(ctx context.Context, channelID, parentID string) {
-	if a.d.Changes == nil || a.d.Outbound == nil {
+func (g *Gateway) onConversationDeleted(ctx context.Context, channelID, parentID string) {
+	if g.d.Changes == nil || g.d.Outbound == nil {
 		return
 	}
-	ref := a.ref(channelID, parentID)
+	ref := g.c.ref(channelID, parentID)
 	// A barrier, as for a message deletion: a send still committing there
 	// has written its entry before the session is read.
-	_ = a.d.Outbound.WithConversation(ref, func() error { return nil })
-	key, rec, bound := a.d.Outbound.SessionFor(ref)
+	_ = g.d.Outbound.WithConversation(ref, func() error { return nil })
+	key, rec, bound := g.d.Outbound.SessionFor(ref)
 	if key == "" {
 		return
 	}
@@ -197,13 +197,13 @@ func (a *Adapter) onConversationDeleted(ctx context.Context, channelID, parentID
 	if bound {
 		since = rec.BoundAt
 	}
-	n, err := a.d.Changes.DeleteDisplayed(ctx, key, since)
+	n, err := g.d.Changes.DeleteDisplayed(ctx, key, since)
 	if err != nil {
-		a.log.Error().Err(err).Str("channel", channelID).Msg("record deletion of a conversation")
+		g.log.Error().Err(err).Str("channel", channelID).Msg("record deletion of a conversation")
 		return
 	}
 	if n > 0 {
-		a.log.Info().Str("channel", channelID).Int("messages", n).Msg("deleted conversation's messages left the history")
+		g.log.Info().Str("channel", channelID).Int("messages", n).Msg("deleted conversation's messages left the history")
 	}
 }
 
@@ -216,27 +216,27 @@ func (a *Adapter) onConversationDeleted(ctx context.Context, channelID, parentID
 // older than the oldest message read, is deleted; a user entry whose
 // message now shows other content is edited. It runs on the conversation's
 // event queue, after the catch-up messages.
-func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv, channelID, guildID, watermark string) {
-	if a.d.Changes == nil || a.d.Outbound == nil || a.d.Sessions == nil {
+func (g *Gateway) catchUpChanges(ctx context.Context, s *discordgo.Session, conv, channelID, guildID, watermark string) {
+	if g.d.Changes == nil || g.d.Outbound == nil || g.d.Sessions == nil {
 		return
 	}
-	ref := a.ref(conv, "")
+	ref := g.c.ref(conv, "")
 	if guildID != "" {
-		ref = a.conversationOf(guildID, channelID, "")
+		ref = g.conversationOf(guildID, channelID, "")
 	}
 	type window struct {
 		key   string
 		since time.Time
 	}
-	windows := []window{{key: sessionkey.ForConversation(a.d.Sessions.DefaultAgent().ID, ref)}}
-	if key, rec, bound := a.d.Outbound.SessionFor(ref); bound && key != windows[0].key {
+	windows := []window{{key: sessionkey.ForConversation(g.d.Sessions.DefaultAgent().ID, ref)}}
+	if key, rec, bound := g.d.Outbound.SessionFor(ref); bound && key != windows[0].key {
 		windows = append(windows, window{key: key, since: rec.BoundAt})
 	}
 	var entries []transcript.Entry
 	for _, w := range windows {
-		es, err := a.d.Changes.Displayed(ctx, w.key, changesWindow)
+		es, err := g.d.Changes.Displayed(ctx, w.key, changesWindow)
 		if err != nil {
-			a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
+			g.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
 			return
 		}
 		for _, e := range es {
@@ -262,8 +262,8 @@ func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 	for page := 0; page < changesPages; page++ {
 		msgs, err := s.ChannelMessages(channelID, 100, "", after, "", discordgo.WithContext(ctx))
 		if err != nil {
-			a.countError(err)
-			a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
+			g.c.countError(err)
+			g.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
 			return
 		}
 		for _, m := range msgs {
@@ -283,8 +283,8 @@ func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 	if !complete {
 		msgs, err := s.ChannelMessages(channelID, 100, "", "", "", discordgo.WithContext(ctx))
 		if err != nil {
-			a.countError(err)
-			a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
+			g.c.countError(err)
+			g.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
 			return
 		}
 		for _, m := range msgs {
@@ -312,24 +312,24 @@ func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 		}
 		switch m := shown[id]; {
 		case gone:
-			if a.recordDeletion(ctx, id) {
+			if g.recordDeletion(ctx, id) {
 				applied++
 			}
 		case e.Source == transcript.SourceUser && m.EditedTimestamp != nil && m.Content != "" && m.Content != e.Text:
-			if ok, err := a.d.Changes.Edit(ctx, id, m.EditedTimestamp.UTC().Format(time.RFC3339Nano), m.Content); err != nil {
-				a.log.Error().Err(err).Str("message", id).Msg("record edit found at catch-up")
+			if ok, err := g.d.Changes.Edit(ctx, id, m.EditedTimestamp.UTC().Format(time.RFC3339Nano), m.Content); err != nil {
+				g.log.Error().Err(err).Str("message", id).Msg("record edit found at catch-up")
 			} else if ok {
 				applied++
-				if a.d.Sessions != nil {
-					a.d.Sessions.MessageEdited(id) // a resumed turn still running runs again
+				if g.d.Sessions != nil {
+					g.d.Sessions.MessageEdited(id) // a resumed turn still running runs again
 				}
 			}
 		}
 	}
 	if applied > 0 {
-		a.log.Info().Str("conversation", conv).Int("changes", applied).Msg("applied edits and deletions made while down")
+		g.log.Info().Str("conversation", conv).Int("changes", applied).Msg("applied edits and deletions made while down")
 	}
-	a.catchUpEditedMentions(ctx, shown, guildID, watermark)
+	g.catchUpEditedMentions(ctx, shown, guildID, watermark)
 }
 
 // catchUpEditedMentions routes the messages up to the watermark that were
@@ -337,27 +337,27 @@ func (a *Adapter) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 // an edit made while down that added a mention starts a turn as a live one
 // would. Messages after the watermark are the missed ones, taken next as
 // they show now.
-func (a *Adapter) catchUpEditedMentions(ctx context.Context, shown map[string]*discordgo.Message, guildID, watermark string) {
+func (g *Gateway) catchUpEditedMentions(ctx context.Context, shown map[string]*discordgo.Message, guildID, watermark string) {
 	since, err := discordgo.SnowflakeTimestamp(watermark)
 	if err != nil {
 		return
 	}
-	botID, _ := a.ids()
+	botID, _ := g.c.ids()
 	var ms []*discordgo.Message
 	for _, m := range shown {
 		if m.EditedTimestamp != nil && m.EditedTimestamp.After(since) && compareIDs(m.ID, watermark) <= 0 &&
-			m.Author != nil && m.Author.ID != botID && !m.Author.Bot && m.WebhookID == "" && a.mentionsBot(m) {
+			m.Author != nil && m.Author.ID != botID && !m.Author.Bot && m.WebhookID == "" && g.mentionsBot(m) {
 			ms = append(ms, m)
 		}
 	}
 	slices.SortFunc(ms, func(x, y *discordgo.Message) int { return compareIDs(x.ID, y.ID) })
 	for _, m := range ms {
-		if _, _, held, err := a.d.Changes.Locate(ctx, m.ID); err != nil || held {
+		if _, _, held, err := g.d.Changes.Locate(ctx, m.ID); err != nil || held {
 			continue
 		}
 		m.GuildID = guildID
-		a.log.Info().Str("message", m.ID).Msg("an edit made while down added a mention: routed as a new message")
-		a.d.Metrics.InboundDecision(a.route(ctx, m, true))
+		g.log.Info().Str("message", m.ID).Msg("an edit made while down added a mention: routed as a new message")
+		g.d.Metrics.InboundDecision(g.route(ctx, m, true))
 	}
 }
 

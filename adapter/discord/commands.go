@@ -71,22 +71,22 @@ func Commands() []*discordgo.ApplicationCommand {
 	}
 }
 
-func (a *Adapter) registerCommands(ctx context.Context) error {
-	s := a.session()
-	_, appID := a.ids()
+func (g *Gateway) registerCommands(ctx context.Context) error {
+	s := g.c.session()
+	_, appID := g.c.ids()
 	if appID == "" {
 		return errors.New("discord: READY carried no application id; cannot register commands")
 	}
 	// With a guild allowlist the commands are registered per guild, where
 	// Discord applies them at once (global ones can take up to an hour).
 	guilds := []string{""}
-	if len(a.opt.Guilds) > 0 {
-		guilds = a.opt.Guilds
+	if len(g.c.opt.Guilds) > 0 {
+		guilds = g.c.opt.Guilds
 	}
-	for _, g := range guilds {
-		if _, err := s.ApplicationCommandBulkOverwrite(appID, g, Commands(), discordgo.WithContext(ctx)); err != nil {
-			a.countError(err)
-			return fmt.Errorf("discord: register slash commands (guild %q): %w", g, err)
+	for _, gid := range guilds {
+		if _, err := s.ApplicationCommandBulkOverwrite(appID, gid, Commands(), discordgo.WithContext(ctx)); err != nil {
+			g.c.countError(err)
+			return fmt.Errorf("discord: register slash commands (guild %q): %w", gid, err)
 		}
 	}
 	return nil
@@ -172,18 +172,18 @@ func parseInvocation(in *discordgo.Interaction) invocation {
 	return v
 }
 
-func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) {
+func (g *Gateway) onInteraction(ctx context.Context, in *discordgo.Interaction) {
 	if in.Type == discordgo.InteractionMessageComponent {
-		a.onComponent(ctx, in)
+		g.onComponent(ctx, in)
 		return
 	}
 	if in.Type != discordgo.InteractionApplicationCommand {
 		return
 	}
 	v := parseInvocation(in)
-	v.conv = a.conversationOf(in.GuildID, in.ChannelID, v.userID)
+	v.conv = g.conversationOf(in.GuildID, in.ChannelID, v.userID)
 	if in.Member != nil {
-		a.noteMember(a.session(), in.GuildID, in.Member, in.Member.User) // fresh roles for the authority
+		g.c.noteMember(g.c.session(), in.GuildID, in.Member, in.Member.User) // fresh roles for the authority
 	}
 	// Discord forgets an interaction not answered within 3 s: a command
 	// still running after deferAfter is deferred (type 5) and its reply
@@ -192,45 +192,42 @@ func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) 
 	// may wait behind its conversation's other sends (Interaction.Settle).
 	df := &deferral{}
 	v.deferred = df
-	df.timer = time.AfterFunc(deferAfter, func() { a.deferReply(ctx, v, df) })
-	r, err := a.command(ctx, v)
+	df.timer = time.AfterFunc(deferAfter, func() { g.deferReply(ctx, v, df) })
+	r, err := g.command(ctx, v)
 	if err != nil {
 		var uf userFacing
 		text := "⚠️ Something went wrong; the bot logged the details."
 		if errors.As(err, &uf) {
 			text = "⚠️ " + redact.String(uf.UserMessage())
 		} else {
-			a.log.Error().Err(err).Str("command", v.name).Msg("slash command failed")
+			g.log.Error().Err(err).Str("command", v.name).Msg("slash command failed")
 		}
 		r = reply{text: text}
 	}
-	a.answer(ctx, v, r)
+	g.answer(ctx, v, r)
 }
 
 // answer sends the reply: public ones through Outbound (one writer),
 // ephemeral ones straight to the interaction.
-func (a *Adapter) answer(ctx context.Context, v invocation, r reply) {
-	s := a.session()
+func (g *Gateway) answer(ctx context.Context, v invocation, r reply) {
+	s := g.c.session()
 	if r.public {
-		_, err := a.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "cmd:" + v.in.ID, Target: v.conv, Text: r.text,
+		_, err := g.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "cmd:" + v.in.ID, Target: v.conv, Text: r.text,
 			Interaction: &delivery.Interaction{ID: v.in.ID, Token: v.in.Token, Settle: v.deferred.settle},
 			Producer:    delivery.Producer{Source: transcript.SourceCommand}}, nil)
 		if err != nil {
-			a.log.Error().Err(err).Str("command", v.name).Msg("public command reply failed")
+			g.log.Error().Err(err).Str("command", v.name).Msg("public command reply failed")
 		}
-		if deferred := v.deferred.settle(); deferred && s != nil {
+		if deferred := v.deferred.settle(); deferred {
 			// Settle the caller's "thinking" placeholder (best effort).
 			text := "✅ Answered in the channel."
 			if err != nil {
 				text = "⚠️ The answer could not be posted; the bot logged the details."
 			}
 			if _, err := s.InteractionResponseEdit(v.in, &discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions()}, discordgo.WithContext(ctx)); err != nil {
-				a.countError(err)
+				g.c.countError(err)
 			}
 		}
-		return
-	}
-	if s == nil {
 		return
 	}
 	text := truncateRunes(r.text, MaxMessageLen)
@@ -243,8 +240,8 @@ func (a *Adapter) answer(ctx context.Context, v invocation, r reply) {
 			Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}}, discordgo.WithContext(ctx))
 	}
 	if err != nil {
-		a.countError(err)
-		a.log.Warn().Err(restError(err)).Str("command", v.name).Msg("ephemeral reply failed")
+		g.c.countError(err)
+		g.log.Warn().Err(restError(err)).Str("command", v.name).Msg("ephemeral reply failed")
 	}
 }
 
@@ -281,12 +278,12 @@ func (d *deferral) settle() bool {
 
 // deferReply sends the deferred response (type 5) unless the command
 // finished first. The answer waits for it (the lock) and then edits.
-func (a *Adapter) deferReply(ctx context.Context, v invocation, d *deferral) {
-	defer a.recoverHandler("defer_interaction")
+func (g *Gateway) deferReply(ctx context.Context, v invocation, d *deferral) {
+	defer g.recoverHandler("defer_interaction")
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := a.session()
-	if d.settled || s == nil {
+	s := g.c.session()
+	if d.settled {
 		return
 	}
 	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,
@@ -294,10 +291,10 @@ func (a *Adapter) deferReply(ctx context.Context, v invocation, d *deferral) {
 	err := s.InteractionRespond(v.in, resp, discordgo.WithContext(ctx))
 	code, _, _ := restCode(err)
 	if err != nil && code != codeAlreadyAcked {
-		a.countError(err)
+		g.c.countError(err)
 		// A dropped response may still have deferred it: the reply path
 		// reconciles through @original either way.
-		a.log.Warn().Err(err).Str("command", v.name).Msg("defer interaction")
+		g.log.Warn().Err(err).Str("command", v.name).Msg("defer interaction")
 		if code != 0 {
 			return
 		}
@@ -313,24 +310,24 @@ func truncateRunes(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-func (a *Adapter) command(ctx context.Context, v invocation) (reply, error) {
+func (g *Gateway) command(ctx context.Context, v invocation) (reply, error) {
 	switch v.name {
 	case "spawn":
-		return a.cmdSpawn(ctx, v)
+		return g.cmdSpawn(ctx, v)
 	case "focus":
-		return a.cmdFocus(ctx, v)
+		return g.cmdFocus(ctx, v)
 	case "unfocus":
-		return a.cmdUnbind(ctx, v, "unfocus")
+		return g.cmdUnbind(ctx, v, "unfocus")
 	case "agents":
-		return a.cmdAgents(v), nil
+		return g.cmdAgents(v), nil
 	case "session":
-		return a.cmdSession(ctx, v)
+		return g.cmdSession(ctx, v)
 	case "cron":
-		return a.cmdCron(ctx, v)
+		return g.cmdCron(ctx, v)
 	case "stop":
-		return a.cmdStop(ctx, v)
+		return g.cmdStop(ctx, v)
 	case "reset":
-		if _, err := a.d.Sessions.Reset(ctx, v.conv); err != nil {
+		if _, err := g.d.Sessions.Reset(ctx, v.conv); err != nil {
 			return reply{}, err
 		}
 		return reply{text: "🧹 Started a new conversation here. Earlier messages stay in the record but are no longer in my context.", public: true}, nil
@@ -338,15 +335,15 @@ func (a *Adapter) command(ctx context.Context, v invocation) (reply, error) {
 	return reply{}, userErrf("Unknown command /%s.", v.name)
 }
 
-func (a *Adapter) cmdSpawn(ctx context.Context, v invocation) (reply, error) {
-	if name := v.str("agent"); a.d.ACP != nil && a.d.ACP.Has(name) {
-		return a.cmdStartACP(ctx, v, name, v.str("task"))
+func (g *Gateway) cmdSpawn(ctx context.Context, v invocation) (reply, error) {
+	if name := v.str("agent"); g.d.ACP != nil && g.d.ACP.Has(name) {
+		return g.cmdStartACP(ctx, v, name, v.str("task"))
 	}
 	// A subagent spends the model like a turn: discord.access applies.
-	if msg := a.admitCommand(ctx, v); msg != "" {
+	if msg := g.admitCommand(ctx, v); msg != "" {
 		return reply{}, userErrf("%s", msg)
 	}
-	res, err := a.d.Sessions.Spawn(ctx, session.SpawnRequest{Task: v.str("task"), Label: v.str("label"), AgentID: v.str("agent"),
+	res, err := g.d.Sessions.Spawn(ctx, session.SpawnRequest{Task: v.str("task"), Label: v.str("label"), AgentID: v.str("agent"),
 		Thread: v.boolPtr("thread"), Requester: v.conv, RequestedBy: v.userID})
 	switch {
 	case errors.Is(err, session.ErrEmptyTask):
@@ -367,18 +364,18 @@ func (a *Adapter) cmdSpawn(ctx context.Context, v invocation) (reply, error) {
 
 // cmdStop ends this conversation's running turn, or the named subagent's
 // run (its model call is cancelled). One's own run, or an operator.
-func (a *Adapter) cmdStop(ctx context.Context, v invocation) (reply, error) {
+func (g *Gateway) cmdStop(ctx context.Context, v invocation) (reply, error) {
 	target := v.str("target")
-	if rec, ok := a.acpBinding(v.conv); ok && target == "" {
-		return a.cmdStopACP(ctx, v, rec)
+	if rec, ok := g.acpBinding(v.conv); ok && target == "" {
+		return g.cmdStopACP(ctx, v, rec)
 	}
 	var key, what string
 	idle := "ℹ️ Nothing is running in this conversation."
 	if target == "" {
-		key, _, _ = a.d.Outbound.SessionFor(v.conv)
+		key, _, _ = g.d.Outbound.SessionFor(v.conv)
 		what = "this conversation's turn"
 	} else {
-		info, ok := a.findSession(target)
+		info, ok := g.findSession(target)
 		if !ok {
 			return reply{}, userErrf("Nothing is named %s: give a subagent label or a session key (see /agents).", target)
 		}
@@ -388,14 +385,14 @@ func (a *Adapter) cmdStop(ctx context.Context, v invocation) (reply, error) {
 		}
 		idle = "ℹ️ " + what + " is not running."
 	}
-	run, ok := a.d.Sessions.Running(key)
+	run, ok := g.d.Sessions.Running(key)
 	if !ok {
 		return reply{text: idle}, nil
 	}
-	if err := a.auth.MayStop(ctx, authz.Actor{UserID: v.userID, Where: v.conv}, run.Owner, what); err != nil {
+	if err := g.c.auth.MayStop(ctx, authz.Actor{UserID: v.userID, Where: v.conv}, run.Owner, what); err != nil {
 		return reply{}, userErrf("%s", refusalText(err))
 	}
-	if !a.d.Sessions.Stop(run) {
+	if !g.d.Sessions.Stop(run) {
 		return reply{text: "ℹ️ It had already finished."}, nil
 	}
 	return reply{text: "⏹️ Stopped " + what + "."}, nil
@@ -403,29 +400,29 @@ func (a *Adapter) cmdStop(ctx context.Context, v invocation) (reply, error) {
 
 // cmdFocus binds this thread (or a new child thread when run in a channel)
 // to a subagent by label or to a session key.
-func (a *Adapter) cmdFocus(ctx context.Context, v invocation) (reply, error) {
-	if !a.opt.ThreadBindings {
+func (g *Gateway) cmdFocus(ctx context.Context, v invocation) (reply, error) {
+	if !g.opt.ThreadBindings {
 		return reply{}, userErrf("Thread bindings are disabled (set discord.threadBindings.enabled: true).")
 	}
 	target := v.str("target")
 	if target == "" {
 		return reply{}, userErrf("Usage: /focus target:<subagent-label|session-key>")
 	}
-	if name, ok := strings.CutPrefix(target, "acp:"); ok && a.d.ACP != nil && a.d.ACP.Has(name) {
-		return a.cmdStartACP(ctx, v, name, "")
+	if name, ok := strings.CutPrefix(target, "acp:"); ok && g.d.ACP != nil && g.d.ACP.Has(name) {
+		return g.cmdStartACP(ctx, v, name, "")
 	}
-	info, ok := a.findSession(target)
+	info, ok := g.findSession(target)
 	if !ok {
 		return reply{}, userErrf("Unable to resolve focus target: %s", target)
 	}
-	if err := a.auth.MayFocus(ctx, authz.Actor{UserID: v.userID, Where: v.conv}, authz.FocusTarget{Key: info.Key, Kind: string(info.Kind),
+	if err := g.c.auth.MayFocus(ctx, authz.Actor{UserID: v.userID, Where: v.conv}, authz.FocusTarget{Key: info.Key, Kind: string(info.Kind),
 		Conversation: info.Requester, SpawnedBy: info.SpawnedBy}); err != nil {
 		return reply{}, userErrf("%s", refusalText(err))
 	}
 	if strings.HasPrefix(v.conv.ConversationID, "user:") {
 		return reply{}, userErrf("/focus must be run in a server channel or thread.")
 	}
-	if cur, bound := a.d.Bindings.ResolveByConversation(v.conv); bound && !a.mayChange(v, cur) {
+	if cur, bound := g.d.Bindings.ResolveByConversation(v.conv); bound && !g.mayChange(v, cur) {
 		return reply{}, userErrf("Only <@%s> can refocus this conversation.", cur.BoundBy)
 	}
 	kind := binding.KindSession
@@ -435,7 +432,7 @@ func (a *Adapter) cmdFocus(ctx context.Context, v invocation) (reply, error) {
 	conv := v.conv
 	created := false
 	if conv.ParentConversationID == "" { // a channel: bind a new child thread
-		th, err := a.CreateThread(ctx, conv, truncateRunes("🤖 "+firstNonEmpty(info.Label, info.AgentID), 100))
+		th, err := g.c.CreateThread(ctx, conv, truncateRunes("🤖 "+firstNonEmpty(info.Label, info.AgentID), 100))
 		if err != nil {
 			return reply{}, fmt.Errorf("focus: %w", err)
 		}
@@ -444,12 +441,12 @@ func (a *Adapter) cmdFocus(ctx context.Context, v invocation) (reply, error) {
 	// A session is bound to one conversation at a time: Bind moves it
 	// here and the old thread is told where it went.
 	var moved []string
-	for _, b := range a.d.Bindings.ListBySession(info.Key) {
+	for _, b := range g.d.Bindings.ListBySession(info.Key) {
 		if b.Conversation.Key() != conv.Key() {
 			moved = append(moved, "<#"+b.Conversation.ConversationID+">")
 		}
 	}
-	_, err := a.d.Bindings.Bind(ctx, binding.BindInput{TargetSessionKey: info.Key, TargetKind: kind, Conversation: conv, AgentID: info.AgentID,
+	_, err := g.d.Bindings.Bind(ctx, binding.BindInput{TargetSessionKey: info.Key, TargetKind: kind, Conversation: conv, AgentID: info.AgentID,
 		Label: info.Label, BoundBy: v.userID})
 	if err != nil {
 		return reply{}, fmt.Errorf("focus: %w", err)
@@ -482,11 +479,11 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-func (a *Adapter) findSession(target string) (session.Info, bool) {
-	if in, ok := a.d.Sessions.Info(target); ok {
+func (g *Gateway) findSession(target string) (session.Info, bool) {
+	if in, ok := g.d.Sessions.Info(target); ok {
 		return in, true
 	}
-	matches := a.d.Sessions.Sessions(func(in session.Info) bool { return in.Label == target })
+	matches := g.d.Sessions.Sessions(func(in session.Info) bool { return in.Label == target })
 	if len(matches) == 0 {
 		return session.Info{}, false
 	}
@@ -494,34 +491,34 @@ func (a *Adapter) findSession(target string) (session.Info, bool) {
 }
 
 // mayChange: the binder, a system binding, or an operator.
-func (a *Adapter) mayChange(v invocation, rec binding.Record) bool {
-	return rec.BoundBy == "" || rec.BoundBy == "system" || rec.BoundBy == v.userID || a.isOperator(v)
+func (g *Gateway) mayChange(v invocation, rec binding.Record) bool {
+	return rec.BoundBy == "" || rec.BoundBy == "system" || rec.BoundBy == v.userID || g.isOperator(v)
 }
 
 // isOperator asks the one authority rule (core/authz): configured operator
 // users or roles; with none configured, members with Manage Server. The
 // model's tools ask the same rule.
-func (a *Adapter) isOperator(v invocation) bool {
-	return a.auth.Operator(a.workCtx(), authz.Actor{UserID: v.userID, Where: v.conv})
+func (g *Gateway) isOperator(v invocation) bool {
+	return g.c.auth.Operator(g.workCtx(), authz.Actor{UserID: v.userID, Where: v.conv})
 }
 
-func (a *Adapter) cmdUnbind(ctx context.Context, v invocation, verb string) (reply, error) {
-	rec, ok := a.d.Bindings.ResolveByConversation(v.conv)
+func (g *Gateway) cmdUnbind(ctx context.Context, v invocation, verb string) (reply, error) {
+	rec, ok := g.d.Bindings.ResolveByConversation(v.conv)
 	if !ok {
 		return reply{text: "ℹ️ This conversation is not currently bound."}, nil
 	}
-	if !a.mayChange(v, rec) {
+	if !g.mayChange(v, rec) {
 		return reply{}, userErrf("Only <@%s> can %s this conversation.", rec.BoundBy, verb)
 	}
-	if _, err := a.d.Bindings.Unbind(ctx, binding.UnbindInput{ID: rec.ID, Reason: binding.ReasonManual}); err != nil {
+	if _, err := g.d.Bindings.Unbind(ctx, binding.UnbindInput{ID: rec.ID, Reason: binding.ReasonManual}); err != nil {
 		return reply{}, fmt.Errorf("%s: %w", verb, err)
 	}
 	return reply{text: "✅ Conversation unbound; messages here go to the channel's own agent again."}, nil
 }
 
-func (a *Adapter) cmdAgents(v invocation) reply {
-	key, _, _ := a.d.Outbound.SessionFor(v.conv)
-	runs := a.d.Sessions.Sessions(func(in session.Info) bool {
+func (g *Gateway) cmdAgents(v invocation) reply {
+	key, _, _ := g.d.Outbound.SessionFor(v.conv)
+	runs := g.d.Sessions.Sessions(func(in session.Info) bool {
 		return in.Kind == session.KindSubagent && (in.Parent == key || in.Requester.Key() == v.conv.Key())
 	})
 	var b strings.Builder
@@ -531,7 +528,7 @@ func (a *Adapter) cmdAgents(v invocation) reply {
 	}
 	for i, in := range runs {
 		where := "unbound"
-		if bs := a.d.Bindings.ListBySession(in.Key); len(bs) > 0 {
+		if bs := g.d.Bindings.ListBySession(in.Key); len(bs) > 0 {
 			where = "thread <#" + bs[0].Conversation.ConversationID + ">"
 		} else if in.Thread != "" {
 			where = "thread " + in.Thread + " (binding ended)"
@@ -574,11 +571,11 @@ func parseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func (a *Adapter) cmdSession(ctx context.Context, v invocation) (reply, error) {
+func (g *Gateway) cmdSession(ctx context.Context, v invocation) (reply, error) {
 	if v.sub == "unbind" {
-		return a.cmdUnbind(ctx, v, "unbind")
+		return g.cmdUnbind(ctx, v, "unbind")
 	}
-	rec, ok := a.d.Bindings.ResolveByConversation(v.conv)
+	rec, ok := g.d.Bindings.ResolveByConversation(v.conv)
 	if !ok {
 		return reply{text: "ℹ️ This conversation is not currently bound."}, nil
 	}
@@ -593,7 +590,7 @@ func (a *Adapter) cmdSession(ctx context.Context, v invocation) (reply, error) {
 		}
 		return reply{text: fmt.Sprintf("ℹ️ %s active (%s, next auto-unbind at %s).", what, session.FormatDuration(cur), rec.ExpiresAt().UTC().Format(time.RFC3339))}, nil
 	}
-	if !a.mayChange(v, rec) {
+	if !g.mayChange(v, rec) {
 		return reply{}, userErrf("Only <@%s> can update session lifecycle settings for this conversation.", rec.BoundBy)
 	}
 	d, err := parseDuration(raw)
@@ -609,7 +606,7 @@ func (a *Adapter) cmdSession(ctx context.Context, v invocation) (reply, error) {
 	// Only this conversation's binding: other conversations bound to the
 	// same session (a store from before bindings moved) belong to whoever
 	// bound them.
-	if _, err := a.d.Bindings.SetTimeouts(ctx, rec.ID, idle, maxAge); err != nil {
+	if _, err := g.d.Bindings.SetTimeouts(ctx, rec.ID, idle, maxAge); err != nil {
 		return reply{}, fmt.Errorf("set %s: %w", strings.ToLower(what), err)
 	}
 	if d == 0 {
@@ -618,8 +615,8 @@ func (a *Adapter) cmdSession(ctx context.Context, v invocation) (reply, error) {
 	return reply{text: fmt.Sprintf("✅ %s set to %s for this conversation's binding.", what, session.FormatDuration(d))}, nil
 }
 
-func (a *Adapter) cmdCron(ctx context.Context, v invocation) (reply, error) {
-	if a.d.Jobs == nil {
+func (g *Gateway) cmdCron(ctx context.Context, v invocation) (reply, error) {
+	if g.d.Jobs == nil {
 		return reply{}, userErrf("The scheduler is disabled (scheduler.enabled: false).")
 	}
 	// Who may do what is decided behind Jobs, by the same rule the model's
@@ -632,15 +629,15 @@ func (a *Adapter) cmdCron(ctx context.Context, v invocation) (reply, error) {
 	)
 	switch v.sub {
 	case "add":
-		text, err = a.d.Jobs.Add(ctx, actor, CronAdd{Schedule: v.str("schedule"), Prompt: v.str("prompt"), Target: v.str("target"), TZ: v.str("tz"), To: v.str("to"), CreatedBy: v.userID, CreatedIn: v.conv})
+		text, err = g.d.Jobs.Add(ctx, actor, CronAdd{Schedule: v.str("schedule"), Prompt: v.str("prompt"), Target: v.str("target"), TZ: v.str("tz"), To: v.str("to"), CreatedBy: v.userID, CreatedIn: v.conv})
 	case "list":
-		text, err = a.d.Jobs.List(ctx, actor)
+		text, err = g.d.Jobs.List(ctx, actor)
 	case "remove":
-		text, err = a.d.Jobs.Remove(ctx, actor, v.str("id"))
+		text, err = g.d.Jobs.Remove(ctx, actor, v.str("id"))
 	case "run":
-		text, err = a.d.Jobs.RunNow(ctx, actor, v.str("id"))
+		text, err = g.d.Jobs.RunNow(ctx, actor, v.str("id"))
 	case "runs":
-		text, err = a.d.Jobs.Runs(ctx, actor, v.str("id"))
+		text, err = g.d.Jobs.Runs(ctx, actor, v.str("id"))
 	default:
 		return reply{}, userErrf("Usage: /cron add|list|remove|run|runs")
 	}

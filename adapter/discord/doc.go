@@ -1,7 +1,18 @@
 // Package discord is the Discord adapter and the only package that imports
-// discordgo. It turns gateway events into core events (inbound messages,
-// thread state, slash commands) and core deliveries into Discord calls
-// (the delivery.Sender and session.Threads implementations).
+// discordgo. It is split one way, sharing one *discordgo.Session:
+//
+//   - Client is the REST side: core deliveries into Discord calls (the
+//     delivery.Sender, delivery.LiveSender, session.Threads, Typist and
+//     Fetcher implementations), webhooks, retries, idempotency, the token,
+//     and the membership lookups behind the authority rule. It is built
+//     first and works before the gateway connects.
+//   - Gateway is the event side: the gateway connection and its shard,
+//     inbound messages, thread state, edits and deletions, slash commands
+//     and components, catch-up. It calls Discord through its Client, which
+//     knows nothing of it.
+//
+// Wiring runs Client -> core/delivery.Outbound -> core/session -> Gateway,
+// each built once with everything it needs.
 //
 // Invariants:
 //   - The bot's own messages and its own webhooks' posts are never routed

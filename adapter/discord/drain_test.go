@@ -20,7 +20,7 @@ import (
 // work offered after it is refused.
 func TestDrainRacesInteractions(t *testing.T) {
 	for round := range 50 {
-		a := New(Options{DrainTimeout: 10 * time.Second}, Deps{Log: zerolog.Nop()})
+		_, a := wire(t, ClientOptions{}, ClientDeps{}, GatewayOptions{DrainTimeout: 10 * time.Second}, GatewayDeps{Log: zerolog.Nop()})
 		a.events = newEventQueue(a)
 		var started, finished atomic.Int64
 		var offering sync.WaitGroup
@@ -67,8 +67,7 @@ func TestDrainRacesInteractions(t *testing.T) {
 // inside its 3 s window, never silence that Discord shows as a failure.
 func TestInteractionWhileStoppingIsAnsweredEphemerally(t *testing.T) {
 	f := newFakeDiscord(t)
-	a := New(Options{Token: "tok", APIURL: f.srv.URL}, Deps{Log: zerolog.Nop()})
-	connect(t, a)
+	_, a := wire(t, ClientOptions{Token: "tok", APIURL: f.srv.URL}, ClientDeps{Log: zerolog.Nop()}, GatewayOptions{}, GatewayDeps{Log: zerolog.Nop()})
 	a.events = newEventQueue(a)
 	if err := a.drain(); err != nil {
 		t.Fatal(err)

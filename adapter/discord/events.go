@@ -14,7 +14,7 @@ import (
 // unbounded: events are small, and a lane's goroutine exits when its
 // queue is empty.
 type eventQueue struct {
-	a      *Adapter
+	g      *Gateway
 	mu     sync.Mutex
 	lanes  map[string][]queued // key -> pending work; present while its goroutine runs
 	closed bool
@@ -26,8 +26,8 @@ type queued struct {
 	f    func(context.Context)
 }
 
-func newEventQueue(a *Adapter) *eventQueue {
-	return &eventQueue{a: a, lanes: map[string][]queued{}, done: make(chan struct{})}
+func newEventQueue(g *Gateway) *eventQueue {
+	return &eventQueue{g: g, lanes: map[string][]queued{}, done: make(chan struct{})}
 }
 
 // push queues work on key's lane; after close it is dropped (the bot is stopping).
@@ -65,8 +65,8 @@ func (q *eventQueue) run(key string) {
 }
 
 func (q *eventQueue) exec(it queued) {
-	defer q.a.recoverHandler(it.name)
-	it.f(q.a.workCtx())
+	defer q.g.recoverHandler(it.name)
+	it.f(q.g.workCtx())
 }
 
 // close stops accepting work; queued work still runs. Idempotent.

@@ -11,7 +11,7 @@ import (
 // that conversation; each conversation's work runs in arrival order; close
 // and wait let queued work finish.
 func TestEventQueueOrderedPerConversation(t *testing.T) {
-	a := New(Options{}, Deps{})
+	_, a := wire(t, ClientOptions{}, ClientDeps{}, GatewayOptions{}, GatewayDeps{})
 	q := newEventQueue(a)
 	blocked := make(chan struct{})
 	release := make(chan struct{})

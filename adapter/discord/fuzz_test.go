@@ -136,10 +136,8 @@ func FuzzInboundModelText(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, content string) {
 		sess := &fakeSessions{}
-		a := New(Options{}, Deps{Sessions: sess, Bindings: &fakeBindings{}, Clock: clock.Real{}, Log: zerolog.Nop()})
-		a.mu.Lock()
-		a.botID, a.botName = "1", "agentbot"
-		a.mu.Unlock()
+		c, a := wire(t, ClientOptions{}, ClientDeps{Log: zerolog.Nop()}, GatewayOptions{}, GatewayDeps{Sessions: sess, Bindings: &fakeBindings{}, Clock: clock.Real{}, Log: zerolog.Nop()})
+		c.setIdentity("1", "agentbot", "")
 		m := &discordgo.Message{ID: "9", ChannelID: "50", Author: &discordgo.User{ID: "2", Username: "alice"}, Content: content}
 		decision := a.route(context.Background(), m, false)
 		empty := strings.TrimSpace(stripMention(content, "1")) == ""
@@ -153,7 +151,7 @@ func FuzzInboundModelText(f *testing.F) {
 				t.Fatalf("session got %+v, want the text as displayed from user:2", sess.got)
 			}
 		}
-		text := a.ModelText(content)
+		text := c.ModelText(content)
 		if strings.Contains(text, "<@1>") || strings.Contains(text, "<@!1>") {
 			t.Fatalf("ModelText(%q) = %q keeps the bot's mention markup", content, text)
 		}

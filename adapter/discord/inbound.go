@@ -34,34 +34,34 @@ const (
 
 // onMessage routes one MESSAGE_CREATE (see addressed for what reaches a
 // session).
-func (a *Adapter) onMessage(ctx context.Context, m *discordgo.Message) {
-	decision := a.route(ctx, m, false)
-	a.d.Metrics.InboundDecision(decision)
+func (g *Gateway) onMessage(ctx context.Context, m *discordgo.Message) {
+	decision := g.route(ctx, m, false)
+	g.d.Metrics.InboundDecision(decision)
 }
 
 // route routes a user message; viaEdit marks one that reached the bot by an
 // edit adding a mention.
-func (a *Adapter) route(ctx context.Context, m *discordgo.Message, viaEdit bool) string {
-	conv, rec, bound, decision := a.addressed(m)
+func (g *Gateway) route(ctx context.Context, m *discordgo.Message, viaEdit bool) string {
+	conv, rec, bound, decision := g.addressed(m)
 	if decision != "" {
 		return decision
 	}
-	a.noteMember(a.session(), m.GuildID, m.Member, m.Author)
+	g.c.noteMember(g.c.session(), m.GuildID, m.Member, m.Author)
 	// discord.access: a refused message gets no model call, no reply and
 	// no transcript entry; over budget, one notice, then silence.
-	if d := a.admit(ctx, m, conv); d != "" {
+	if d := g.admit(ctx, m, conv); d != "" {
 		return d
 	}
 	if bound {
-		a.d.Bindings.Touch(rec.ID, a.d.Clock.Now())
+		g.d.Bindings.Touch(rec.ID, g.d.Clock.Now())
 	}
-	msg := a.sessionMessage(m, conv)
+	msg := g.sessionMessage(m, conv)
 	msg.ViaEdit = viaEdit
-	if err := a.d.Sessions.HandleMessage(ctx, msg); err != nil {
+	if err := g.d.Sessions.HandleMessage(ctx, msg); err != nil {
 		if errors.Is(err, session.ErrStopping) {
-			a.log.Info().Str("message", m.ID).Msg("inbound message left for the next start (stopping)")
+			g.log.Info().Str("message", m.ID).Msg("inbound message left for the next start (stopping)")
 		} else {
-			a.log.Error().Err(err).Str("message", m.ID).Msg("inbound message not handled")
+			g.log.Error().Err(err).Str("message", m.ID).Msg("inbound message not handled")
 		}
 		return inHandlerFailed
 	}
@@ -74,25 +74,25 @@ func (a *Adapter) route(ctx context.Context, m *discordgo.Message, viaEdit bool)
 // ignored (no echo loops), as are other bots; guild messages need the
 // allowlist and a mention unless the conversation is bound; DMs always
 // reach the agent.
-func (a *Adapter) addressed(m *discordgo.Message) (binding.ConversationRef, binding.Record, bool, string) {
-	botID, _ := a.ids()
+func (g *Gateway) addressed(m *discordgo.Message) (binding.ConversationRef, binding.Record, bool, string) {
+	botID, _ := g.c.ids()
 	switch {
 	case m.Author == nil || m.Author.ID == botID:
 		return binding.ConversationRef{}, binding.Record{}, false, inOwnMessage
-	case m.WebhookID != "" && a.hooks.isOwn(m.WebhookID):
+	case m.WebhookID != "" && g.c.hooks.isOwn(m.WebhookID):
 		return binding.ConversationRef{}, binding.Record{}, false, inOwnMessage
 	case m.Author.Bot || m.WebhookID != "":
 		return binding.ConversationRef{}, binding.Record{}, false, inOtherBot
-	case m.GuildID != "" && len(a.guilds) > 0 && !a.guilds[m.GuildID]:
+	case m.GuildID != "" && len(g.c.guilds) > 0 && !g.c.guilds[m.GuildID]:
 		return binding.ConversationRef{}, binding.Record{}, false, inNotAllowed
 	}
-	conv := a.conversationOf(m.GuildID, m.ChannelID, m.Author.ID)
-	rec, bound := a.d.Bindings.ResolveByConversation(conv)
+	conv := g.conversationOf(m.GuildID, m.ChannelID, m.Author.ID)
+	rec, bound := g.d.Bindings.ResolveByConversation(conv)
 	// Addressed to the bot: a mention, or a reply to one of the bot's own
 	// messages (its own posts or its personas' webhook posts), so "stop
 	// this" in reply to any bot message reaches the agent.
-	mentioned := a.mentionsBot(m)
-	if r := m.ReferencedMessage; r != nil && ((r.Author != nil && r.Author.ID == botID) || (r.WebhookID != "" && a.hooks.isOwn(r.WebhookID))) {
+	mentioned := g.mentionsBot(m)
+	if r := m.ReferencedMessage; r != nil && ((r.Author != nil && r.Author.ID == botID) || (r.WebhookID != "" && g.c.hooks.isOwn(r.WebhookID))) {
 		mentioned = true
 	}
 	if m.GuildID != "" && !bound && !mentioned {
@@ -105,8 +105,8 @@ func (a *Adapter) addressed(m *discordgo.Message) (binding.ConversationRef, bind
 }
 
 // mentionsBot reports whether a message mentions the bot user.
-func (a *Adapter) mentionsBot(m *discordgo.Message) bool {
-	botID, _ := a.ids()
+func (g *Gateway) mentionsBot(m *discordgo.Message) bool {
+	botID, _ := g.c.ids()
 	for _, u := range m.Mentions {
 		if u != nil && u.ID == botID {
 			return true
@@ -116,7 +116,7 @@ func (a *Adapter) mentionsBot(m *discordgo.Message) bool {
 }
 
 // sessionMessage is the session's view of a routed user message.
-func (a *Adapter) sessionMessage(m *discordgo.Message, conv binding.ConversationRef) session.Message {
+func (g *Gateway) sessionMessage(m *discordgo.Message, conv binding.ConversationRef) session.Message {
 	msg := session.Message{Conversation: conv, MessageID: m.ID, AuthorID: m.Author.ID, AuthorName: displayName(m), Text: m.Content, Attachments: attachmentsOf(m)}
 	if m.MessageReference != nil {
 		msg.ReplyTo = m.MessageReference.MessageID
@@ -126,26 +126,24 @@ func (a *Adapter) sessionMessage(m *discordgo.Message, conv binding.Conversation
 
 // conversationOf builds the ref of a message's conversation: a DM is
 // user:<id>; a thread carries its parent channel.
-func (a *Adapter) conversationOf(guildID, channelID, userID string) binding.ConversationRef {
+func (g *Gateway) conversationOf(guildID, channelID, userID string) binding.ConversationRef {
 	if guildID == "" {
-		return a.ref(sessionkey.DMPrefix+userID, "")
+		return g.c.ref(sessionkey.DMPrefix+userID, "")
 	}
 	parent := ""
-	if s := a.session(); s != nil {
-		if ch, ok := stateChannel(s, channelID); ok && ch.IsThread() {
-			parent = ch.ParentID
-		}
+	if ch, ok := stateChannel(g.c.session(), channelID); ok && ch.IsThread() {
+		parent = ch.ParentID
 	}
-	return a.ref(channelID, parent)
+	return g.c.ref(channelID, parent)
 }
 
 // ModelText rewrites the bot's mention markup into its name, for the
 // model; transcripts keep the content exactly as displayed.
-func (a *Adapter) ModelText(content string) string {
-	botID, _ := a.ids()
-	a.mu.RLock()
-	name := a.botName
-	a.mu.RUnlock()
+func (c *Client) ModelText(content string) string {
+	botID, _ := c.ids()
+	c.mu.RLock()
+	name := c.botName
+	c.mu.RUnlock()
 	if botID == "" {
 		return content
 	}
@@ -171,56 +169,53 @@ func displayName(m *discordgo.Message) string {
 
 // onThreadState ends the binding of a thread that was archived or locked,
 // without posting (a post would unarchive it).
-func (a *Adapter) onThreadState(ctx context.Context, ch *discordgo.Channel) {
+func (g *Gateway) onThreadState(ctx context.Context, ch *discordgo.Channel) {
 	if ch == nil || ch.ThreadMetadata == nil {
 		return
 	}
 	switch {
 	case ch.ThreadMetadata.Locked:
-		a.endBinding(ctx, ch.ID, binding.ReasonThreadLocked)
+		g.endBinding(ctx, ch.ID, binding.ReasonThreadLocked)
 	case ch.ThreadMetadata.Archived:
-		a.endBinding(ctx, ch.ID, binding.ReasonThreadArchive)
+		g.endBinding(ctx, ch.ID, binding.ReasonThreadArchive)
 	}
 }
 
 // onGone ends the binding of a deleted thread or channel (no farewell).
-func (a *Adapter) onGone(ctx context.Context, channelID string) {
-	a.endBinding(ctx, channelID, binding.ReasonThreadDelete)
+func (g *Gateway) onGone(ctx context.Context, channelID string) {
+	g.endBinding(ctx, channelID, binding.ReasonThreadDelete)
 }
 
-func (a *Adapter) endBinding(ctx context.Context, channelID, reason string) {
-	rec, ok := a.d.Bindings.ResolveByConversation(a.ref(channelID, ""))
+func (g *Gateway) endBinding(ctx context.Context, channelID, reason string) {
+	rec, ok := g.d.Bindings.ResolveByConversation(g.c.ref(channelID, ""))
 	if !ok {
 		return
 	}
-	if _, err := a.d.Bindings.Unbind(ctx, binding.UnbindInput{ID: rec.ID, Reason: reason}); err != nil {
-		a.log.Error().Err(err).Str("binding", rec.ID).Msg("unbind")
+	if _, err := g.d.Bindings.Unbind(ctx, binding.UnbindInput{ID: rec.ID, Reason: reason}); err != nil {
+		g.log.Error().Err(err).Str("binding", rec.ID).Msg("unbind")
 		return
 	}
-	a.log.Info().Str("binding", rec.ID).Str("thread", channelID).Str("reason", reason).Msg("binding ended by thread state")
+	g.log.Info().Str("binding", rec.ID).Str("thread", channelID).Str("reason", reason).Msg("binding ended by thread state")
 }
 
 // Sweep probes bound threads for events the gateway may have missed:
 // unknown channel ends the binding (thread-delete), archived or locked ends
 // it too; transient errors keep it.
-func (a *Adapter) Sweep(ctx context.Context) {
-	s := a.session()
-	if s == nil {
-		return
-	}
-	for _, rec := range a.d.Bindings.Active() {
+func (g *Gateway) Sweep(ctx context.Context) {
+	s := g.c.session()
+	for _, rec := range g.d.Bindings.Active() {
 		if rec.Conversation.Channel != "discord" || strings.HasPrefix(rec.Conversation.ConversationID, sessionkey.DMPrefix) {
 			continue
 		}
 		ch, err := s.Channel(rec.Conversation.ConversationID, discordgo.WithContext(ctx))
 		if err != nil {
-			a.countError(err)
+			g.c.countError(err)
 			if errors.Is(classify(err), delivery.ErrDestinationGone) {
-				a.endBinding(ctx, rec.Conversation.ConversationID, binding.ReasonThreadDelete)
+				g.endBinding(ctx, rec.Conversation.ConversationID, binding.ReasonThreadDelete)
 			}
 			continue
 		}
-		a.onThreadState(ctx, ch)
+		g.onThreadState(ctx, ch)
 	}
 }
 
@@ -240,27 +235,27 @@ const catchUpMargin = time.Minute
 // answered once however often it is seen. Conversations the bot never took
 // a message from have no watermark; they are read when their guild arrives
 // (catchUpGuild), from a floor just before the newest watermark.
-func (a *Adapter) catchUp(s *discordgo.Session) {
-	marks := a.d.Sessions.Watermarks()
-	a.mu.Lock()
-	a.catchUpMarks, a.catchUpFloor, a.guildsCaughtUp = marks, floorBefore(marks), map[string]bool{}
-	a.mu.Unlock()
+func (g *Gateway) catchUp(s *discordgo.Session) {
+	marks := g.d.Sessions.Watermarks()
+	g.mu.Lock()
+	g.catchUpMarks, g.catchUpFloor, g.guildsCaughtUp = marks, floorBefore(marks), map[string]bool{}
+	g.mu.Unlock()
 	if len(marks) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(a.workCtx(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(g.workCtx(), 30*time.Second)
 	defer cancel()
 	queued := 0
 	for conv, last := range marks {
 		guildID := ""
-		channelID, err := a.channelFor(ctx, s, conv)
+		channelID, err := g.c.channelFor(ctx, s, conv)
 		if err == nil && !strings.HasPrefix(conv, sessionkey.DMPrefix) {
 			var ch *discordgo.Channel
-			if ch, err = a.channel(ctx, s, channelID); err == nil {
+			if ch, err = g.c.channel(ctx, s, channelID); err == nil {
 				guildID = ch.GuildID
 			}
 		}
-		if err == nil && !a.ownsGuild(guildID) {
+		if err == nil && !g.ownsGuild(guildID) {
 			continue // another shard's process catches up on this conversation
 		}
 		if err == nil {
@@ -270,17 +265,17 @@ func (a *Adapter) catchUp(s *discordgo.Session) {
 			// made while down out of it.
 			conv, channelID, guildID := conv, channelID, guildID
 			last := last
-			a.events.push(channelID, "catch_up_changes", func(ctx context.Context) { a.catchUpChanges(ctx, s, conv, channelID, guildID, last) })
-			queued += a.catchUpChannel(ctx, s, conv, channelID, guildID, last)
+			g.events.push(channelID, "catch_up_changes", func(ctx context.Context) { g.catchUpChanges(ctx, s, conv, channelID, guildID, last) })
+			queued += g.catchUpChannel(ctx, s, conv, channelID, guildID, last)
 		}
 		if err != nil {
-			a.countError(err)
-			a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on missed messages")
+			g.c.countError(err)
+			g.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on missed messages")
 
 		}
 	}
 	if queued > 0 {
-		a.log.Info().Int("messages", queued).Msg("caught up on messages missed while down")
+		g.log.Info().Int("messages", queued).Msg("caught up on messages missed while down")
 	}
 }
 
@@ -288,47 +283,47 @@ func (a *Adapter) catchUp(s *discordgo.Session) {
 // threads of a guild that have no watermark but a message newer than the
 // floor: a first message in a channel that the previous process never
 // handled (it arrived during a stop or just before a crash) is answered.
-func (a *Adapter) catchUpGuild(s *discordgo.Session, g *discordgo.Guild) {
-	a.mu.Lock()
-	floor, marks := a.catchUpFloor, a.catchUpMarks
-	first := a.guildsCaughtUp != nil && !a.guildsCaughtUp[g.ID]
+func (g *Gateway) catchUpGuild(s *discordgo.Session, guild *discordgo.Guild) {
+	g.mu.Lock()
+	floor, marks := g.catchUpFloor, g.catchUpMarks
+	first := g.guildsCaughtUp != nil && !g.guildsCaughtUp[guild.ID]
 	if first {
-		a.guildsCaughtUp[g.ID] = true
+		g.guildsCaughtUp[guild.ID] = true
 	}
-	a.mu.Unlock()
-	if !first || floor == "" || (len(a.guilds) > 0 && !a.guilds[g.ID]) || !a.ownsGuild(g.ID) {
+	g.mu.Unlock()
+	if !first || floor == "" || (len(g.c.guilds) > 0 && !g.c.guilds[guild.ID]) || !g.ownsGuild(guild.ID) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(a.workCtx(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(g.workCtx(), 30*time.Second)
 	defer cancel()
 	queued := 0
-	for _, ch := range slices.Concat(g.Channels, g.Threads) {
+	for _, ch := range slices.Concat(guild.Channels, guild.Threads) {
 		if ch == nil || !ch.IsThread() && ch.Type != discordgo.ChannelTypeGuildText {
 			continue
 		}
 		if _, ok := marks[ch.ID]; ok || ch.LastMessageID == "" || compareIDs(ch.LastMessageID, floor) <= 0 {
 			continue
 		}
-		queued += a.catchUpChannel(ctx, s, ch.ID, ch.ID, g.ID, floor)
+		queued += g.catchUpChannel(ctx, s, ch.ID, ch.ID, guild.ID, floor)
 	}
 	if queued > 0 {
-		a.log.Info().Int("messages", queued).Str("guild", g.ID).Msg("caught up on messages in conversations without a watermark")
+		g.log.Info().Int("messages", queued).Str("guild", guild.ID).Msg("caught up on messages in conversations without a watermark")
 	}
 }
 
 // catchUpChannel queues the messages of one channel after the given id, in
 // display order, and returns how many it queued.
-func (a *Adapter) catchUpChannel(ctx context.Context, s *discordgo.Session, conv, channelID, guildID, after string) int {
+func (g *Gateway) catchUpChannel(ctx context.Context, s *discordgo.Session, conv, channelID, guildID, after string) int {
 	msgs, err := s.ChannelMessages(channelID, catchUpLimit, "", after, "", discordgo.WithContext(ctx))
 	if err != nil {
-		a.countError(err)
-		a.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on missed messages")
+		g.c.countError(err)
+		g.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on missed messages")
 		return 0
 	}
 	slices.SortFunc(msgs, func(x, y *discordgo.Message) int { return compareIDs(x.ID, y.ID) })
 	for _, m := range msgs {
 		m.GuildID = guildID
-		a.events.push(channelID, "catch_up", func(ctx context.Context) { a.onMessage(ctx, m) })
+		g.events.push(channelID, "catch_up", func(ctx context.Context) { g.onMessage(ctx, m) })
 	}
 	return len(msgs)
 }
@@ -367,37 +362,37 @@ func compareIDs(x, y string) int {
 // turn refused for the budget gets one short public notice through
 // Outbound (so it is in the conversation's transcript), later ones silence
 // until the budget resets.
-func (a *Adapter) admit(ctx context.Context, m *discordgo.Message, conv binding.ConversationRef) string {
-	if a.auth.Operator(ctx, authz.Actor{UserID: m.Author.ID, Where: conv}) {
+func (g *Gateway) admit(ctx context.Context, m *discordgo.Message, conv binding.ConversationRef) string {
+	if g.c.auth.Operator(ctx, authz.Actor{UserID: m.Author.ID, Where: conv}) {
 		return ""
 	}
 	sub := authz.Subject{UserID: m.Author.ID, ChannelID: m.ChannelID, ParentID: conv.ParentConversationID, DM: m.GuildID == ""}
 	if sub.DM {
-		sub.SharesGuild = func() bool { return a.sharesGuild(ctx, m.Author.ID) }
+		sub.SharesGuild = func() bool { return g.c.sharesGuild(ctx, m.Author.ID) }
 	} else if m.Member != nil {
 		sub.Roles = m.Member.Roles
-	} else if s := a.session(); s != nil { // catch-up reads carry no member
-		mem, ok, err := a.member(ctx, s, m.GuildID, m.Author.ID)
+	} else { // catch-up reads carry no member
+		mem, ok, err := g.c.member(ctx, g.c.session(), m.GuildID, m.Author.ID)
 		if err != nil || !ok {
-			a.log.Warn().Err(err).Str("message", m.ID).Msg("access: author's roles unknown; message refused")
+			g.log.Warn().Err(err).Str("message", m.ID).Msg("access: author's roles unknown; message refused")
 			return inAccessDenied
 		}
 		sub.Roles = mem.Roles
 	}
-	if ok, reason := a.opt.Access.Admit(sub); !ok {
-		a.log.Info().Str("message", m.ID).Str("user", m.Author.ID).Str("reason", reason).Msg("access: message refused")
+	if ok, reason := g.opt.Access.Admit(sub); !ok {
+		g.log.Info().Str("message", m.ID).Str("user", m.Author.ID).Str("reason", reason).Msg("access: message refused")
 		return inAccessDenied
 	}
-	d := a.limiter.Take(m.Author.ID, m.GuildID)
+	d := g.limiter.Take(m.Author.ID, m.GuildID)
 	if d.OK {
 		return ""
 	}
-	a.log.Info().Str("message", m.ID).Str("user", m.Author.ID).Str("scope", d.Scope).Time("until", d.Until).Bool("notice", d.Notify).Msg("access: over the turn budget")
+	g.log.Info().Str("message", m.ID).Str("user", m.Author.ID).Str("scope", d.Scope).Time("until", d.Until).Bool("notice", d.Notify).Msg("access: over the turn budget")
 	if d.Notify {
-		_, err := a.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "ratelimit:" + m.ID, Target: conv, Text: a.limitNotice(displayName(m), d),
+		_, err := g.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "ratelimit:" + m.ID, Target: conv, Text: g.limitNotice(displayName(m), d),
 			Producer: delivery.Producer{Source: transcript.SourceNotice}}, nil)
 		if err != nil {
-			a.log.Warn().Err(err).Str("message", m.ID).Msg("rate limit notice not delivered")
+			g.log.Warn().Err(err).Str("message", m.ID).Msg("rate limit notice not delivered")
 		}
 	}
 	return inRateLimited
@@ -405,39 +400,39 @@ func (a *Adapter) admit(ctx context.Context, m *discordgo.Message, conv binding.
 
 // limitNotice is the one short notice of an exhausted budget: when the
 // author can go on.
-func (a *Adapter) limitNotice(name string, d authz.Decision) string {
-	wait := max(d.Until.Sub(a.d.Clock.Now()).Round(time.Minute), time.Minute)
-	what := fmt.Sprintf("%s, you have used your %d turns for %s", name, a.opt.Limits.Turns, session.FormatDuration(a.opt.Limits.Per))
+func (g *Gateway) limitNotice(name string, d authz.Decision) string {
+	wait := max(d.Until.Sub(g.d.Clock.Now()).Round(time.Minute), time.Minute)
+	what := fmt.Sprintf("%s, you have used your %d turns for %s", name, g.opt.Limits.Turns, session.FormatDuration(g.opt.Limits.Per))
 	if d.Scope == "guild" {
-		what = fmt.Sprintf("%s, this server has used its %d turns for %s", name, a.opt.Limits.GuildTurns, session.FormatDuration(a.opt.Limits.Per))
+		what = fmt.Sprintf("%s, this server has used its %d turns for %s", name, g.opt.Limits.GuildTurns, session.FormatDuration(g.opt.Limits.Per))
 	}
 	return fmt.Sprintf("⏳ %s; you can go on in %s (at %s UTC). Until then I will not answer.", what, session.FormatDuration(wait), d.Until.UTC().Format("15:04"))
 }
 
 // admitCommand applies discord.access to a slash command that starts model
 // work (/spawn): it returns "" to go on, else the ephemeral refusal.
-func (a *Adapter) admitCommand(ctx context.Context, v invocation) string {
-	if a.auth.Operator(ctx, authz.Actor{UserID: v.userID, Where: v.conv}) {
+func (g *Gateway) admitCommand(ctx context.Context, v invocation) string {
+	if g.c.auth.Operator(ctx, authz.Actor{UserID: v.userID, Where: v.conv}) {
 		return ""
 	}
 	sub := authz.Subject{UserID: v.userID, ChannelID: v.in.ChannelID, ParentID: v.conv.ParentConversationID, DM: v.in.GuildID == ""}
 	if sub.DM {
-		sub.SharesGuild = func() bool { return a.sharesGuild(ctx, v.userID) }
+		sub.SharesGuild = func() bool { return g.c.sharesGuild(ctx, v.userID) }
 	} else if v.in.Member != nil {
 		sub.Roles = v.in.Member.Roles
 	}
-	if ok, reason := a.opt.Access.Admit(sub); !ok {
-		a.log.Info().Str("user", v.userID).Str("command", v.name).Str("reason", reason).Msg("access: command refused")
+	if ok, reason := g.opt.Access.Admit(sub); !ok {
+		g.log.Info().Str("user", v.userID).Str("command", v.name).Str("reason", reason).Msg("access: command refused")
 		return "You may not start agent work here (discord.access)."
 	}
-	if d := a.limiter.Take(v.userID, v.in.GuildID); !d.OK {
+	if d := g.limiter.Take(v.userID, v.in.GuildID); !d.OK {
 		name := v.userID
 		if v.in.Member != nil && v.in.Member.User != nil {
 			name = v.in.Member.User.Username
 		} else if v.in.User != nil {
 			name = v.in.User.Username
 		}
-		return a.limitNotice(name, d)
+		return g.limitNotice(name, d)
 	}
 	return ""
 }

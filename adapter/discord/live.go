@@ -18,8 +18,6 @@ import (
 	"github.com/agentbot/agentbot/core/sessionkey"
 )
 
-var _ delivery.LiveSender = (*Adapter)(nil)
-
 // stopPrefix starts the custom id of a live message's Stop button; the
 // rest is the run id (core/session Run.ID).
 const stopPrefix = "agentbot:stop:"
@@ -68,56 +66,49 @@ func buttonStyle(s delivery.ButtonStyle) discordgo.ButtonStyle {
 }
 
 // SplitLive implements delivery.LiveSender with the reply splitter.
-func (a *Adapter) SplitLive(text string) []string { return SplitMessage(text, MaxMessageLen) }
+func (c *Client) SplitLive(text string) []string { return SplitMessage(text, MaxMessageLen) }
 
 // PostLive implements delivery.LiveSender: a bot message carrying the
 // part's nonce (a repeat returns the first message), nothing pinged, the
 // first part replying to d.ReplyTo.
-func (a *Adapter) PostLive(ctx context.Context, d delivery.Delivery, part int, text string, c delivery.Controls) (string, error) {
-	s := a.session()
-	if s == nil {
-		return "", fmt.Errorf("%w: not connected to Discord", delivery.ErrTransient)
-	}
-	channelID, err := a.channelFor(ctx, s, d.Target.ConversationID)
+func (c *Client) PostLive(ctx context.Context, d delivery.Delivery, part int, text string, ctl delivery.Controls) (string, error) {
+	s := c.session()
+	channelID, err := c.channelFor(ctx, s, d.Target.ConversationID)
 	if err != nil {
 		return "", err
 	}
 	if part == 0 && !strings.HasPrefix(d.Target.ConversationID, sessionkey.DMPrefix) {
-		if err := a.checkThread(ctx, s, channelID); err != nil {
+		if err := c.checkThread(ctx, s, channelID); err != nil {
 			return "", err
 		}
 	}
-	body := liveBody{Content: text, AllowedMentions: noMentions(), Components: components(c), Nonce: nonceFor(d.ID, part), EnforceNonce: true}
+	body := liveBody{Content: text, AllowedMentions: noMentions(), Components: components(ctl), Nonce: nonceFor(d.ID, part), EnforceNonce: true}
 	if part == 0 && d.ReplyTo != "" {
 		f := false
 		body.MessageReference = &discordgo.MessageReference{MessageID: d.ReplyTo, ChannelID: channelID, FailIfNotExists: &f}
 	}
 	endpoint := discordgo.EndpointChannelMessages(channelID)
 	var msg discordgo.Message
-	if err := a.liveRequest(ctx, s, "POST", endpoint, endpoint, body, &msg); err != nil {
+	if err := c.liveRequest(ctx, s, "POST", endpoint, endpoint, body, &msg); err != nil {
 		return "", fmt.Errorf("post live part %d to %s: %w", part+1, channelID, err)
 	}
-	a.claimed.add(msg.ID)
-	a.touch(d)
+	c.claimed.add(msg.ID)
 	return msg.ID, nil
 }
 
 // EditLive implements delivery.LiveSender: the edit carries the same
 // allowed_mentions (nothing pings on an edit either) and the controls.
-func (a *Adapter) EditLive(ctx context.Context, d delivery.Delivery, messageID, text string, c delivery.Controls) error {
-	s := a.session()
-	if s == nil {
-		return fmt.Errorf("%w: not connected to Discord", delivery.ErrTransient)
-	}
-	channelID, err := a.channelFor(ctx, s, d.Target.ConversationID)
+func (c *Client) EditLive(ctx context.Context, d delivery.Delivery, messageID, text string, ctl delivery.Controls) error {
+	s := c.session()
+	channelID, err := c.channelFor(ctx, s, d.Target.ConversationID)
 	if err != nil {
 		return err
 	}
 	endpoint := discordgo.EndpointChannelMessage(channelID, messageID)
 	// One bucket per channel for edits (Discord's shared message-edit limit).
 	bucket := discordgo.EndpointChannelMessage(channelID, "")
-	body := liveBody{Content: text, AllowedMentions: noMentions(), Components: components(c)}
-	if err := a.liveRequest(ctx, s, "PATCH", endpoint, bucket, body, nil); err != nil {
+	body := liveBody{Content: text, AllowedMentions: noMentions(), Components: components(ctl)}
+	if err := c.liveRequest(ctx, s, "PATCH", endpoint, bucket, body, nil); err != nil {
 		return fmt.Errorf("edit live message %s: %w", messageID, err)
 	}
 	return nil
@@ -125,14 +116,14 @@ func (a *Adapter) EditLive(ctx context.Context, d delivery.Delivery, messageID, 
 
 // liveRequest sends one REST call, waiting out 429s (which commit nothing)
 // and retrying what is retryable.
-func (a *Adapter) liveRequest(ctx context.Context, s *discordgo.Session, method, endpoint, bucket string, body any, out any) error {
-	return a.retry(ctx, func() error {
+func (c *Client) liveRequest(ctx context.Context, s *discordgo.Session, method, endpoint, bucket string, body any, out any) error {
+	return c.retry(ctx, func() error {
 		for {
 			raw, err := s.RequestWithBucketID(method, endpoint, body, bucket, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
 			var rl *discordgo.RateLimitError
 			if errors.As(err, &rl) && rl.RateLimit != nil && rl.TooManyRequests != nil {
-				a.d.Metrics.RESTError(0, http.StatusTooManyRequests)
-				if err := a.waitRateLimit(ctx, rl.RetryAfter, false); err != nil {
+				c.d.Metrics.RESTError(0, http.StatusTooManyRequests)
+				if err := c.waitRateLimit(ctx, rl.RetryAfter, false); err != nil {
 					return err
 				}
 				continue
@@ -151,60 +142,57 @@ func (a *Adapter) liveRequest(ctx context.Context, s *discordgo.Session, method,
 // permission choice (acp.Manager.Choose: the binder or an operator) is
 // acknowledged as a deferred update, the manager editing the message to
 // show it. A refusal is ephemeral (the clicker only).
-func (a *Adapter) onComponent(ctx context.Context, in *discordgo.Interaction) {
+func (g *Gateway) onComponent(ctx context.Context, in *discordgo.Interaction) {
 	data := in.MessageComponentData()
 	var userID string
 	switch {
 	case in.Member != nil && in.Member.User != nil:
 		userID = in.Member.User.ID
-		a.noteMember(a.session(), in.GuildID, in.Member, in.Member.User)
+		g.c.noteMember(g.c.session(), in.GuildID, in.Member, in.Member.User)
 	case in.User != nil:
 		userID = in.User.ID
 	}
-	conv := a.conversationOf(in.GuildID, in.ChannelID, userID)
+	conv := g.conversationOf(in.GuildID, in.ChannelID, userID)
 	ephemeral := func(text string) *discordgo.InteractionResponse {
 		return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
 			Data: &discordgo.InteractionResponseData{Content: truncateRunes(text, MaxMessageLen), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}}
 	}
 	var resp *discordgo.InteractionResponse
 	if idText, ok := strings.CutPrefix(data.CustomID, stopPrefix); ok {
-		resp = ephemeral(a.stopClick(ctx, conv, userID, idText))
+		resp = ephemeral(g.stopClick(ctx, conv, userID, idText))
 	} else {
 		refusal := "This button is no longer active."
-		if a.d.ACP != nil && acp.IsButton(data.CustomID) {
-			refusal = a.d.ACP.Choose(ctx, data.CustomID, userID, conv)
+		if g.d.ACP != nil && acp.IsButton(data.CustomID) {
+			refusal = g.d.ACP.Choose(ctx, data.CustomID, userID, conv)
 		}
 		resp = &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}
 		if refusal != "" {
 			resp = ephemeral("⚠️ " + refusal)
 		}
 	}
-	s := a.session()
-	if s == nil {
-		return
-	}
+	s := g.c.session()
 	if err := s.InteractionRespond(in, resp, discordgo.WithContext(ctx)); err != nil {
-		a.countError(err)
-		a.log.Warn().Err(restError(err)).Str("customId", data.CustomID).Msg("button answer failed")
+		g.c.countError(err)
+		g.log.Warn().Err(restError(err)).Str("customId", data.CustomID).Msg("button answer failed")
 	}
 }
 
 // stopClick stops the run a Stop button names, if the clicker may, and
 // returns the ephemeral answer.
-func (a *Adapter) stopClick(ctx context.Context, conv binding.ConversationRef, userID, idText string) string {
+func (g *Gateway) stopClick(ctx context.Context, conv binding.ConversationRef, userID, idText string) string {
 	id, err := strconv.ParseUint(idText, 10, 64)
 	if err != nil {
 		return "ℹ️ This button is not a Stop button I know."
 	}
-	key, _, _ := a.d.Outbound.SessionFor(conv)
-	run, ok := a.d.Sessions.Running(key)
+	key, _, _ := g.d.Outbound.SessionFor(conv)
+	run, ok := g.d.Sessions.Running(key)
 	if !ok || run.ID != id {
 		return "ℹ️ It had already finished."
 	}
-	if err := a.auth.MayStop(ctx, authz.Actor{UserID: userID, Where: conv}, run.Owner, "this reply"); err != nil {
+	if err := g.c.auth.MayStop(ctx, authz.Actor{UserID: userID, Where: conv}, run.Owner, "this reply"); err != nil {
 		return "⚠️ " + refusalText(err)
 	}
-	if !a.d.Sessions.Stop(run) {
+	if !g.d.Sessions.Stop(run) {
 		return "ℹ️ It had already finished."
 	}
 	return "⏹️ Stopped."

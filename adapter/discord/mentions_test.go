@@ -23,47 +23,44 @@ func TestEveryPayloadKindCarriesNoMentions(t *testing.T) {
 	kinds := []struct {
 		name  string
 		route string // path fragment of the request under test
-		run   func(ctx context.Context, a *Adapter) error
+		run   func(ctx context.Context, c *Client, g *Gateway) error
 	}{
-		{"channel send", "/channels/600/messages", func(ctx context.Context, a *Adapter) error {
-			_, err := a.Send(ctx, delivery.Delivery{ID: "d1", Target: a.ref("600", ""), Text: "hi @everyone <@&5> <@7>"})
+		{"channel send", "/channels/600/messages", func(ctx context.Context, c *Client, g *Gateway) error {
+			_, err := c.Send(ctx, delivery.Delivery{ID: "d1", Target: c.ref("600", ""), Text: "hi @everyone <@&5> <@7>"})
 			return err
 		}},
-		{"channel reply", "/channels/600/messages", func(ctx context.Context, a *Adapter) error {
-			_, err := a.Send(ctx, delivery.Delivery{ID: "d1r", Target: a.ref("600", ""), Text: "hi", ReplyTo: "123"})
+		{"channel reply", "/channels/600/messages", func(ctx context.Context, c *Client, g *Gateway) error {
+			_, err := c.Send(ctx, delivery.Delivery{ID: "d1r", Target: c.ref("600", ""), Text: "hi", ReplyTo: "123"})
 			return err
 		}},
-		{"webhook execute", "/webhooks/" + testHookID + "/", func(ctx context.Context, a *Adapter) error {
-			_, err := a.Send(ctx, delivery.Delivery{ID: "d2", Target: a.ref("600", ""), Text: "hi @here", ViaWebhook: true,
+		{"webhook execute", "/webhooks/" + testHookID + "/", func(ctx context.Context, c *Client, g *Gateway) error {
+			_, err := c.Send(ctx, delivery.Delivery{ID: "d2", Target: c.ref("600", ""), Text: "hi @here", ViaWebhook: true,
 				Persona: delivery.Persona{Name: "worker"}})
 			return err
 		}},
-		{"interaction response", "/callback", func(ctx context.Context, a *Adapter) error {
-			_, err := a.Send(ctx, delivery.Delivery{ID: "d3", Target: a.ref("600", ""), Text: "hi @everyone",
+		{"interaction response", "/callback", func(ctx context.Context, c *Client, g *Gateway) error {
+			_, err := c.Send(ctx, delivery.Delivery{ID: "d3", Target: c.ref("600", ""), Text: "hi @everyone",
 				Interaction: &delivery.Interaction{ID: "55", Token: secretInterToken}})
 			return err
 		}},
-		{"followup", "/webhooks/" + testAppID + "/", func(ctx context.Context, a *Adapter) error {
-			_, err := a.Send(ctx, delivery.Delivery{ID: "d5", Target: a.ref("600", ""), Text: long,
+		{"followup", "/webhooks/" + testAppID + "/", func(ctx context.Context, c *Client, g *Gateway) error {
+			_, err := c.Send(ctx, delivery.Delivery{ID: "d5", Target: c.ref("600", ""), Text: long,
 				Interaction: &delivery.Interaction{ID: "57", Token: secretInterToken}})
 			return err
 		}},
-		{"ephemeral command reply", "/callback", func(ctx context.Context, a *Adapter) error {
+		{"ephemeral command reply", "/callback", func(ctx context.Context, c *Client, g *Gateway) error {
 			in := &discordgo.Interaction{ID: "58", Token: secretInterToken, AppID: testAppID}
-			a.answer(ctx, invocation{in: in, name: "agents"}, reply{text: "hello @everyone"})
+			g.answer(ctx, invocation{in: in, name: "agents"}, reply{text: "hello @everyone"})
 			return nil
 		}},
 	}
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			f := newFailingDiscord(t, "", "")
-			a := New(Options{Token: secretBotToken, APIURL: f.srv.URL, RetryBackoff: time.Millisecond},
-				Deps{Webhooks: memWebhooks{}, Bindings: &fakeBindings{}, Log: zerolog.Nop()})
-			connect(t, a)
-			a.mu.Lock()
-			a.appID, a.botID = testAppID, "1"
-			a.mu.Unlock()
-			if err := k.run(context.Background(), a); err != nil {
+			c, g := wire(t, ClientOptions{Token: secretBotToken, APIURL: f.srv.URL, RetryBackoff: time.Millisecond},
+				ClientDeps{Webhooks: memWebhooks{}, Log: zerolog.Nop()}, GatewayOptions{}, GatewayDeps{Bindings: &fakeBindings{}, Log: zerolog.Nop()})
+			c.setIdentity("1", "", testAppID)
+			if err := k.run(context.Background(), c, g); err != nil {
 				t.Fatal(err)
 			}
 			f.mu.Lock()

@@ -120,38 +120,38 @@ func TestRESTFailuresLeakNoSecret(t *testing.T) {
 	paths := []struct {
 		name   string
 		failOn string // path fragment that fails
-		run    func(ctx context.Context, a *Adapter) error
+		run    func(ctx context.Context, c *Client, g *Gateway) error
 		// reconciles: a dropped response is settled by reading @original
 		// (the answer may be displayed), so the send succeeds silently.
 		reconciles bool
 	}{
-		{"channel send", "/channels/600/messages", func(ctx context.Context, a *Adapter) error {
-			_, err := a.Send(ctx, delivery.Delivery{ID: "d1", Target: a.ref("600", ""), Text: "hi"})
+		{"channel send", "/channels/600/messages", func(ctx context.Context, c *Client, g *Gateway) error {
+			_, err := c.Send(ctx, delivery.Delivery{ID: "d1", Target: c.ref("600", ""), Text: "hi"})
 			return err
 		}, false},
-		{"webhook execute", "/webhooks/" + testHookID + "/", func(ctx context.Context, a *Adapter) error {
-			_, err := a.Send(ctx, delivery.Delivery{ID: "d2", Target: a.ref("600", ""), Text: "hi", ViaWebhook: true,
+		{"webhook execute", "/webhooks/" + testHookID + "/", func(ctx context.Context, c *Client, g *Gateway) error {
+			_, err := c.Send(ctx, delivery.Delivery{ID: "d2", Target: c.ref("600", ""), Text: "hi", ViaWebhook: true,
 				Persona: delivery.Persona{Name: "worker"}})
 			return err
 		}, false},
-		{"interaction response", "/interactions/", func(ctx context.Context, a *Adapter) error {
-			_, err := a.Send(ctx, delivery.Delivery{ID: "d3", Target: a.ref("600", ""), Text: "hi",
+		{"interaction response", "/interactions/", func(ctx context.Context, c *Client, g *Gateway) error {
+			_, err := c.Send(ctx, delivery.Delivery{ID: "d3", Target: c.ref("600", ""), Text: "hi",
 				Interaction: &delivery.Interaction{ID: "55", Token: secretInterToken}})
 			return err
 		}, true},
-		{"interaction original", "/messages/@original", func(ctx context.Context, a *Adapter) error {
-			_, err := a.Send(ctx, delivery.Delivery{ID: "d4", Target: a.ref("600", ""), Text: "hi",
+		{"interaction original", "/messages/@original", func(ctx context.Context, c *Client, g *Gateway) error {
+			_, err := c.Send(ctx, delivery.Delivery{ID: "d4", Target: c.ref("600", ""), Text: "hi",
 				Interaction: &delivery.Interaction{ID: "56", Token: secretInterToken}})
 			return err
 		}, false},
-		{"followup", "/webhooks/" + testAppID + "/" + secretInterToken, func(ctx context.Context, a *Adapter) error {
-			_, err := a.Send(ctx, delivery.Delivery{ID: "d5", Target: a.ref("600", ""), Text: strings.Repeat("a", MaxMessageLen+10),
+		{"followup", "/webhooks/" + testAppID + "/" + secretInterToken, func(ctx context.Context, c *Client, g *Gateway) error {
+			_, err := c.Send(ctx, delivery.Delivery{ID: "d5", Target: c.ref("600", ""), Text: strings.Repeat("a", MaxMessageLen+10),
 				Interaction: &delivery.Interaction{ID: "57", Token: secretInterToken}})
 			return err
 		}, false},
-		{"ephemeral command reply", "/interactions/", func(ctx context.Context, a *Adapter) error {
+		{"ephemeral command reply", "/interactions/", func(ctx context.Context, c *Client, g *Gateway) error {
 			in := &discordgo.Interaction{ID: "58", Token: secretInterToken, AppID: testAppID}
-			a.answer(ctx, invocation{in: in, name: "agents"}, reply{text: "hello"})
+			g.answer(ctx, invocation{in: in, name: "agents"}, reply{text: "hello"})
 			return nil
 		}, false},
 	}
@@ -160,19 +160,16 @@ func TestRESTFailuresLeakNoSecret(t *testing.T) {
 			t.Run(mode+"/"+p.name, func(t *testing.T) {
 				f := newFailingDiscord(t, mode, p.failOn)
 				var logs bytes.Buffer
-				a := New(Options{Token: secretBotToken, APIURL: f.srv.URL, RetryBackoff: time.Millisecond},
-					Deps{Webhooks: memWebhooks{}, Bindings: &fakeBindings{}, Log: zerolog.New(&logs)})
-				connect(t, a)
-				a.mu.Lock()
-				a.appID, a.botID = testAppID, "1"
-				a.mu.Unlock()
+				c, g := wire(t, ClientOptions{Token: secretBotToken, APIURL: f.srv.URL, RetryBackoff: time.Millisecond},
+					ClientDeps{Webhooks: memWebhooks{}, Log: zerolog.New(&logs)}, GatewayOptions{}, GatewayDeps{Bindings: &fakeBindings{}, Log: zerolog.New(&logs)})
+				c.setIdentity("1", "", testAppID)
 				timeout := 5 * time.Second
 				if mode == "stall" {
 					timeout = 300 * time.Millisecond
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()
-				err := p.run(ctx, a)
+				err := p.run(ctx, c, g)
 				if f.failures() == 0 {
 					t.Fatalf("no request to %s failed: the path under test was not reached", p.failOn)
 				}

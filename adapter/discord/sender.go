@@ -48,16 +48,16 @@ func nonceFor(deliveryID string, part int) string {
 // message id as the receipt. A resend (d.Shown) resumes after the parts an
 // earlier attempt confirmed. When a later part fails, the receipt still
 // lists the parts displayed and their text, with the error.
-func (a *Adapter) Send(ctx context.Context, d delivery.Delivery) (delivery.Receipt, error) {
-	r, err := a.send(ctx, d)
-	a.claimed.add(r.MessageIDs...)
+func (c *Client) Send(ctx context.Context, d delivery.Delivery) (delivery.Receipt, error) {
+	r, err := c.send(ctx, d)
+	c.claimed.add(r.MessageIDs...)
 	return r, err
 }
 
 // RememberConfirmed tells the adapter message ids confirmed for earlier
 // deliveries (by a previous process): reconciliation never takes them for
 // another delivery's.
-func (a *Adapter) RememberConfirmed(ids ...string) { a.claimed.add(ids...) }
+func (c *Client) RememberConfirmed(ids ...string) { c.claimed.add(ids...) }
 
 // claimedIDs remembers the message ids recent sends confirmed: each
 // belongs to its delivery, so reconciliation never takes one for another
@@ -98,18 +98,15 @@ func (c *claimedIDs) has(id string) bool {
 	return ok
 }
 
-func (a *Adapter) send(ctx context.Context, d delivery.Delivery) (delivery.Receipt, error) {
-	s := a.session()
-	if s == nil {
-		return delivery.Receipt{}, fmt.Errorf("%w: not connected to Discord", delivery.ErrTransient)
-	}
+func (c *Client) send(ctx context.Context, d delivery.Delivery) (delivery.Receipt, error) {
+	s := c.session()
 	parts := SplitMessage(d.Text, MaxMessageLen)
 	if len(d.Shown) > len(parts) {
 		d.Shown = d.Shown[:len(parts)]
 	}
 	reconcile := false
 	if d.Interaction != nil {
-		ids, err := a.sendInteraction(ctx, s, d, parts)
+		ids, err := c.sendInteraction(ctx, s, d, parts)
 		var gone *interactionGone
 		switch {
 		case err == nil:
@@ -121,11 +118,11 @@ func (a *Adapter) send(ctx context.Context, d delivery.Delivery) (delivery.Recei
 		// its token expired): the rest is posted as channel messages. When
 		// an earlier attempt may have displayed the next part, the channel
 		// is read for it first.
-		a.log.Warn().Err(gone.err).Str("delivery", d.ID).Int("parts_shown", len(ids)).
+		c.log.Warn().Err(gone.err).Str("delivery", d.ID).Int("parts_shown", len(ids)).
 			Msg("interaction cannot take the reply: posting the rest as messages")
 		d.Shown, reconcile = ids, gone.unsure
 	}
-	channelID, err := a.channelFor(ctx, s, d.Target.ConversationID)
+	channelID, err := c.channelFor(ctx, s, d.Target.ConversationID)
 	if err != nil {
 		return shownReceipt(d.Shown, parts, err)
 	}
@@ -133,30 +130,28 @@ func (a *Adapter) send(ctx context.Context, d delivery.Delivery) (delivery.Recei
 		// A thread that was archived or locked cannot take a message,
 		// bound or not (an intro, a farewell, a notice): posting would
 		// unarchive it or fail. Fail closed.
-		if err := a.checkThread(ctx, s, channelID); err != nil {
+		if err := c.checkThread(ctx, s, channelID); err != nil {
 			return shownReceipt(d.Shown, parts, err)
 		}
 	}
 	if d.ViaWebhook {
-		if parent := a.parentOf(ctx, s, channelID); parent != "" {
-			ids, err := a.hooks.send(ctx, s, parent, channelID, d, parts)
+		if parent := c.parentOf(ctx, s, channelID); parent != "" {
+			ids, err := c.hooks.send(ctx, s, parent, channelID, d, parts)
 			if err == nil {
-				a.touch(d)
 				return delivery.Receipt{MessageIDs: ids}, nil
 			}
 			if !errors.Is(err, errWebhookUnusable) {
 				return shownReceipt(ids, parts, err)
 			}
-			a.log.Warn().Err(err).Str("delivery", d.ID).Str("channel", channelID).Msg("webhook unusable: posting as the bot instead")
+			c.log.Warn().Err(err).Str("delivery", d.ID).Str("channel", channelID).Msg("webhook unusable: posting as the bot instead")
 			// Parts the webhook displayed stay; the rest is posted by the bot.
 			d.Shown = ids
 		}
 	}
-	ids, err := a.botSend(ctx, s, channelID, d, parts, reconcile)
+	ids, err := c.botSend(ctx, s, channelID, d, parts, reconcile)
 	if err != nil {
 		return shownReceipt(ids, parts, err)
 	}
-	a.touch(d)
 	return delivery.Receipt{MessageIDs: ids}, nil
 }
 
@@ -169,32 +164,25 @@ func shownReceipt(ids, parts []string, err error) (delivery.Receipt, error) {
 	return delivery.Receipt{MessageIDs: slices.Clone(ids), Text: strings.Join(parts[:len(ids)], "")}, err
 }
 
-// touch records outbound activity on the binding a send went to.
-func (a *Adapter) touch(d delivery.Delivery) {
-	if d.BindingID != "" {
-		a.d.Bindings.Touch(d.BindingID, a.d.Clock.Now())
-	}
-}
-
 // nonceTrust is how long after a delivery's first attempt a resend relies
 // on the message nonce alone. Discord honours enforce_nonce for only a few
 // minutes; past this, a resend reads the channel for what the delivery
 // could have created before posting (invariant 4).
 const nonceTrust = 2 * time.Minute
 
-func (a *Adapter) botSend(ctx context.Context, s *discordgo.Session, channelID string, d delivery.Delivery, parts []string, reconcile bool) ([]string, error) {
+func (c *Client) botSend(ctx context.Context, s *discordgo.Session, channelID string, d delivery.Delivery, parts []string, reconcile bool) ([]string, error) {
 	ids := make([]string, 0, len(parts))
 	ids = append(ids, d.Shown...)
-	botID, _ := a.ids()
-	if len(ids) < len(parts) && (reconcile || d.Resend && a.d.Clock.Now().Sub(d.FirstAttempt) >= nonceTrust) {
-		found, err := a.reconcile(ctx, s, channelID, d.FirstAttempt, parts, ids, func(m *discordgo.Message) bool {
+	botID, _ := c.ids()
+	if len(ids) < len(parts) && (reconcile || d.Resend && c.d.Clock.Now().Sub(d.FirstAttempt) >= nonceTrust) {
+		found, err := c.reconcile(ctx, s, channelID, d.FirstAttempt, parts, ids, func(m *discordgo.Message) bool {
 			return m.Author != nil && m.Author.ID == botID
 		})
 		if err != nil {
 			return ids, err
 		}
 		if len(found) > len(ids) {
-			a.log.Info().Str("delivery", d.ID).Int("parts", len(found)-len(ids)).Msg("resend found parts already displayed")
+			c.log.Info().Str("delivery", d.ID).Int("parts", len(found)-len(ids)).Msg("resend found parts already displayed")
 		}
 		ids = found
 	}
@@ -210,14 +198,14 @@ func (a *Adapter) botSend(ctx context.Context, s *discordgo.Session, channelID s
 			body.MessageReference = &discordgo.MessageReference{MessageID: d.ReplyTo, ChannelID: channelID, FailIfNotExists: &f}
 		}
 		var msg discordgo.Message
-		err := a.retry(ctx, func() error {
+		err := c.retry(ctx, func() error {
 			for {
 				raw, err := s.RequestWithBucketID("POST", endpoint, body, endpoint, discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
 				var rl *discordgo.RateLimitError
 				if errors.As(err, &rl) && rl.RateLimit != nil && rl.TooManyRequests != nil {
 					// A 429 committed nothing: wait it out and send again.
-					a.d.Metrics.RESTError(0, http.StatusTooManyRequests)
-					if err := a.waitRateLimit(ctx, rl.RetryAfter, untouched); err != nil {
+					c.d.Metrics.RESTError(0, http.StatusTooManyRequests)
+					if err := c.waitRateLimit(ctx, rl.RetryAfter, untouched); err != nil {
 						return err
 					}
 					continue
@@ -240,7 +228,7 @@ func (a *Adapter) botSend(ctx context.Context, s *discordgo.Session, channelID s
 
 // waitRateLimit waits out a 429's retry_after; with unlocked, the
 // conversation's send lock is released meanwhile (delivery.Pause).
-func (a *Adapter) waitRateLimit(ctx context.Context, d time.Duration, unlocked bool) error {
+func (c *Client) waitRateLimit(ctx context.Context, d time.Duration, unlocked bool) error {
 	if d <= 0 {
 		d = time.Second
 	}
@@ -272,7 +260,7 @@ const reconcilePages = 10
 // extended by what it found. A failed read is an error (retried later)
 // rather than a guess; a channel whose history the bot may not read is
 // taken as holding none of them.
-func (a *Adapter) reconcile(ctx context.Context, s *discordgo.Session, channelID string, since time.Time, parts, ids []string, mine func(*discordgo.Message) bool) ([]string, error) {
+func (c *Client) reconcile(ctx context.Context, s *discordgo.Session, channelID string, since time.Time, parts, ids []string, mine func(*discordgo.Message) bool) ([]string, error) {
 	after := snowflakeAt(since.Add(-reconcileSkew))
 	if len(ids) > 0 && compareIDs(ids[len(ids)-1], after) > 0 {
 		after = ids[len(ids)-1]
@@ -283,14 +271,14 @@ func (a *Adapter) reconcile(ctx context.Context, s *discordgo.Session, channelID
 	before := ""
 	for page := 0; page < reconcilePages; page++ {
 		var batch []*discordgo.Message
-		err := a.retry(ctx, func() error {
+		err := c.retry(ctx, func() error {
 			var err error
 			batch, err = s.ChannelMessages(channelID, 100, before, "", "", discordgo.WithContext(ctx))
 			return err
 		})
 		if err != nil {
 			if errors.Is(err, delivery.ErrForbidden) {
-				a.log.Warn().Err(err).Str("channel", channelID).Msg("reconcile: cannot read the channel; assuming nothing was displayed")
+				c.log.Warn().Err(err).Str("channel", channelID).Msg("reconcile: cannot read the channel; assuming nothing was displayed")
 				break
 			}
 			return ids, fmt.Errorf("reconcile %s: %w", channelID, err)
@@ -311,7 +299,7 @@ func (a *Adapter) reconcile(ctx context.Context, s *discordgo.Session, channelID
 		}
 	}
 	slices.SortFunc(msgs, func(x, y *discordgo.Message) int { return compareIDs(x.ID, y.ID) })
-	return matchParts(msgs, parts, ids, func(m *discordgo.Message) bool { return !a.claimed.has(m.ID) && mine(m) }), nil
+	return matchParts(msgs, parts, ids, func(m *discordgo.Message) bool { return !c.claimed.has(m.ID) && mine(m) }), nil
 }
 
 // matchParts extends ids with the messages (ascending) that display the
@@ -365,8 +353,8 @@ func (e *interactionGone) Unwrap() error { return e.err }
 // GET @original) is reconciled through GET @original, never posted twice
 // (invariant 15). It returns *interactionGone (with the ids shown) only
 // when the interaction cannot take the next part.
-func (a *Adapter) sendInteraction(ctx context.Context, s *discordgo.Session, d delivery.Delivery, parts []string) ([]string, error) {
-	_, appID := a.ids()
+func (c *Client) sendInteraction(ctx context.Context, s *discordgo.Session, d delivery.Delivery, parts []string) ([]string, error) {
+	_, appID := c.ids()
 	in := &discordgo.Interaction{ID: d.Interaction.ID, Token: d.Interaction.Token, AppID: appID}
 	ids := slices.Clone(d.Shown)
 	unsure := d.Resend
@@ -379,7 +367,7 @@ func (a *Adapter) sendInteraction(ctx context.Context, s *discordgo.Session, d d
 		known := true
 		if d.Resend || len(ids) > 0 {
 			var err error
-			orig, known, err = a.original(ctx, s, in)
+			orig, known, err = c.original(ctx, s, in)
 			if err != nil {
 				return nil, err
 			}
@@ -396,7 +384,7 @@ func (a *Adapter) sendInteraction(ctx context.Context, s *discordgo.Session, d d
 		case !known:
 			return nil, &interactionGone{unsure: true, err: errors.New("interaction token expired; outcome unknown")}
 		default:
-			id, err := a.respond(ctx, s, in, parts[0], &unsure)
+			id, err := c.respond(ctx, s, in, parts[0], &unsure)
 			if err != nil {
 				return nil, err
 			}
@@ -407,15 +395,15 @@ func (a *Adapter) sendInteraction(ctx context.Context, s *discordgo.Session, d d
 		attempts := 0
 		maybeShown := unsure
 		var m *discordgo.Message
-		err := a.retry(ctx, func() error {
+		err := c.retry(ctx, func() error {
 			attempts++
 			if attempts > 1 || unsure {
 				// Followups carry no nonce: look before posting again.
-				chID, err := a.channelFor(ctx, s, d.Target.ConversationID)
+				chID, err := c.channelFor(ctx, s, d.Target.ConversationID)
 				if err != nil {
 					return err
 				}
-				found, err := a.reconcile(ctx, s, chID, d.FirstAttempt, parts[:i+1], ids, func(m *discordgo.Message) bool {
+				found, err := c.reconcile(ctx, s, chID, d.FirstAttempt, parts[:i+1], ids, func(m *discordgo.Message) bool {
 					return m.WebhookID == appID
 				})
 				if err != nil {
@@ -444,9 +432,9 @@ func (a *Adapter) sendInteraction(ctx context.Context, s *discordgo.Session, d d
 
 // original reads the interaction's @original response: (nil, true) when
 // there is none yet, (nil, false) when the token no longer works.
-func (a *Adapter) original(ctx context.Context, s *discordgo.Session, in *discordgo.Interaction) (*discordgo.Message, bool, error) {
+func (c *Client) original(ctx context.Context, s *discordgo.Session, in *discordgo.Interaction) (*discordgo.Message, bool, error) {
 	var orig *discordgo.Message
-	err := a.retry(ctx, func() error {
+	err := c.retry(ctx, func() error {
 		var err error
 		orig, err = s.InteractionResponse(in, discordgo.WithContext(ctx))
 		return err
@@ -469,7 +457,7 @@ func (a *Adapter) original(ctx context.Context, s *discordgo.Session, in *discor
 
 // respond posts the interaction callback. An ambiguous failure is checked
 // through GET @original before any retry: the answer may be displayed.
-func (a *Adapter) respond(ctx context.Context, s *discordgo.Session, in *discordgo.Interaction, content string, unsure *bool) (string, error) {
+func (c *Client) respond(ctx context.Context, s *discordgo.Session, in *discordgo.Interaction, content string, unsure *bool) (string, error) {
 	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
 		Data: &discordgo.InteractionResponseData{Content: content, AllowedMentions: noMentions()}}
 	for attempt := 0; attempt < retryAttempts; attempt++ {
@@ -477,12 +465,12 @@ func (a *Adapter) respond(ctx context.Context, s *discordgo.Session, in *discord
 			select {
 			case <-ctx.Done():
 				return "", classify(ctx.Err())
-			case <-time.After(a.opt.RetryBackoff << (attempt - 1)):
+			case <-time.After(c.opt.RetryBackoff << (attempt - 1)):
 			}
 		}
 		err := s.InteractionRespond(in, resp, discordgo.WithContext(ctx))
 		if err != nil {
-			a.countError(err)
+			c.countError(err)
 		}
 		code, _, _ := restCode(err)
 		switch {
@@ -495,7 +483,7 @@ func (a *Adapter) respond(ctx context.Context, s *discordgo.Session, in *discord
 		default:
 			*unsure = true
 		}
-		orig, known, gerr := a.original(ctx, s, in)
+		orig, known, gerr := c.original(ctx, s, in)
 		switch {
 		case gerr != nil:
 			// Answered or maybe answered, but no id: stay pending; a
@@ -517,16 +505,16 @@ func (a *Adapter) respond(ctx context.Context, s *discordgo.Session, in *discord
 
 // channelFor resolves a conversation id to a Discord channel id; a DM
 // ("user:<id>") opens (or reuses) the DM channel.
-func (a *Adapter) channelFor(ctx context.Context, s *discordgo.Session, conv string) (string, error) {
+func (c *Client) channelFor(ctx context.Context, s *discordgo.Session, conv string) (string, error) {
 	user, ok := strings.CutPrefix(conv, sessionkey.DMPrefix)
 	if !ok {
 		return strings.TrimPrefix(conv, "channel:"), nil
 	}
-	if id, ok := a.dms.Load(user); ok {
+	if id, ok := c.dms.Load(user); ok {
 		return id.(string), nil
 	}
 	var ch *discordgo.Channel
-	err := a.retry(ctx, func() error {
+	err := c.retry(ctx, func() error {
 		var err error
 		ch, err = s.UserChannelCreate(user, discordgo.WithContext(ctx))
 		return err
@@ -534,17 +522,17 @@ func (a *Adapter) channelFor(ctx context.Context, s *discordgo.Session, conv str
 	if err != nil {
 		return "", fmt.Errorf("open DM with %s: %w", user, err)
 	}
-	a.dms.Store(user, ch.ID)
+	c.dms.Store(user, ch.ID)
 	return ch.ID, nil
 }
 
 // channel returns a channel from the gateway state, else from REST.
-func (a *Adapter) channel(ctx context.Context, s *discordgo.Session, id string) (*discordgo.Channel, error) {
+func (c *Client) channel(ctx context.Context, s *discordgo.Session, id string) (*discordgo.Channel, error) {
 	if ch, ok := stateChannel(s, id); ok {
 		return ch, nil
 	}
 	var ch *discordgo.Channel
-	err := a.retry(ctx, func() error {
+	err := c.retry(ctx, func() error {
 		var err error
 		ch, err = s.Channel(id, discordgo.WithContext(ctx))
 		return err
@@ -570,8 +558,8 @@ func stateChannel(s *discordgo.Session, id string) (*discordgo.Channel, bool) {
 }
 
 // checkThread fails with ErrDestinationGone when a thread is archived or locked.
-func (a *Adapter) checkThread(ctx context.Context, s *discordgo.Session, id string) error {
-	ch, err := a.channel(ctx, s, id)
+func (c *Client) checkThread(ctx context.Context, s *discordgo.Session, id string) error {
+	ch, err := c.channel(ctx, s, id)
 	if err != nil {
 		return fmt.Errorf("check thread %s: %w", id, err)
 	}
@@ -587,8 +575,8 @@ func (a *Adapter) checkThread(ctx context.Context, s *discordgo.Session, id stri
 }
 
 // parentOf returns a thread's parent channel, or "" for a non-thread.
-func (a *Adapter) parentOf(ctx context.Context, s *discordgo.Session, id string) string {
-	ch, err := a.channel(ctx, s, id)
+func (c *Client) parentOf(ctx context.Context, s *discordgo.Session, id string) string {
+	ch, err := c.channel(ctx, s, id)
 	if err != nil || !ch.IsThread() {
 		return ""
 	}
@@ -603,21 +591,21 @@ const retryAttempts = 5
 // retry runs call, retrying retryable failures (5xx, network; discordgo
 // itself waits out 429s) with backoff. The returned error is classified
 // (see classify).
-func (a *Adapter) retry(ctx context.Context, call func() error) error {
+func (c *Client) retry(ctx context.Context, call func() error) error {
 	var err error
 	for attempt := 0; attempt < retryAttempts; attempt++ {
 		if attempt > 0 {
 			select {
 			case <-ctx.Done():
 				return classify(ctx.Err())
-			case <-time.After(a.opt.RetryBackoff << (attempt - 1)):
+			case <-time.After(c.opt.RetryBackoff << (attempt - 1)):
 			}
 		}
 		raw := call()
 		if raw == nil {
 			return nil
 		}
-		a.countError(raw)
+		c.countError(raw)
 		err = classify(raw)
 		if !retryable(err) {
 			return err
@@ -626,8 +614,8 @@ func (a *Adapter) retry(ctx context.Context, call func() error) error {
 	return err
 }
 
-func (a *Adapter) countError(err error) {
+func (c *Client) countError(err error) {
 	if code, status, ok := restCode(err); ok {
-		a.d.Metrics.RESTError(code, status)
+		c.d.Metrics.RESTError(code, status)
 	}
 }

@@ -103,31 +103,31 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // IdentifyAttempts is the number of gateway connect attempts (each an
 // IDENTIFY when it got that far) this adapter made; tests and metrics read it.
-func (a *Adapter) IdentifyAttempts() int { return int(a.identifies.Load()) }
+func (g *Gateway) IdentifyAttempts() int { return int(g.identifies.Load()) }
 
 // ShardInfo returns the shard this adapter serves ([id, count]); with
 // count auto it is known only after connecting.
-func (a *Adapter) ShardInfo() (id, count int) {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	return a.shard.ID, a.shard.Count
+func (g *Gateway) ShardInfo() (id, count int) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.shard.ID, g.shard.Count
 }
 
 // ownsGuild reports whether this process's shard receives the guild's
 // events (Discord: (guild_id >> 22) % count; DMs, guild "", go to shard 0).
-func (a *Adapter) ownsGuild(guildID string) bool {
-	id, count := a.ShardInfo()
+func (g *Gateway) ownsGuild(guildID string) bool {
+	id, count := g.ShardInfo()
 	if count <= 1 {
 		return true
 	}
 	if guildID == "" {
 		return id == 0
 	}
-	g, err := strconv.ParseUint(guildID, 10, 64)
+	gid, err := strconv.ParseUint(guildID, 10, 64)
 	if err != nil {
 		return false
 	}
-	return int((g>>22)%uint64(count)) == id
+	return int((gid>>22)%uint64(count)) == id
 }
 
 // connect opens the gateway session, pacing and guarding IDENTIFY:
@@ -145,8 +145,9 @@ func (a *Adapter) ownsGuild(guildID string) bool {
 //
 // It returns nil once connected, ctx's error when ctx ends first, and an
 // error for fatal close codes (bad token, bad shard, disallowed intents).
-func (a *Adapter) connect(ctx context.Context, s *discordgo.Session) error {
-	sleep := a.opt.Sleep
+func (g *Gateway) connect(ctx context.Context, s *discordgo.Session) error {
+	g.prepare(s)
+	sleep := g.opt.Sleep
 	if sleep == nil {
 		sleep = sleepCtx
 	}
@@ -157,23 +158,23 @@ func (a *Adapter) connect(ctx context.Context, s *discordgo.Session) error {
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return ctx.Err()
-		case err != nil && a.opt.Shard.Auto && !a.shardKnown():
+		case err != nil && g.opt.Shard.Auto && !g.shardKnown():
 			failures++
-			a.log.Error().Err(err).Int("failures", failures).Msg("discord: GET /gateway/bot failed; shard count auto needs it")
+			g.log.Error().Err(err).Int("failures", failures).Msg("discord: GET /gateway/bot failed; shard count auto needs it")
 			if err := sleep(ctx, identifyBackoff(failures)); err != nil {
 				return err
 			}
 			continue
 		case err != nil:
-			a.log.Warn().Err(err).Msg("discord: GET /gateway/bot failed; connecting without identify pacing")
+			g.log.Warn().Err(err).Msg("discord: GET /gateway/bot failed; connecting without identify pacing")
 		default:
-			if err := a.fixShard(s, gb.Shards); err != nil {
+			if err := g.fixShard(s, gb.Shards); err != nil {
 				return err
 			}
 			lim := gb.SessionStartLimit
 			if lim.Total > 0 && lim.Remaining <= 0 {
 				reset := time.Duration(lim.ResetAfter) * time.Millisecond
-				a.log.Error().Int("total", lim.Total).Dur("resetAfter", reset).
+				g.log.Error().Int("total", lim.Total).Dur("resetAfter", reset).
 					Msg("discord: the daily identify budget (session_start_limit) is spent; not identifying until it resets")
 				if err := sleep(ctx, max(reset, time.Second)); err != nil {
 					return err
@@ -186,13 +187,13 @@ func (a *Adapter) connect(ctx context.Context, s *discordgo.Session) error {
 		}
 		wait = max(wait, identifyBackoff(failures))
 		if wait > 0 {
-			a.log.Info().Dur("wait", wait).Int("shard", s.ShardID).Int("failures", failures).Msg("discord: waiting before IDENTIFY")
+			g.log.Info().Dur("wait", wait).Int("shard", s.ShardID).Int("failures", failures).Msg("discord: waiting before IDENTIFY")
 		}
 		if err := sleep(ctx, wait); err != nil {
 			return err
 		}
 		attempts++
-		a.identifies.Add(1)
+		g.identifies.Add(1)
 		err = s.Open()
 		if err == nil {
 			return nil
@@ -201,30 +202,30 @@ func (a *Adapter) connect(ctx context.Context, s *discordgo.Session) error {
 			return fmt.Errorf("discord: connect gateway (shard %d of %d): %w%s", s.ShardID, max(s.ShardCount, 1), err, closeHint(err))
 		}
 		failures++
-		a.log.Error().Err(err).Int("failures", failures).Dur("retryIn", identifyBackoff(failures)).Msg("discord: connect gateway failed")
+		g.log.Error().Err(err).Int("failures", failures).Dur("retryIn", identifyBackoff(failures)).Msg("discord: connect gateway failed")
 	}
 }
 
-func (a *Adapter) shardKnown() bool {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	return a.shard.Count > 0
+func (g *Gateway) shardKnown() bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.shard.Count > 0
 }
 
 // fixShard settles the shard count (auto: Discord's recommendation, once)
 // and sets it on the session before its first Open.
-func (a *Adapter) fixShard(s *discordgo.Session, recommended int) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.shard.Count > 0 {
+func (g *Gateway) fixShard(s *discordgo.Session, recommended int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shard.Count > 0 {
 		return nil
 	}
 	n := max(recommended, 1)
-	if a.shard.ID >= n {
-		return fmt.Errorf("discord: discord.shard.id %d is not below the shard count Discord recommends (%d); run ids 0 to %d", a.shard.ID, n, n-1)
+	if g.shard.ID >= n {
+		return fmt.Errorf("discord: discord.shard.id %d is not below the shard count Discord recommends (%d); run ids 0 to %d", g.shard.ID, n, n-1)
 	}
-	a.shard.Count = n
-	s.ShardID, s.ShardCount = a.shard.ID, n
-	a.log.Info().Int("shard", a.shard.ID).Int("count", n).Msg("discord: shard count from GET /gateway/bot")
+	g.shard.Count = n
+	s.ShardID, s.ShardCount = g.shard.ID, n
+	g.log.Info().Int("shard", g.shard.ID).Int("count", n).Msg("discord: shard count from GET /gateway/bot")
 	return nil
 }

@@ -82,17 +82,14 @@ func (s *sleeps) String() string {
 
 // connectTo builds an adapter on the emulator and runs connect; the session
 // is closed at cleanup (after its first heartbeat, see the discordtest doc).
-func connectTo(t *testing.T, e *discordtest.Emulator, opt Options, sl *sleeps) (*Adapter, error) {
+func connectTo(t *testing.T, e *discordtest.Emulator, token string, opt GatewayOptions, sl *sleeps) (*Gateway, error) {
 	t.Helper()
-	opt.APIURL, opt.Sleep = e.URL(), sl.sleep
-	if opt.Token == "" {
-		opt.Token = e.Token()
+	opt.Sleep = sl.sleep
+	if token == "" {
+		token = e.Token()
 	}
-	a := New(opt, Deps{Log: zerolog.Nop()})
-	s, err := a.newSession()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, a := wire(t, ClientOptions{Token: token, APIURL: e.URL()}, ClientDeps{Log: zerolog.Nop()}, opt, GatewayDeps{Log: zerolog.Nop()})
+	s := c.session()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	before := e.GatewayStats().Heartbeats
@@ -140,7 +137,7 @@ func TestConnectShardAndPacing(t *testing.T) {
 			e := discordtest.NewTest(t, discordtest.Options{Shards: tc.shards,
 				SessionStartLimit: discordtest.SessionStartLimit{MaxConcurrency: tc.maxCon}})
 			sl := &sleeps{}
-			a, err := connectTo(t, e, Options{Shard: tc.opt}, sl)
+			a, err := connectTo(t, e, "", GatewayOptions{Shard: tc.opt}, sl)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,7 +160,7 @@ func TestConnectShardAndPacing(t *testing.T) {
 func TestConnectAutoShardIDBeyondRecommendation(t *testing.T) {
 	t.Parallel()
 	e := discordtest.NewTest(t, discordtest.Options{Shards: 2})
-	_, err := connectTo(t, e, Options{Shard: Shard{ID: 2, Auto: true}}, &sleeps{})
+	_, err := connectTo(t, e, "", GatewayOptions{Shard: Shard{ID: 2, Auto: true}}, &sleeps{})
 	if err == nil || !strings.Contains(err.Error(), "discord.shard.id 2 is not below the shard count Discord recommends (2)") {
 		t.Fatalf("connect = %v", err)
 	}
@@ -184,7 +181,7 @@ func TestConnectWaitsOutSpentBudget(t *testing.T) {
 		}
 		e.SetSessionStartLimit(discordtest.SessionStartLimit{Total: 1000, Remaining: 1000, ResetAfter: 24 * time.Hour, MaxConcurrency: 1})
 	}
-	if _, err := connectTo(t, e, Options{}, sl); err != nil {
+	if _, err := connectTo(t, e, "", GatewayOptions{}, sl); err != nil {
 		t.Fatal(err)
 	}
 	if sl.String() != "[3h0m0s]" {
@@ -201,7 +198,7 @@ func TestConnectBacksOffAfterFailures(t *testing.T) {
 	e := discordtest.NewTest(t, discordtest.Options{})
 	e.InjectFault(discordtest.Fault{Method: "GET", Path: "/gateway", Times: 3, Status: 500})
 	sl := &sleeps{}
-	a, err := connectTo(t, e, Options{}, sl)
+	a, err := connectTo(t, e, "", GatewayOptions{}, sl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +214,7 @@ func TestConnectStopsOnFatalCloseAndOnCancel(t *testing.T) {
 	t.Parallel()
 	e := discordtest.NewTest(t, discordtest.Options{})
 	sl := &sleeps{}
-	_, err := connectTo(t, e, Options{Token: "wrong-token"}, sl)
+	_, err := connectTo(t, e, "wrong-token", GatewayOptions{}, sl)
 	if err == nil || !strings.Contains(err.Error(), "4004") {
 		t.Fatalf("connect with a bad token = %v, want the 4004 close", err)
 	}
@@ -227,13 +224,10 @@ func TestConnectStopsOnFatalCloseAndOnCancel(t *testing.T) {
 
 	// A cancelled context ends the backoff loop.
 	e.InjectFault(discordtest.Fault{Method: "GET", Path: "/gateway", Times: -1, Status: 500})
-	a := New(Options{Token: e.Token(), APIURL: e.URL()}, Deps{Log: zerolog.Nop()})
 	ctx, cancel := context.WithCancel(context.Background())
-	a.opt.Sleep = func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() }
-	s, err := a.newSession()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, a := wire(t, ClientOptions{Token: e.Token(), APIURL: e.URL()}, ClientDeps{Log: zerolog.Nop()},
+		GatewayOptions{Sleep: func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() }}, GatewayDeps{Log: zerolog.Nop()})
+	s := c.session()
 	if err := a.connect(ctx, s); err != context.Canceled {
 		t.Fatalf("connect after cancel = %v", err)
 	}

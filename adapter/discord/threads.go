@@ -24,7 +24,7 @@ const threadArchiveMinutes = 10080
 // threadManager creates subagent threads. It is reused across reconnects
 // and token rotations (it reads the session and token at call time).
 type threadManager struct {
-	a  *Adapter
+	c  *Client
 	mu sync.Mutex // one create at a time, so reconciliation sees a settled list
 }
 
@@ -32,19 +32,16 @@ type threadManager struct {
 // parent named name. An ambiguous failure (the create may have happened)
 // is reconciled by listing active threads before any retry, so a retry
 // never makes a second thread.
-func (a *Adapter) CreateThread(ctx context.Context, parent binding.ConversationRef, name string) (binding.ConversationRef, error) {
-	return a.threads.create(ctx, parent.ConversationID, name)
+func (c *Client) CreateThread(ctx context.Context, parent binding.ConversationRef, name string) (binding.ConversationRef, error) {
+	return c.threads.create(ctx, parent.ConversationID, name)
 }
 
 func (t *threadManager) create(ctx context.Context, parentID, name string) (binding.ConversationRef, error) {
-	a := t.a
-	s := a.session()
-	if s == nil {
-		return binding.ConversationRef{}, fmt.Errorf("create thread: %w: not connected", delivery.ErrTransient)
-	}
+	c := t.c
+	s := c.session()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	parent, err := a.channel(ctx, s, parentID)
+	parent, err := c.channel(ctx, s, parentID)
 	if err != nil {
 		return binding.ConversationRef{}, fmt.Errorf("create thread in %s: %w", parentID, err)
 	}
@@ -58,14 +55,14 @@ func (t *threadManager) create(ctx context.Context, parentID, name string) (bind
 			select {
 			case <-ctx.Done():
 				return binding.ConversationRef{}, ctx.Err()
-			case <-time.After(a.opt.RetryBackoff << (attempt - 1)):
+			case <-time.After(c.opt.RetryBackoff << (attempt - 1)):
 			}
 		}
 		ch, err := s.ThreadStartComplex(parentID, &discordgo.ThreadStart{Name: name, Type: discordgo.ChannelTypeGuildPublicThread, AutoArchiveDuration: threadArchiveMinutes}, discordgo.WithContext(ctx))
 		if err == nil {
 			return t.joined(ctx, s, ch.ID, parentID), nil
 		}
-		a.countError(err)
+		c.countError(err)
 		lastErr = classify(err)
 		if !retryable(lastErr) {
 			break
@@ -74,7 +71,7 @@ func (t *threadManager) create(ctx context.Context, parentID, name string) (bind
 		if parent.GuildID != "" {
 			for id := range t.activeThreadIDs(ctx, s, parent.GuildID, parentID, name) {
 				if !before[id] {
-					a.log.Info().Str("thread", id).Msg("thread create was ambiguous; found the created thread")
+					c.log.Info().Str("thread", id).Msg("thread create was ambiguous; found the created thread")
 					return t.joined(ctx, s, id, parentID), nil
 				}
 			}
@@ -88,8 +85,8 @@ func (t *threadManager) activeThreadIDs(ctx context.Context, s *discordgo.Sessio
 	out := map[string]bool{}
 	list, err := s.GuildThreadsActive(guildID, discordgo.WithContext(ctx))
 	if err != nil {
-		t.a.countError(err)
-		t.a.log.Warn().Err(err).Msg("list active threads")
+		t.c.countError(err)
+		t.c.log.Warn().Err(err).Msg("list active threads")
 		return out
 	}
 	for _, th := range list.Threads {
@@ -103,10 +100,10 @@ func (t *threadManager) activeThreadIDs(ctx context.Context, s *discordgo.Sessio
 // joined joins the bot to a thread it is about to bind (best effort) and returns its ref.
 func (t *threadManager) joined(ctx context.Context, s *discordgo.Session, threadID, parentID string) binding.ConversationRef {
 	if err := s.ThreadJoin(threadID, discordgo.WithContext(ctx)); err != nil {
-		t.a.countError(err)
-		t.a.log.Warn().Err(err).Str("thread", threadID).Msg("join thread")
+		t.c.countError(err)
+		t.c.log.Warn().Err(err).Str("thread", threadID).Msg("join thread")
 	}
-	return t.a.ref(threadID, parentID)
+	return t.c.ref(threadID, parentID)
 }
 
 type webhookCreds struct{ id, token string }
@@ -114,7 +111,7 @@ type webhookCreds struct{ id, token string }
 // webhookManager keeps one webhook per parent channel: created on first
 // need, persisted, reused across bindings, unbinds and restarts.
 type webhookManager struct {
-	a     *Adapter
+	c     *Client
 	mu    sync.Mutex
 	cache map[string]webhookCreds // parent channel -> webhook
 	own   sync.Map                // webhook id -> struct{}: echo suppression
@@ -132,8 +129,8 @@ func (w *webhookManager) get(ctx context.Context, s *discordgo.Session, parentID
 	if c, ok := w.cache[parentID]; ok {
 		return c, nil
 	}
-	if w.a.d.Webhooks != nil {
-		id, tok, ok, err := w.a.d.Webhooks.Webhook(ctx, parentID)
+	if w.c.d.Webhooks != nil {
+		id, tok, ok, err := w.c.d.Webhooks.Webhook(ctx, parentID)
 		if err != nil {
 			return webhookCreds{}, fmt.Errorf("load webhook of %s: %w", parentID, err)
 		}
@@ -145,7 +142,7 @@ func (w *webhookManager) get(ctx context.Context, s *discordgo.Session, parentID
 		}
 	}
 	var hook *discordgo.Webhook
-	err := w.a.retry(ctx, func() error {
+	err := w.c.retry(ctx, func() error {
 		var err error
 		hook, err = s.WebhookCreate(parentID, WebhookName, "", discordgo.WithContext(ctx))
 		return err
@@ -160,9 +157,9 @@ func (w *webhookManager) get(ctx context.Context, s *discordgo.Session, parentID
 	c := webhookCreds{hook.ID, hook.Token}
 	w.cache[parentID] = c
 	w.own.Store(hook.ID, struct{}{})
-	if w.a.d.Webhooks != nil {
-		if err := w.a.d.Webhooks.PutWebhook(ctx, parentID, hook.ID, hook.Token); err != nil {
-			w.a.log.Error().Err(err).Str("channel", parentID).Msg("persist webhook")
+	if w.c.d.Webhooks != nil {
+		if err := w.c.d.Webhooks.PutWebhook(ctx, parentID, hook.ID, hook.Token); err != nil {
+			w.c.log.Error().Err(err).Str("channel", parentID).Msg("persist webhook")
 		}
 	}
 	return c, nil
@@ -172,9 +169,9 @@ func (w *webhookManager) drop(ctx context.Context, parentID string) {
 	w.mu.Lock()
 	delete(w.cache, parentID)
 	w.mu.Unlock()
-	if w.a.d.Webhooks != nil {
-		if err := w.a.d.Webhooks.DeleteWebhook(ctx, parentID); err != nil {
-			w.a.log.Error().Err(err).Str("channel", parentID).Msg("forget webhook")
+	if w.c.d.Webhooks != nil {
+		if err := w.c.d.Webhooks.DeleteWebhook(ctx, parentID); err != nil {
+			w.c.log.Error().Err(err).Str("channel", parentID).Msg("forget webhook")
 		}
 	}
 }
@@ -196,7 +193,7 @@ func (w *webhookManager) send(ctx context.Context, s *discordgo.Session, parentI
 		params := &discordgo.WebhookParams{Content: parts[i], Username: d.Persona.Name, AvatarURL: d.Persona.AvatarURL, AllowedMentions: noMentions()}
 		var msg *discordgo.Message
 		attempts := 0
-		err = w.a.retry(ctx, func() error {
+		err = w.c.retry(ctx, func() error {
 			attempts++
 			if attempts > 1 || d.Resend {
 				id, err := w.find(ctx, s, threadID, c.id, d, parts[:i+1], ids)
@@ -240,7 +237,7 @@ func (w *webhookManager) send(ctx context.Context, s *discordgo.Session, parentI
 // attempt and after the parts already known (ids). An identical earlier
 // message (the same text said before) is never taken for it.
 func (w *webhookManager) find(ctx context.Context, s *discordgo.Session, threadID, webhookID string, d delivery.Delivery, parts, ids []string) (string, error) {
-	found, err := w.a.reconcile(ctx, s, threadID, d.FirstAttempt, parts, ids, func(m *discordgo.Message) bool {
+	found, err := w.c.reconcile(ctx, s, threadID, d.FirstAttempt, parts, ids, func(m *discordgo.Message) bool {
 		return m.WebhookID == webhookID && (m.Author == nil || d.Persona.Name == "" || m.Author.Username == d.Persona.Name)
 	})
 	if err != nil {

@@ -7,19 +7,15 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/agentbot/agentbot/core/binding"
-	"github.com/agentbot/agentbot/core/delivery"
 )
 
 // Typing implements session.Typist: POST /channels/{id}/typing in the
 // conversation (a DM opens its channel). A rate-limited indicator is
 // dropped, not retried: the next renewal comes within seconds, and a retry
 // could land after the answer and show "typing" for 10 s after it.
-func (a *Adapter) Typing(ctx context.Context, conv binding.ConversationRef) error {
-	s := a.session()
-	if s == nil {
-		return fmt.Errorf("typing: %w: not connected", delivery.ErrTransient)
-	}
-	ch, err := a.channelFor(ctx, s, conv.ConversationID)
+func (c *Client) Typing(ctx context.Context, conv binding.ConversationRef) error {
+	s := c.session()
+	ch, err := c.channelFor(ctx, s, conv.ConversationID)
 	if err != nil {
 		return fmt.Errorf("typing: %w", err)
 	}

@@ -13,7 +13,9 @@ import (
 	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/core/transcript"
 )
 
 // newACP builds the external-agent manager from acp.agents (nil when none
@@ -39,8 +41,8 @@ func newACP(a *app) *acp.Manager {
 			Users: c.Users, Roles: c.Roles, IdleTimeout: c.IdleShutdown, MaxSessions: c.MaxSessions})
 	}
 	return acp.New(acp.Options{Agents: agents, PermissionTimeout: a.cfg.ACP.PermissionTimeout, Ready: a.recovered},
-		acp.Deps{Live: a.outbound, Notices: a.adapter.Notices(), Transcripts: a.transcripts, Bindings: a.bindings, Threads: a.adapter,
-			Authority: a.adapter.Authority(), Clock: a.clock, Log: a.log.With().Str("component", "acp").Logger()})
+		acp.Deps{Live: a.outbound, Notices: outboundNotices{a.outbound}, Transcripts: a.transcripts, Bindings: a.bindings, Threads: a.discord,
+			Authority: a.discord.Authority(), Clock: a.clock, Log: a.log.With().Str("component", "acp").Logger()})
 }
 
 // acpRouting sends the messages of threads bound to an ACP session to the
@@ -96,4 +98,17 @@ func doctorACP(ctx context.Context, cfg *config.Config, stdout io.Writer) int {
 		fmt.Fprintf(stdout, "✔ acp agent %s: started and answered initialize (%s)\n", n, resume)
 	}
 	return problems
+}
+
+// outboundNotices is the ACP manager's acp.Notifier: an intro or a notice
+// goes through the one send owner, which writes it into the conversation's
+// transcript. (A turn's live messages use Outbound.Live directly.)
+type outboundNotices struct{ o *delivery.Outbound }
+
+var _ acp.Notifier = outboundNotices{}
+
+func (n outboundNotices) Notify(ctx context.Context, conv binding.ConversationRef, deliveryID, text string, source transcript.Source, agentID string) error {
+	_, err := n.o.Deliver(ctx, delivery.Delivery{ID: deliveryID, Target: conv, Text: text,
+		Producer: delivery.Producer{Source: source, AgentID: agentID}}, nil)
+	return err
 }

@@ -238,7 +238,7 @@ func TestBotRunAnswersMention(t *testing.T) {
 func TestNewestTokenAfterManagerReuse(t *testing.T) {
 	t.Parallel()
 	h := startBot(t, nil, nil)
-	a := h.app.adapter
+	a := h.app.discord
 	// The gateway refuses the rotated token; the adapter identifies again
 	// with the previous one (an interaction sent meanwhile would be lost,
 	// as on Discord): wait for it.
@@ -636,7 +636,7 @@ func TestSweeperFindsMissedThreadChanges(t *testing.T) {
 		t.Fatalf("%d active bindings after restart, want 3 (no event reached the bot)", n)
 	}
 	h.emu.InjectFault(discordtest.Fault{Method: "GET", Path: "/channels/" + kept, Status: 502, Times: -1})
-	h.app.adapter.Sweep(t.Context())
+	h.app.gateway.Sweep(t.Context())
 	h.emu.ClearFaults()
 	for thread, want := range map[string]string{deleted: binding.ReasonThreadDelete, archived: binding.ReasonThreadArchive, kept: ""} {
 		rec := adBindingOf(t, h, thread)

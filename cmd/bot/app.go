@@ -47,7 +47,8 @@ type app struct {
 	outbound    *delivery.Outbound
 	router      *delivery.Router
 	sessions    *session.Manager
-	adapter     *discord.Adapter
+	discord     *discord.Client
+	gateway     *discord.Gateway
 	sched       *schedulerBridge
 	cluster     *cluster     // several processes on PostgreSQL; nil on bbolt
 	acp         *acp.Manager // external coding agents; nil when acp.agents is empty
@@ -126,16 +127,20 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		}
 	}
 	tb := cfg.Discord.ThreadBindings
-	a.adapter = discord.New(discord.Options{
+	// One way: the REST client, then the send owner over it, then the
+	// sessions, then the gateway that feeds them.
+	a.discord, err = discord.NewClient(discord.ClientOptions{
 		Token: cfg.Discord.Token, APIURL: cfg.Discord.APIURL, Guilds: cfg.Discord.Guilds,
 		OperatorUsers: cfg.Discord.Operators.Users, OperatorRoles: cfg.Discord.Operators.Roles,
-		Access: accessPolicy(cfg.Discord.Access), Limits: accessLimits(cfg.Discord.Access.RateLimit),
-		ThreadBindings: tb.Enabled, Reconnect: true, BaseTransport: o.BaseTransport,
-		RetryBackoff: o.RetryBackoff, SweepInterval: o.SweepInterval, Shard: shardOf(cfg.Discord.Shard),
-		ReprocessEdits: cfg.Discord.Edits == config.EditsReprocess,
-	}, discord.Deps{}) // deps are set below, once everything exists
+		BaseTransport: o.BaseTransport, RetryBackoff: o.RetryBackoff,
+	}, discord.ClientDeps{Webhooks: st, Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger()})
+	if err != nil {
+		a.cluster.close()
+		st.Close()
+		return nil, err
+	}
 	a.outbound = delivery.NewOutbound(delivery.OutboundConfig{
-		Sender: a.adapter, Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
+		Sender: a.discord, Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
 		DefaultAgent: agents[0].ID, Clock: o.Clock, Log: log.With().Str("component", "outbound").Logger(),
 		Observe:  func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
 		Diagnose: func(d delivery.Diagnostic) { a.metrics.Rule1Exception(d.Reason) },
@@ -143,7 +148,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	})
 	// MCP servers: started eagerly by Run, their tools offered per agent
 	// and user (docs/DECISIONS.md).
-	a.tools = newToolHub(cfg, a.adapter.Authority(), a.metrics, log, o.MCPBackoff)
+	a.tools = newToolHub(cfg, a.discord.Authority(), a.metrics, log, o.MCPBackoff)
 	var toolbox session.Toolbox
 	if a.tools != nil {
 		toolbox = a.tools
@@ -153,13 +158,13 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		ThreadBindings: tb.Enabled, SpawnSubagentSessions: tb.SpawnSubagentSessions,
 		IdleTimeout: tb.IdleTimeout(), MaxAge: tb.MaxAge(),
 		MaxConcurrentSubagents: cfg.Subagents.MaxConcurrent, SubagentTimeout: cfg.Subagents.RunTimeout,
-		ModelText: a.adapter.ModelText,
+		ModelText: a.discord.ModelText,
 		OnTurn:    func(d time.Duration) { a.metrics.Turn(d.Seconds()) },
 		LiveAfter: o.LiveAfter,
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
-		Store: st, Threads: a.adapter, Typist: a.adapter, Fetcher: a.adapter, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
-		Authority: a.adapter.Authority(), Toolbox: toolbox,
+		Store: st, Threads: a.discord, Typist: a.discord, Fetcher: a.discord, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
+		Authority: a.discord.Authority(), Toolbox: toolbox,
 	})
 	if cfg.Scheduler.Enabled {
 		a.sched, err = newSchedulerBridge(a)
@@ -186,8 +191,12 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	if a.acp = newACP(a); a.acp != nil {
 		sessions, acpDep = acpRouting{Manager: a.sessions, acp: a.acp, bindings: a.bindings}, a.acp
 	}
-	a.adapter.SetDeps(discord.Deps{
-		Sessions: sessions, Bindings: a.bindings, Outbound: a.outbound, Webhooks: st, Jobs: jobs, ACP: acpDep,
+	a.gateway = discord.NewGateway(discord.GatewayOptions{
+		Access: accessPolicy(cfg.Discord.Access), Limits: accessLimits(cfg.Discord.Access.RateLimit),
+		ThreadBindings: tb.Enabled, Reconnect: true, SweepInterval: o.SweepInterval, Shard: shardOf(cfg.Discord.Shard),
+		ReprocessEdits: cfg.Discord.Edits == config.EditsReprocess,
+	}, discord.GatewayDeps{
+		Client: a.discord, Sessions: sessions, Bindings: a.bindings, Outbound: a.outbound, Jobs: jobs, ACP: acpDep,
 		Changes: a.transcripts,
 		Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger(),
 	})
@@ -204,7 +213,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		log.Warn().Err(err).Msg("load recent deliveries")
 	} else {
 		for _, r := range recs {
-			a.adapter.RememberConfirmed(r.MessageIDs...)
+			a.discord.RememberConfirmed(r.MessageIDs...)
 		}
 	}
 	// A recovered completion goes through its live path (router, fail-closed).
@@ -302,14 +311,14 @@ func (a *app) Run(ctx context.Context) error {
 		// Other processes' binding changes, within a second.
 		g.Go(func() error { return a.cluster.listener.Run(gctx) })
 	}
-	g.Go(func() error { defer producers.Done(); return a.adapter.Run(gctx) })
+	g.Go(func() error { defer producers.Done(); return a.gateway.Run(gctx) })
 	g.Go(func() error {
 		defer producers.Done()
 		// Finish deliveries a previous process left pending, once connected.
 		select {
 		case <-gctx.Done():
 			return nil
-		case <-a.adapter.Connected():
+		case <-a.gateway.Connected():
 		}
 		n, err := a.outbound.Recover(context.WithoutCancel(gctx), a.started)
 		close(a.recovered)
@@ -340,7 +349,7 @@ func (a *app) serveHTTP(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !a.adapter.Ready() {
+		if !a.gateway.Ready() {
 			http.Error(w, "gateway not ready", http.StatusServiceUnavailable)
 			return
 		}
@@ -356,7 +365,7 @@ func (a *app) serveHTTP(ctx context.Context) error {
 	mux.Handle("GET /inspect/{what}", inspectHandler(inspector{a.store, redact.New(a.cfg.Secrets()...)}, a.cfg.HTTP.Token))
 	mux.Handle("GET /backup", backupHandler(a.store, a.cfg.HTTP.Token))
 	console.New(console.Options{Store: a.store, Location: a.cfg.HTTP.Location(), Token: a.cfg.HTTP.Token,
-		Status: func() console.State { return console.State{Ready: a.adapter.Ready(), Started: a.started} },
+		Status: func() console.State { return console.State{Ready: a.gateway.Ready(), Started: a.started} },
 		Log:    a.log.With().Str("component", "console").Logger()}).Mount(mux) // read-only pages at /
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)
 	if err != nil {

@@ -143,7 +143,7 @@ func (h *harness) start(ctx context.Context) error {
 		return fmt.Errorf("bot stopped: %w", err)
 	case <-wctx.Done():
 		return errors.New("bot did not become ready")
-	case <-a.adapter.Connected():
+	case <-a.gateway.Connected():
 	}
 	if h.shared { // other bots heartbeat too: wait for every session's first
 		return h.emu.Wait(wctx, func() bool {

@@ -210,7 +210,7 @@ func storeScale(ctx context.Context, cacheDir string, bindings, entries int, log
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	select {
-	case <-h.app.adapter.Connected():
+	case <-h.app.gateway.Connected():
 	case err := <-h.done:
 		h.cancel = nil // stopped already: nothing for stop to wait for
 		return res, fmt.Errorf("bot stopped: %w", err)

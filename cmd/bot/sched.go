@@ -31,7 +31,7 @@ var (
 )
 
 func newSchedulerBridge(a *app) (*schedulerBridge, error) {
-	b := &schedulerBridge{sessions: a.sessions, auth: a.adapter.Authority()}
+	b := &schedulerBridge{sessions: a.sessions, auth: a.discord.Authority()}
 	b.Scheduler = scheduler.New(scheduler.Config{
 		Store: a.store, Clock: a.clock, Runner: b, Background: b, Deliverer: a.outbound, Outbox: a.store,
 		History: a.transcripts, Routes: a.bindings, Log: a.log.With().Str("component", "scheduler").Logger(),

@@ -90,7 +90,7 @@ func TestCLISetupAgainstEmulator(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	select {
-	case <-a.adapter.Connected():
+	case <-a.gateway.Connected():
 	case err := <-done:
 		t.Fatalf("bot run stopped: %v", err)
 	case <-time.After(20 * time.Second):

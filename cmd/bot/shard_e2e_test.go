@@ -58,7 +58,7 @@ func TestShardedBotsAnswerOwnGuildsOnce(t *testing.T) {
 		if err := h.start(t.Context()); err != nil {
 			t.Fatalf("shard %d: %v", shard, err)
 		}
-		if id, n := h.app.adapter.ShardInfo(); id != shard || n != 2 {
+		if id, n := h.app.gateway.ShardInfo(); id != shard || n != 2 {
 			t.Fatalf("bot %d serves shard %d of %d", shard, id, n)
 		}
 		bots[shard] = h

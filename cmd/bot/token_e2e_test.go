@@ -10,12 +10,12 @@ import "testing"
 func TestRotatedTokenReachesTheGateway(t *testing.T) {
 	t.Parallel()
 	h := startBot(t, nil, nil)
-	a := h.app.adapter
+	a, gw := h.app.discord, h.app.gateway
 	st0 := h.emu.GatewayStats()
 
 	h.emu.SetTokens("rotated-token")
 	a.SetToken("rotated-token")
-	waitUntil(t, h, "an IDENTIFY with the rotated token", func() bool { return h.emu.GatewayStats().Identifies > st0.Identifies && a.Ready() })
+	waitUntil(t, h, "an IDENTIFY with the rotated token", func() bool { return h.emu.GatewayStats().Identifies > st0.Identifies && gw.Ready() })
 
 	// The next reconnect resumes with the token the session identified with.
 	st1 := h.emu.GatewayStats()
@@ -35,11 +35,11 @@ func TestRotatedTokenReachesTheGateway(t *testing.T) {
 	a.SetToken("typo-token")
 	waitUntil(t, h, "the refused IDENTIFY and the one with the previous token", func() bool {
 		st := h.emu.GatewayStats()
-		return st.AuthFailures == 1 && st.Identifies > st2.Identifies && st.Connections == 1 && a.Ready()
+		return st.AuthFailures == 1 && st.Identifies > st2.Identifies && st.Connections == 1 && gw.Ready()
 	})
 	st3 := h.emu.GatewayStats()
 	a.SetToken("rotated-token")
-	waitUntil(t, h, "an IDENTIFY with the valid token again", func() bool { return h.emu.GatewayStats().Identifies > st3.Identifies && a.Ready() })
+	waitUntil(t, h, "an IDENTIFY with the valid token again", func() bool { return h.emu.GatewayStats().Identifies > st3.Identifies && gw.Ready() })
 	adSay(t, h, h.general.ID, adMention(h)+"and after the typo?")
 	waitUntil(t, h, "the reply", func() bool { return countContaining(h.emu.Messages(h.general.ID), "and after the typo?") == 2 })
 	finishBot(t, h, h.general.ID)
