@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -613,39 +612,4 @@ func (g *Gateway) cmdSession(ctx context.Context, v invocation) (reply, error) {
 		return reply{text: fmt.Sprintf("✅ %s disabled for this conversation's binding.", what)}, nil
 	}
 	return reply{text: fmt.Sprintf("✅ %s set to %s for this conversation's binding.", what, session.FormatDuration(d))}, nil
-}
-
-func (g *Gateway) cmdCron(ctx context.Context, v invocation) (reply, error) {
-	if g.d.Jobs == nil {
-		return reply{}, userErrf("The scheduler is disabled (scheduler.enabled: false).")
-	}
-	// Who may do what is decided behind Jobs, by the same rule the model's
-	// job tools go through (core/authz via the scheduler bridge).
-	privileged := slices.Contains([]string{"add", "remove", "run"}, v.sub)
-	actor := authz.Actor{UserID: v.userID, Where: v.conv}
-	var (
-		text string
-		err  error
-	)
-	switch v.sub {
-	case "add":
-		text, err = g.d.Jobs.Add(ctx, actor, CronAdd{Schedule: v.str("schedule"), Prompt: v.str("prompt"), Target: v.str("target"), TZ: v.str("tz"), To: v.str("to"), CreatedBy: v.userID, CreatedIn: v.conv})
-	case "list":
-		text, err = g.d.Jobs.List(ctx, actor)
-	case "remove":
-		text, err = g.d.Jobs.Remove(ctx, actor, v.str("id"))
-	case "run":
-		text, err = g.d.Jobs.RunNow(ctx, actor, v.str("id"))
-	case "runs":
-		text, err = g.d.Jobs.Runs(ctx, actor, v.str("id"))
-	default:
-		return reply{}, userErrf("Usage: /cron add|list|remove|run|runs")
-	}
-	if authz.IsRefusal(err) {
-		return reply{}, userErrf("%s", refusalText(err))
-	}
-	if err != nil {
-		return reply{}, fmt.Errorf("/cron %s: %w", v.sub, err)
-	}
-	return reply{text: text, public: privileged}, nil
 }

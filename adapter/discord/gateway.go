@@ -82,25 +82,6 @@ type Deliverer interface {
 	WithConversation(ref binding.ConversationRef, fn func() error) error
 }
 
-// Jobs is the scheduler surface behind /cron. Replies are user-facing
-// text; errors are user-facing too (they say what to write instead). Each
-// call carries the invoker: Jobs applies the authority rule (core/authz),
-// the same one the model's job tools go through.
-type Jobs interface {
-	Add(ctx context.Context, actor authz.Actor, req CronAdd) (string, error)
-	List(ctx context.Context, actor authz.Actor) (string, error)
-	Remove(ctx context.Context, actor authz.Actor, id string) (string, error)
-	RunNow(ctx context.Context, actor authz.Actor, id string) (string, error)
-	Runs(ctx context.Context, actor authz.Actor, id string) (string, error)
-}
-
-// CronAdd is a /cron add invocation.
-type CronAdd struct {
-	Schedule, Prompt, Target, TZ, To string
-	CreatedBy                        string
-	CreatedIn                        binding.ConversationRef
-}
-
 // GatewayDeps are the Gateway's collaborators. Client is required; Jobs
 // may be nil (scheduler off).
 type GatewayDeps struct {

@@ -81,13 +81,9 @@ func (b *schedulerBridge) RunBackground(ctx context.Context, in scheduler.Backgr
 //     and delivery target they can view.
 
 // Add implements /cron add.
-func (b *schedulerBridge) Add(ctx context.Context, actor authz.Actor, req discord.CronAdd) (string, error) {
-	j, err := b.add(ctx, actor, scheduler.AddRequest{Schedule: req.Schedule, Prompt: req.Prompt, Target: req.Target, TZ: req.TZ, To: req.To,
+func (b *schedulerBridge) Add(ctx context.Context, actor authz.Actor, req discord.CronAdd) (scheduler.Job, error) {
+	return b.add(ctx, actor, scheduler.AddRequest{Schedule: req.Schedule, Prompt: req.Prompt, Target: req.Target, TZ: req.TZ, To: req.To,
 		CreatedBy: req.CreatedBy, CreatedIn: req.CreatedIn})
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("⏰ Job `%s` added (%s): %s", j.ID, j.Mode(), b.Describe(j)), nil
 }
 
 func (b *schedulerBridge) add(ctx context.Context, actor authz.Actor, req scheduler.AddRequest) (scheduler.Job, error) {
@@ -154,11 +150,11 @@ func (b *schedulerBridge) AuthorizeRun(ctx context.Context, j scheduler.Job) err
 	return nil
 }
 
-// List implements /cron list.
-func (b *schedulerBridge) List(ctx context.Context, actor authz.Actor) (string, error) {
+// List implements /cron list: the jobs the asker may see.
+func (b *schedulerBridge) List(ctx context.Context, actor authz.Actor) ([]scheduler.Job, error) {
 	all, err := b.Scheduler.List(ctx)
 	if err != nil {
-		return "", fmt.Errorf("list jobs: %w", err)
+		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	var jobs []scheduler.Job
 	for _, j := range all {
@@ -166,68 +162,50 @@ func (b *schedulerBridge) List(ctx context.Context, actor authz.Actor) (string, 
 			jobs = append(jobs, j)
 		}
 	}
-	if len(jobs) == 0 {
-		return "No jobs. Add one with /cron add.", nil
-	}
-	var sb strings.Builder
-	for _, j := range jobs {
-		state := "enabled"
-		if !j.Enabled {
-			state = "disabled"
-		}
-		fmt.Fprintf(&sb, "• `%s` %s (%s, %s): %s\n", j.ID, j.Name, j.Mode(), state, b.Describe(j))
-	}
-	return sb.String(), nil
+	return jobs, nil
 }
 
 // Remove implements /cron remove.
-func (b *schedulerBridge) Remove(ctx context.Context, actor authz.Actor, id string) (string, error) {
+func (b *schedulerBridge) Remove(ctx context.Context, actor authz.Actor, id string) error {
 	if err := b.auth.RequireOperator(ctx, actor, "remove jobs (/cron remove)"); err != nil {
-		return "", err
+		return err
 	}
 	if err := b.Scheduler.Remove(ctx, id); err != nil {
-		return "", fmt.Errorf("remove job %s: %w", id, err)
+		return fmt.Errorf("remove job %s: %w", id, err)
 	}
-	return fmt.Sprintf("🗑️ Job `%s` removed.", id), nil
+	return nil
 }
 
 // RunNow implements /cron run.
-func (b *schedulerBridge) RunNow(ctx context.Context, actor authz.Actor, id string) (string, error) {
+func (b *schedulerBridge) RunNow(ctx context.Context, actor authz.Actor, id string) (scheduler.Run, error) {
 	if err := b.auth.RequireOperator(ctx, actor, "run jobs (/cron run)"); err != nil {
-		return "", err
+		return scheduler.Run{}, err
 	}
 	r, err := b.Scheduler.RunNow(ctx, id)
 	if err != nil {
-		return "", fmt.Errorf("run job %s: %w", id, err)
+		return scheduler.Run{}, fmt.Errorf("run job %s: %w", id, err)
 	}
-	return fmt.Sprintf("▶️ Job `%s` ran: %s (delivery %s).", id, r.Status, r.Delivery.Status), nil
+	return r, nil
 }
 
-// Runs implements /cron runs: a job the asker may not list is unknown to them.
-func (b *schedulerBridge) Runs(ctx context.Context, actor authz.Actor, id string) (string, error) {
+// recentRuns is how many runs /cron runs shows.
+const recentRuns = 10
+
+// Runs implements /cron runs (newest first): a job the asker may not list
+// is unknown to them.
+func (b *schedulerBridge) Runs(ctx context.Context, actor authz.Actor, id string) ([]scheduler.Run, error) {
 	j, err := b.Scheduler.Get(ctx, id)
 	if err != nil {
-		return "", fmt.Errorf("job %s: %w", id, err)
+		return nil, fmt.Errorf("job %s: %w", id, err)
 	}
 	if !b.visible(ctx, actor, j) {
-		return "", &authz.Refusal{Msg: fmt.Sprintf("there is no job %s you can see", id)}
+		return nil, &authz.Refusal{Msg: fmt.Sprintf("there is no job %s you can see", id)}
 	}
-	runs, err := b.Scheduler.Runs(ctx, id, 10)
+	runs, err := b.Scheduler.Runs(ctx, id, recentRuns)
 	if err != nil {
-		return "", fmt.Errorf("runs of job %s: %w", id, err)
+		return nil, fmt.Errorf("runs of job %s: %w", id, err)
 	}
-	if len(runs) == 0 {
-		return fmt.Sprintf("Job `%s` has not run yet.", id), nil
-	}
-	var sb strings.Builder
-	for _, r := range runs {
-		late := ""
-		if r.Late {
-			late = " (late by " + scheduler.HumanDuration(r.LateBy) + ")"
-		}
-		fmt.Fprintf(&sb, "• %s %s%s — delivery %s %s\n", r.StartedAt.UTC().Format("2006-01-02 15:04"), r.Status, late, r.Delivery.Status, r.Error)
-	}
-	return sb.String(), nil
+	return runs, nil
 }
 
 // ScheduleJob implements the schedule_job tool: /cron add's rules, for
@@ -241,12 +219,24 @@ func (b *schedulerBridge) ScheduleJob(ctx context.Context, actor authz.Actor, re
 	return fmt.Sprintf("job %s scheduled (%s): %s", j.ID, j.Mode(), b.Describe(j)), nil
 }
 
-// ListJobs implements the list_jobs tool: /cron list's rules.
+// ListJobs implements the list_jobs tool: /cron list's rules, in words
+// for the model.
 func (b *schedulerBridge) ListJobs(ctx context.Context, actor authz.Actor) (string, error) {
-	return b.List(ctx, actor)
+	jobs, err := b.List(ctx, actor)
+	if err != nil || len(jobs) == 0 {
+		return "no jobs", err
+	}
+	var sb strings.Builder
+	for _, j := range jobs {
+		fmt.Fprintf(&sb, "job %s %q (%s, enabled: %t): %s\n", j.ID, j.Name, j.Mode(), j.Enabled, b.Describe(j))
+	}
+	return sb.String(), nil
 }
 
 // CancelJob implements the cancel_job tool: /cron remove's rules.
 func (b *schedulerBridge) CancelJob(ctx context.Context, actor authz.Actor, id string) (string, error) {
-	return b.Remove(ctx, actor, id)
+	if err := b.Remove(ctx, actor, id); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("job %s removed", id), nil
 }

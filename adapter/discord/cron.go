@@ -1,0 +1,121 @@
+package discord
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentbot/agentbot/core/authz"
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/scheduler"
+)
+
+// Jobs is the scheduler surface behind /cron: it does what was asked and
+// returns what happened; /cron's replies are worded here. Errors are
+// user-facing when they say so (UserMessage, a refusal). Each call carries
+// the invoker: Jobs applies the authority rule (core/authz), the same one
+// the model's job tools go through.
+type Jobs interface {
+	Add(ctx context.Context, actor authz.Actor, req CronAdd) (scheduler.Job, error)
+	List(ctx context.Context, actor authz.Actor) ([]scheduler.Job, error)
+	Remove(ctx context.Context, actor authz.Actor, id string) error
+	RunNow(ctx context.Context, actor authz.Actor, id string) (scheduler.Run, error)
+	Runs(ctx context.Context, actor authz.Actor, id string) ([]scheduler.Run, error)
+	// Describe says when and where a job runs, in the bot's time zone.
+	Describe(j scheduler.Job) string
+}
+
+// CronAdd is a /cron add invocation.
+type CronAdd struct {
+	Schedule, Prompt, Target, TZ, To string
+	CreatedBy                        string
+	CreatedIn                        binding.ConversationRef
+}
+
+func (g *Gateway) cmdCron(ctx context.Context, v invocation) (reply, error) {
+	if g.d.Jobs == nil {
+		return reply{}, userErrf("The scheduler is disabled (scheduler.enabled: false).")
+	}
+	if !slices.Contains([]string{"add", "list", "remove", "run", "runs"}, v.sub) {
+		return reply{}, userErrf("Usage: /cron add|list|remove|run|runs")
+	}
+	// Who may do what is decided behind Jobs, by the same rule the model's
+	// job tools go through (core/authz via the scheduler bridge).
+	text, err := cron(ctx, g.d.Jobs, authz.Actor{UserID: v.userID, Where: v.conv}, v)
+	if authz.IsRefusal(err) {
+		return reply{}, userErrf("%s", refusalText(err))
+	}
+	if err != nil {
+		return reply{}, fmt.Errorf("/cron %s: %w", v.sub, err)
+	}
+	return reply{text: text, public: slices.Contains([]string{"add", "remove", "run"}, v.sub)}, nil
+}
+
+// cron runs a /cron sub-command and words its reply.
+func cron(ctx context.Context, jobs Jobs, actor authz.Actor, v invocation) (string, error) {
+	id := v.str("id")
+	switch v.sub {
+	case "add":
+		j, err := jobs.Add(ctx, actor, CronAdd{Schedule: v.str("schedule"), Prompt: v.str("prompt"), Target: v.str("target"), TZ: v.str("tz"), To: v.str("to"), CreatedBy: v.userID, CreatedIn: v.conv})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("⏰ Job `%s` added (%s): %s", j.ID, j.Mode(), jobs.Describe(j)), nil
+	case "list":
+		list, err := jobs.List(ctx, actor)
+		if err != nil {
+			return "", err
+		}
+		return cronList(jobs, list), nil
+	case "remove":
+		if err := jobs.Remove(ctx, actor, id); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("🗑️ Job `%s` removed.", id), nil
+	case "run":
+		r, err := jobs.RunNow(ctx, actor, id)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("▶️ Job `%s` ran: %s (delivery %s).", id, r.Status, r.Delivery.Status), nil
+	default: // runs
+		runs, err := jobs.Runs(ctx, actor, id)
+		if err != nil {
+			return "", err
+		}
+		return cronRunList(id, runs), nil
+	}
+}
+
+// cronList is /cron list's reply.
+func cronList(jobs Jobs, list []scheduler.Job) string {
+	if len(list) == 0 {
+		return "No jobs. Add one with /cron add."
+	}
+	var sb strings.Builder
+	for _, j := range list {
+		state := "enabled"
+		if !j.Enabled {
+			state = "disabled"
+		}
+		fmt.Fprintf(&sb, "• `%s` %s (%s, %s): %s\n", j.ID, j.Name, j.Mode(), state, jobs.Describe(j))
+	}
+	return sb.String()
+}
+
+// cronRunList is /cron runs' reply (the runs newest first, as Jobs returns them).
+func cronRunList(id string, runs []scheduler.Run) string {
+	if len(runs) == 0 {
+		return fmt.Sprintf("Job `%s` has not run yet.", id)
+	}
+	var sb strings.Builder
+	for _, r := range runs {
+		late := ""
+		if r.Late {
+			late = " (late by " + scheduler.HumanDuration(r.LateBy) + ")"
+		}
+		fmt.Fprintf(&sb, "• %s %s%s — delivery %s %s\n", r.StartedAt.UTC().Format("2006-01-02 15:04"), r.Status, late, r.Delivery.Status, r.Error)
+	}
+	return sb.String()
+}
