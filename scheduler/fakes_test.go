@@ -179,9 +179,9 @@ func newEnv(t *testing.T, mod ...func(*scheduler.Settings)) *env {
 func (e *env) newScheduler() *scheduler.Scheduler {
 	n := 0
 	var mu sync.Mutex
-	return scheduler.New(scheduler.Config{
+	return scheduler.New(scheduler.Options{Settings: e.set, DefaultAgent: "main"}, scheduler.Deps{
 		Store: e.store, Clock: e.clk, Runner: e.chat, Background: e.bg, Deliverer: e.out, History: e.hist, Outbox: e.store,
-		Log: zerolog.Nop(), Settings: e.set, DefaultAgent: "main", Authorizer: e.auth,
+		Log: zerolog.Nop(), Authorizer: e.auth,
 		NewID: func() string { mu.Lock(); defer mu.Unlock(); n++; return fmt.Sprintf("id%d", n) },
 	})
 }

@@ -32,10 +32,11 @@ var (
 
 func newSchedulerBridge(a *app) (*schedulerBridge, error) {
 	b := &schedulerBridge{sessions: a.sessions, auth: a.adapter.Authority()}
-	b.Scheduler = scheduler.New(scheduler.Config{
+	b.Scheduler = scheduler.New(scheduler.Options{
+		Settings: schedulerSettings(a.cfg.Scheduler), DefaultAgent: a.cfg.Agents[0].ID,
+	}, scheduler.Deps{
 		Store: a.store, Clock: a.clock, Runner: b, Background: b, Deliverer: a.outbound, Outbox: a.store,
-		History: a.transcripts, Routes: a.bindings, Log: a.log.With().Str("component", "scheduler").Logger(),
-		Settings: schedulerSettings(a.cfg.Scheduler), DefaultAgent: a.cfg.Agents[0].ID, Authorizer: b,
+		History: a.transcripts, Routes: a.bindings, Log: a.log.With().Str("component", "scheduler").Logger(), Authorizer: b,
 	})
 	return b, nil
 }
