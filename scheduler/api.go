@@ -139,7 +139,7 @@ func (s *Scheduler) Get(ctx context.Context, id string) (Job, error) {
 // counts like any other. A job already running returns ErrBusy in a *UserError.
 func (s *Scheduler) RunNow(ctx context.Context, id string) (Run, error) {
 	if !s.acquire(id) {
-		return Run{}, &UserError{Msg: fmt.Sprintf("job %s is running right now; try again when it finished (`/cron runs %s`)", id, id), Err: ErrBusy}
+		return Run{}, &UserError{Msg: fmt.Sprintf("job %s is running right now; try again when it finished", id), Err: ErrBusy, Hint: HintJobRuns, JobID: id}
 	}
 	defer s.release(id)
 	j, err := s.Get(ctx, id)

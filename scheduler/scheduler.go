@@ -176,6 +176,10 @@ type Deps struct {
 	NewID func() string
 	// Authorizer, if set, is asked before every run.
 	Authorizer Authorizer
+	// Hints renders the hints of the notices the scheduler posts (failure
+	// alerts, interrupted runs) in the chat's terms: which command shows a
+	// job's runs, runs or removes it. nil: notices name no command.
+	Hints HintText
 }
 
 // Scheduler runs jobs. Construct it with New; it is safe for concurrent use.
@@ -611,13 +615,19 @@ func (s *Scheduler) postNotice(ctx context.Context, j Job, r *Run, kind noticeKi
 	switch kind {
 	case noticeDisabled:
 		id = "job:" + j.ID + ":disabled:" + r.RunID
-		text = fmt.Sprintf("⚠️ Job %s (`%s`) failed %d times in a row and was turned off. Last failure (run at %s): %s\n"+
-			"See `/cron runs %s`; to try again use `/cron run %s`, or remove it with `/cron remove %s` and add it anew.",
-			j.Name, j.ID, j.State.ConsecutiveFailures, when, summaryOf(*r), j.ID, j.ID, j.ID)
+		text = fmt.Sprintf("⚠️ Job %s (`%s`) failed %d times in a row and was turned off. Last failure (run at %s): %s",
+			j.Name, j.ID, j.State.ConsecutiveFailures, when, summaryOf(*r))
+		if hint := s.d.Hints.hintLine(j.ID, "See %s; to try again use %s, or remove it with %s and add it anew.",
+			HintJobRuns, HintRunJob, HintRemoveJob); hint != "" {
+			text += "\n" + hint
+		}
 	default:
 		id = "job:" + j.ID + ":alert:" + r.RunID
-		text = fmt.Sprintf("⚠️ Job %s (`%s`) failed %d times in a row. Last failure (run at %s): %s\nSee `/cron runs %s`.",
-			j.Name, j.ID, j.State.ConsecutiveFailures, when, summaryOf(*r), j.ID)
+		text = fmt.Sprintf("⚠️ Job %s (`%s`) failed %d times in a row. Last failure (run at %s): %s",
+			j.Name, j.ID, j.State.ConsecutiveFailures, when, summaryOf(*r))
+		if hint := s.d.Hints.hintLine(j.ID, "See %s.", HintJobRuns); hint != "" {
+			text += "\n" + hint
+		}
 	}
 	res, err := s.d.Deliverer.Deliver(ctx, delivery.Delivery{
 		ID: id, Target: target, Text: text,

@@ -198,7 +198,7 @@ func (a *Adapter) onInteraction(ctx context.Context, in *discordgo.Interaction) 
 		var uf userFacing
 		text := "⚠️ Something went wrong; the bot logged the details."
 		if errors.As(err, &uf) {
-			text = "⚠️ " + redact.String(uf.UserMessage())
+			text = "⚠️ " + redact.String(userText(uf))
 		} else {
 			a.log.Error().Err(err).Str("command", v.name).Msg("slash command failed")
 		}

@@ -37,6 +37,7 @@ func newSchedulerBridge(a *app) (*schedulerBridge, error) {
 	}, scheduler.Deps{
 		Store: a.store, Clock: a.clock, Runner: b, Background: b, Deliverer: a.outbound, Outbox: a.store,
 		History: a.transcripts, Routes: a.bindings, Log: a.log.With().Str("component", "scheduler").Logger(), Authorizer: b,
+		Hints: discord.JobCommand,
 	})
 	return b, nil
 }
@@ -237,17 +238,19 @@ func (b *schedulerBridge) ScheduleJob(ctx context.Context, actor authz.Actor, re
 	j, err := b.add(ctx, actor, scheduler.AddRequest{Schedule: req.Schedule, Prompt: req.Prompt, Target: req.Target, To: req.To,
 		CreatedBy: actor.UserID, CreatedIn: req.CreatedIn, AgentID: req.AgentID})
 	if err != nil {
-		return "", err
+		return "", forModel(err)
 	}
 	return fmt.Sprintf("job %s scheduled (%s): %s", j.ID, j.Mode(), b.Describe(j)), nil
 }
 
 // ListJobs implements the list_jobs tool: /cron list's rules.
 func (b *schedulerBridge) ListJobs(ctx context.Context, actor authz.Actor) (string, error) {
-	return b.List(ctx, actor)
+	out, err := b.List(ctx, actor)
+	return out, forModel(err)
 }
 
 // CancelJob implements the cancel_job tool: /cron remove's rules.
 func (b *schedulerBridge) CancelJob(ctx context.Context, actor authz.Actor, id string) (string, error) {
-	return b.Remove(ctx, actor, id)
+	out, err := b.Remove(ctx, actor, id)
+	return out, forModel(err)
 }
