@@ -1,6 +1,6 @@
 // Package matrix is the Matrix adapter (issue 21) over maunium.net/go/mautrix, an unmodified MPL-2.0 dependency.
-// It is the only package that imports mautrix. This is the groundwork: a client (Client, the sender), its /sync loop (Sync), inbound
-// classification, a text-command parser and the sender. It is not wired into cmd/bot or core yet; that waits for
+// It is the only package that imports mautrix. This is the groundwork: a client and sender (Client), its /sync loop
+// (Sync), inbound classification and a text-command parser. It is not wired into cmd/bot or core yet; that waits for
 // the house refactor (issue 18), which must provide what is listed under "Needs from core" below.
 //
 // Invariants:
