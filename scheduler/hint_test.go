@@ -13,17 +13,12 @@ import (
 // holds it to that): the texts below must read exactly as they did when
 // the scheduler wrote the commands itself.
 func slashHints(h scheduler.Hint, id string) string {
-	switch h {
-	case scheduler.HintListJobs:
-		return "`/cron list`"
-	case scheduler.HintJobRuns:
-		return "`/cron runs " + id + "`"
-	case scheduler.HintRunJob:
-		return "`/cron run " + id + "`"
-	case scheduler.HintRemoveJob:
-		return "`/cron remove " + id + "`"
+	cmd := map[scheduler.Hint]string{scheduler.HintListJobs: "list", scheduler.HintJobRuns: "runs " + id,
+		scheduler.HintRunJob: "run " + id, scheduler.HintRemoveJob: "remove " + id}[h]
+	if cmd == "" {
+		return ""
 	}
-	return ""
+	return "`/cron " + cmd + "`"
 }
 
 // namesNoCommand fails when a scheduler text carries command syntax of its
