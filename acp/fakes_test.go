@@ -346,7 +346,7 @@ func newFixture(t *testing.T, opts ...fixOpt) *fixture {
 		binds: &fakeBindings{recs: map[string]binding.Record{}}, timers: &timers{h: h, w: map[time.Duration][]chan time.Time{}, clk: &tickClock{}},
 		log: filepath.Join(dir, "agent.log")}
 	f.logs = &logBuffer{h: h}
-	f.tr = transcript.NewService(f.store, &tickClock{})
+	f.tr = transcript.New(transcript.Options{}, transcript.Deps{Store: f.store, Clock: &tickClock{}})
 	f.ac = acp.AgentConfig{Name: "script", Command: acptest.Build(t), Env: map[string]string{"SCRIPTAGENT_LOG": f.log, "GEMINI_API_KEY": "k-configured"},
 		Workspace: filepath.Join(dir, "ws"), Users: []string{"alice"}}
 	for _, o := range opts {
@@ -367,8 +367,7 @@ func (f *fixture) start() {
 	f.cancel, f.done = cancel, make(chan struct{})
 	f.m = acp.New(acp.Options{Agents: []acp.AgentConfig{f.ac}, PermissionTimeout: permTimeout, CancelGrace: cancelGrace, EditInterval: f.editInterval,
 		Grace: 200 * time.Millisecond, KillAfter: 200 * time.Millisecond, Backoff: func(int) time.Duration { return 0 }, After: f.timers.After},
-		acp.Deps{Live: delivery.NewOutbound(delivery.OutboundConfig{Sender: f.live, Outbox: f.store, Transcripts: notifyingAppender{f.h, f.tr},
-			Bindings: touchless{f.binds}, Clock: f.timers.clk, Log: zerolog.New(f.logs)}), Notices: f.notices, Transcripts: notifyingAppender{f.h, f.tr}, Bindings: f.binds, Threads: &fakeThreads{},
+		acp.Deps{Live: delivery.NewOutbound(delivery.OutboundOptions{}, delivery.OutboundDeps{Sender: f.live, Outbox: f.store, Transcripts: notifyingAppender{f.h, f.tr}, Bindings: touchless{f.binds}, Clock: f.timers.clk, Log: zerolog.New(f.logs)}), Notices: f.notices, Transcripts: notifyingAppender{f.h, f.tr}, Bindings: f.binds, Threads: &fakeThreads{},
 			Authority: fakeAuthority{}, Clock: &tickClock{}, Log: zerolog.New(f.logs)})
 	go func() { _ = f.m.Run(ctx); close(f.done) }()
 	f.t.Cleanup(f.stop)

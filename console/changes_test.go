@@ -17,7 +17,7 @@ import (
 func TestConversationShowsEditsAndDeletions(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
-	tr := transcript.NewService(st, clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	tr := transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
 	key := "agent:main:discord:channel:55"
 	for i, text := range []string{"frist question", "gone-secret-q9"} {
 		if _, err := tr.Append(ctx, key, transcript.Entry{Role: transcript.RoleUser, Author: "alice", Text: text,

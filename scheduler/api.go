@@ -45,10 +45,10 @@ func (s *Scheduler) Add(ctx context.Context, req AddRequest) (Job, error) {
 	}
 	agent := req.AgentID
 	if agent == "" {
-		agent = s.cfg.DefaultAgent
+		agent = s.opt.DefaultAgent
 	}
 	j := Job{
-		ID: s.cfg.NewID(), Name: jobName(req.Name, prompt), AgentID: agent, Schedule: sched.Spec(), Prompt: prompt,
+		ID: s.d.NewID(), Name: jobName(req.Name, prompt), AgentID: agent, Schedule: sched.Spec(), Prompt: prompt,
 		Target: target, To: strings.TrimSpace(req.To), StoredMode: mode, CreatedBy: req.CreatedBy,
 		CreatedIn: req.CreatedIn.Normalize(), CreatedAt: now, Enabled: true,
 	}
@@ -58,11 +58,11 @@ func (s *Scheduler) Add(ctx context.Context, req AddRequest) (Job, error) {
 	}
 	j.State.NextRunAt = sched.Next(now)
 	if target == TargetCurrent {
-		if s.cfg.History == nil {
+		if s.d.History == nil {
 			return Job{}, userErrorf("target `current` is not available here (no chat history to snapshot): use `isolated`")
 		}
-		key, _, _ := sessionkey.Route(s.cfg.Routes, agent, j.CreatedIn)
-		seed, err := s.cfg.History.History(ctx, key, s.cfg.SnapshotSize)
+		key, _, _ := sessionkey.Route(s.d.Routes, agent, j.CreatedIn)
+		seed, err := s.d.History.History(ctx, key, s.opt.SnapshotSize)
 		if err != nil {
 			return Job{}, fmt.Errorf("snapshot %s for target current: %w", key, err)
 		}
@@ -82,7 +82,7 @@ func (s *Scheduler) Add(ctx context.Context, req AddRequest) (Job, error) {
 		if i == 8 {
 			return Job{}, fmt.Errorf("no free job id after %d tries", i)
 		}
-		j.ID = s.cfg.NewID()
+		j.ID = s.d.NewID()
 	}
 	if err := s.st.PutJob(ctx, j); err != nil {
 		return Job{}, fmt.Errorf("save job: %w", err)
@@ -139,7 +139,7 @@ func (s *Scheduler) Get(ctx context.Context, id string) (Job, error) {
 // counts like any other. A job already running returns ErrBusy in a *UserError.
 func (s *Scheduler) RunNow(ctx context.Context, id string) (Run, error) {
 	if !s.acquire(id) {
-		return Run{}, &UserError{Msg: fmt.Sprintf("job %s is running right now; try again when it finished (`/cron runs %s`)", id, id), Err: ErrBusy}
+		return Run{}, &UserError{Msg: fmt.Sprintf("job %s is running right now; try again when it finished", id), Err: ErrBusy, Hint: HintJobRuns, JobID: id}
 	}
 	defer s.release(id)
 	j, err := s.Get(ctx, id)

@@ -443,7 +443,7 @@ func TestRunNowAndAPI(t *testing.T) {
 	var ue *scheduler.UserError
 	for _, err := range []error{e.s.Remove(ctx, j.ID), func() error { _, err := e.s.RunNow(ctx, j.ID); return err }(),
 		func() error { _, err := e.s.Runs(ctx, j.ID, 1); return err }()} {
-		if !errors.Is(err, scheduler.ErrNotFound) || !errors.As(err, &ue) || !strings.Contains(ue.Msg, "/cron list") {
+		if !errors.Is(err, scheduler.ErrNotFound) || !errors.As(err, &ue) || ue.Hint != scheduler.HintListJobs {
 			t.Fatalf("unknown job: %v", err)
 		}
 	}

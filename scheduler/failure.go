@@ -9,7 +9,7 @@ import (
 )
 
 // Failure summaries: what a chat is told about a failed run. They name the
-// kind of failure only; the full error stays in the run record (/cron runs,
+// kind of failure only; the full error stays in the run record (the job's runs,
 // inspect, the console), never in a chat.
 const (
 	SummaryInterrupted    = "interrupted: the bot stopped during the run"

@@ -155,6 +155,7 @@ type env struct {
 	s     *scheduler.Scheduler
 	set   scheduler.Settings
 	auth  scheduler.Authorizer // nil: none
+	hints scheduler.HintText   // nil: none
 }
 
 var t0 = time.Date(2026, 3, 2, 8, 59, 0, 0, time.UTC) // a Monday
@@ -179,9 +180,9 @@ func newEnv(t *testing.T, mod ...func(*scheduler.Settings)) *env {
 func (e *env) newScheduler() *scheduler.Scheduler {
 	n := 0
 	var mu sync.Mutex
-	return scheduler.New(scheduler.Config{
+	return scheduler.New(scheduler.Options{Settings: e.set, DefaultAgent: "main"}, scheduler.Deps{
 		Store: e.store, Clock: e.clk, Runner: e.chat, Background: e.bg, Deliverer: e.out, History: e.hist, Outbox: e.store,
-		Log: zerolog.Nop(), Settings: e.set, DefaultAgent: "main", Authorizer: e.auth,
+		Log: zerolog.Nop(), Authorizer: e.auth, Hints: e.hints,
 		NewID: func() string { mu.Lock(); defer mu.Unlock(); n++; return fmt.Sprintf("id%d", n) },
 	})
 }

@@ -111,9 +111,10 @@ func (s *Scheduler) settleInterrupted(ctx context.Context, j Job, r *Run) {
 	r.Delivery.Target = FormatTo(target)
 	when := r.StartedAt.In(s.jobLoc(j)).Format("2006-01-02 15:04 MST")
 	text := fmt.Sprintf("⚠️ Job %s (`%s`): the run started at %s was interrupted (the bot stopped), so it has no result. "+
-		"It is not run again; see `/cron runs %s`, or run it now with `/cron run %s`.", j.Name, j.ID, when, j.ID, j.ID)
+		"It is not run again", j.Name, j.ID, when)
+	text += s.d.Hints.hintLine(j.ID, "; see %s, or run it now with %s", HintJobRuns, HintRunJob) + "."
 	id := "job:" + j.ID + ":interrupted:" + r.RunID
-	res, err := s.cfg.Deliverer.Deliver(context.WithoutCancel(ctx), delivery.Delivery{
+	res, err := s.d.Deliverer.Deliver(context.WithoutCancel(ctx), delivery.Delivery{
 		ID: id, Target: target, Text: text,
 		Producer: delivery.Producer{Source: transcript.SourceNotice, AgentID: j.AgentID, Meta: jobMeta(j, *r)},
 	}, nil)
@@ -130,10 +131,10 @@ func (s *Scheduler) settleInterrupted(ctx context.Context, j Job, r *Run) {
 
 // delivered returns the outbox record of a confirmed delivery.
 func (s *Scheduler) delivered(ctx context.Context, id string) (delivery.Record, bool) {
-	if s.cfg.Outbox == nil {
+	if s.d.Outbox == nil {
 		return delivery.Record{}, false
 	}
-	rec, ok, err := s.cfg.Outbox.GetDelivery(ctx, id)
+	rec, ok, err := s.d.Outbox.GetDelivery(ctx, id)
 	if err != nil {
 		s.log.Warn().Err(err).Str("delivery", id).Msg("look up an interrupted run's delivery")
 		return delivery.Record{}, false

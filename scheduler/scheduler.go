@@ -146,10 +146,21 @@ type FailureAlert struct {
 	Cooldown time.Duration
 }
 
-// Config wires a Scheduler.
-type Config struct {
+// Options are the scheduler's settings.
+type Options struct {
+	// Settings are the user-facing ones (cmd/bot maps the config's
+	// scheduler section onto them).
+	Settings Settings
+	// DefaultAgent is used for jobs added without an AgentID (default "main").
+	DefaultAgent string
+	// SnapshotSize is how many entries target current snapshots (default 20).
+	SnapshotSize int
+}
+
+// Deps are what a Scheduler works with.
+type Deps struct {
 	Store      Store
-	Clock      clock.Clock
+	Clock      clock.Clock // nil: the real clock
 	Runner     ChatRunner
 	Background BackgroundRunner
 	Deliverer  Deliverer
@@ -161,22 +172,20 @@ type Config struct {
 	History HistoryReader
 	Routes  sessionkey.Resolver
 	Log     zerolog.Logger
-	// Settings are the scheduler's options (cmd/bot maps the config's
-	// scheduler section onto them).
-	Settings Settings
-	// DefaultAgent is used for jobs added without an AgentID.
-	DefaultAgent string
-	// SnapshotSize is how many entries target current snapshots (default 20).
-	SnapshotSize int
 	// NewID makes job ids and manual run id suffixes (default: random hex).
 	NewID func() string
 	// Authorizer, if set, is asked before every run.
 	Authorizer Authorizer
+	// Hints renders the hints of the notices the scheduler posts (failure
+	// alerts, interrupted runs) in the chat's terms: which command shows a
+	// job's runs, runs or removes it. nil: notices name no command.
+	Hints HintText
 }
 
 // Scheduler runs jobs. Construct it with New; it is safe for concurrent use.
 type Scheduler struct {
-	cfg  Config
+	opt  Options
+	d    Deps
 	st   Store
 	clk  clock.Clock
 	log  zerolog.Logger
@@ -198,25 +207,25 @@ type Scheduler struct {
 }
 
 // New returns a scheduler. It does no I/O.
-func New(c Config) *Scheduler {
-	if c.Clock == nil {
-		c.Clock = clock.Real{}
+func New(opt Options, d Deps) *Scheduler {
+	if d.Clock == nil {
+		d.Clock = clock.Real{}
 	}
-	if c.SnapshotSize <= 0 {
-		c.SnapshotSize = 20
+	if opt.SnapshotSize <= 0 {
+		opt.SnapshotSize = 20
 	}
-	if c.NewID == nil {
-		c.NewID = randomID
+	if d.NewID == nil {
+		d.NewID = randomID
 	}
-	if c.DefaultAgent == "" {
-		c.DefaultAgent = "main"
+	if opt.DefaultAgent == "" {
+		opt.DefaultAgent = "main"
 	}
-	keep := c.Settings.RunRetention
+	keep := opt.Settings.RunRetention
 	if keep <= 0 {
 		keep = DefaultRunRetention
 	}
 	return &Scheduler{
-		cfg: c, st: c.Store, clk: c.Clock, log: c.Log, loc: cmp.Or(c.Settings.Location, time.UTC), keep: keep,
+		opt: opt, d: d, st: d.Store, clk: d.Clock, log: d.Log, loc: cmp.Or(opt.Settings.Location, time.UTC), keep: keep,
 		running: map[string]bool{}, next: map[string]time.Time{}, entries: map[string]cron.EntryID{},
 	}
 }
@@ -232,7 +241,7 @@ func randomID() string {
 // RunDue (catch-up). When the scheduler is disabled in the settings, Run
 // only waits for ctx.
 func (s *Scheduler) Run(ctx context.Context) error {
-	if !s.cfg.Settings.Enabled {
+	if !s.opt.Settings.Enabled {
 		s.log.Info().Msg("scheduler disabled")
 		<-ctx.Done()
 		return nil
@@ -403,7 +412,7 @@ func (s *Scheduler) runDueJob(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("job %s: %w", id, err)
 	}
-	plan := PlanDue(sched, j.State.NextRunAt, now, s.cfg.Settings.CatchUpMissed, s.cfg.Settings.MaxCatchUp)
+	plan := PlanDue(sched, j.State.NextRunAt, now, s.opt.Settings.CatchUpMissed, s.opt.Settings.MaxCatchUp)
 	if len(plan.Skipped) > 0 {
 		if err := s.recordSkipped(ctx, j, plan, now); err != nil {
 			return err
@@ -494,7 +503,7 @@ func (s *Scheduler) execute(ctx context.Context, j Job, sched Schedule, at time.
 	r := Run{JobID: j.ID, Trigger: trig, ScheduledAt: at, StartedAt: start, Status: StatusRunning, Missed: missed,
 		Delivery: RunDelivery{Status: DeliveryNotRequested, MessageIDs: []string{}}}
 	if at.IsZero() {
-		r.RunID = "m" + start.UTC().Format("20060102T150405Z") + "-" + s.cfg.NewID()
+		r.RunID = "m" + start.UTC().Format("20060102T150405Z") + "-" + s.d.NewID()
 	} else {
 		r.RunID = scheduledRunID(at)
 		if lb := start.Sub(at); lb > LateAfter {
@@ -582,7 +591,7 @@ func (s *Scheduler) applyOutcome(j *Job, sched Schedule, r Run) *noticeKind {
 		k := noticeDisabled
 		return &k
 	}
-	if ShouldAlert(s.cfg.Settings.FailureAlert, j.State.ConsecutiveFailures, j.State.LastAlertAt, r.FinishedAt) {
+	if ShouldAlert(s.opt.Settings.FailureAlert, j.State.ConsecutiveFailures, j.State.LastAlertAt, r.FinishedAt) {
 		k := noticeAlert
 		return &k
 	}
@@ -606,15 +615,21 @@ func (s *Scheduler) postNotice(ctx context.Context, j Job, r *Run, kind noticeKi
 	switch kind {
 	case noticeDisabled:
 		id = "job:" + j.ID + ":disabled:" + r.RunID
-		text = fmt.Sprintf("⚠️ Job %s (`%s`) failed %d times in a row and was turned off. Last failure (run at %s): %s\n"+
-			"See `/cron runs %s`; to try again use `/cron run %s`, or remove it with `/cron remove %s` and add it anew.",
-			j.Name, j.ID, j.State.ConsecutiveFailures, when, summaryOf(*r), j.ID, j.ID, j.ID)
+		text = fmt.Sprintf("⚠️ Job %s (`%s`) failed %d times in a row and was turned off. Last failure (run at %s): %s",
+			j.Name, j.ID, j.State.ConsecutiveFailures, when, summaryOf(*r))
+		if hint := s.d.Hints.hintLine(j.ID, "See %s; to try again use %s, or remove it with %s and add it anew.",
+			HintJobRuns, HintRunJob, HintRemoveJob); hint != "" {
+			text += "\n" + hint
+		}
 	default:
 		id = "job:" + j.ID + ":alert:" + r.RunID
-		text = fmt.Sprintf("⚠️ Job %s (`%s`) failed %d times in a row. Last failure (run at %s): %s\nSee `/cron runs %s`.",
-			j.Name, j.ID, j.State.ConsecutiveFailures, when, summaryOf(*r), j.ID)
+		text = fmt.Sprintf("⚠️ Job %s (`%s`) failed %d times in a row. Last failure (run at %s): %s",
+			j.Name, j.ID, j.State.ConsecutiveFailures, when, summaryOf(*r))
+		if hint := s.d.Hints.hintLine(j.ID, "See %s.", HintJobRuns); hint != "" {
+			text += "\n" + hint
+		}
 	}
-	res, err := s.cfg.Deliverer.Deliver(ctx, delivery.Delivery{
+	res, err := s.d.Deliverer.Deliver(ctx, delivery.Delivery{
 		ID: id, Target: target, Text: text,
 		Producer: delivery.Producer{Source: transcript.SourceAlert, AgentID: j.AgentID, Meta: jobMeta(j, *r)},
 	}, nil)
@@ -679,8 +694,8 @@ func (s *Scheduler) perform(ctx context.Context, j Job, r *Run) {
 			}
 		}
 	}()
-	if s.cfg.Authorizer != nil {
-		if err := s.cfg.Authorizer.AuthorizeRun(ctx, j); err != nil {
+	if s.d.Authorizer != nil {
+		if err := s.d.Authorizer.AuthorizeRun(ctx, j); err != nil {
 			r.Status, r.Error = StatusError, "not authorized: "+err.Error()
 			r.Delivery.Status, r.Delivery.Error = DeliveryNotRequested, r.Error
 			return
@@ -705,7 +720,7 @@ func (s *Scheduler) performInChat(ctx context.Context, j Job, r *Run) {
 	}
 	r.SessionKey = key
 	r.Delivery.Target = FormatTo(chat)
-	ids, err := s.cfg.Runner.RunJobTurn(ctx, InChatRun{
+	ids, err := s.d.Runner.RunJobTurn(ctx, InChatRun{
 		JobID: j.ID, JobName: j.Name, RunID: r.RunID, AgentID: j.AgentID, DeliveryID: "job:" + j.ID + ":run:" + r.RunID,
 		Conversation: chat, SessionKey: key, Prompt: j.Prompt,
 		Trigger: "⏰ " + j.Name + lateNote(*r) + ": " + j.Prompt,
@@ -744,7 +759,7 @@ func (s *Scheduler) performBackground(ctx context.Context, j Job, r *Run) {
 		// A seed entry whose message was deleted since is erased and left out.
 		in.Seed = slices.DeleteFunc(slices.Clone(j.Seed), func(e transcript.Entry) bool { return e.Deleted || e.IsChange() })
 	}
-	result, err := s.cfg.Background.RunBackground(ctx, in)
+	result, err := s.d.Background.RunBackground(ctx, in)
 	if err != nil {
 		r.Status, r.Error, r.Summary = StatusError, err.Error(), FailureSummary(err)
 		return
@@ -759,7 +774,7 @@ func (s *Scheduler) performBackground(ctx context.Context, j Job, r *Run) {
 	if r.Late {
 		text = "⏰ " + j.Name + lateNote(*r) + "\n" + result
 	}
-	res, err := s.cfg.Deliverer.Deliver(ctx, delivery.Delivery{
+	res, err := s.d.Deliverer.Deliver(ctx, delivery.Delivery{
 		ID: "job:" + j.ID + ":run:" + r.RunID, Target: target, Text: text,
 		Producer: delivery.Producer{Source: transcript.SourceJob, AgentID: j.AgentID, Meta: jobMeta(j, *r)},
 	}, nil)

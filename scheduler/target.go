@@ -10,17 +10,24 @@ import (
 )
 
 // UserError is a validation error whose text is meant for the user as is:
-// it says what was wrong and what to write instead.
+// it says what was wrong and what to write instead. It names no command:
+// what would help next is its Hint, which the boundary showing it renders
+// (Render).
 type UserError struct {
 	Msg string
 	// Err is a sentinel it wraps (ErrNotFound, ErrBusy), if any.
 	Err error
+	// Hint, if set, names what would help next; JobID is the job it is
+	// about, if any.
+	Hint  Hint
+	JobID string
 }
 
 func (e *UserError) Error() string { return e.Msg }
 
-// UserMessage is the text for the person who asked (the same words): a
-// command boundary shows it, where it shows no other error's text.
+// UserMessage is the text for the person who asked (the same words, with
+// no hint): a command boundary shows it, where it shows no other error's
+// text; one that renders hints shows Render's text instead.
 func (e *UserError) UserMessage() string { return e.Msg }
 
 // Unwrap returns the wrapped sentinel.
@@ -39,7 +46,7 @@ var (
 )
 
 func notFound(id string) error {
-	return &UserError{Msg: fmt.Sprintf("there is no job %q: `/cron list` shows the job ids", id), Err: ErrNotFound}
+	return &UserError{Msg: fmt.Sprintf("there is no job %q", id), Err: ErrNotFound, Hint: HintListJobs}
 }
 
 // ParseTo reads a delivery target: "channel:<id>" (a channel or thread),

@@ -197,7 +197,7 @@ func (g *Gateway) onInteraction(ctx context.Context, in *discordgo.Interaction) 
 		var uf userFacing
 		text := "⚠️ Something went wrong; the bot logged the details."
 		if errors.As(err, &uf) {
-			text = "⚠️ " + redact.String(uf.UserMessage())
+			text = "⚠️ " + redact.String(userText(uf))
 		} else {
 			g.log.Error().Err(err).Str("command", v.name).Msg("slash command failed")
 		}

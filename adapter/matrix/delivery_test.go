@@ -55,7 +55,7 @@ func TestMessageFor(t *testing.T) {
 func TestDeliverySenderAgainstDendrite(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	c := e.client(t, &MemoryTokenStore{})
+	c := e.client(t)
 	root, err := c.CreateThread(ctx, e.room, "Task", "root-d", Persona{})
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestDeliverySenderAgainstDendrite(t *testing.T) {
 	}
 	e.waitMarked(t, "dd1", 3)
 	d.Resend, d.Shown = true, rc.MessageIDs[:1]
-	again, err := DeliverySender{Client: e.client(t, &MemoryTokenStore{})}.Send(ctx, d)
+	again, err := DeliverySender{Client: e.client(t)}.Send(ctx, d)
 	if err != nil || !reflect.DeepEqual(again.MessageIDs, rc.MessageIDs) || !again.Duplicate {
 		t.Fatalf("resend: %+v, %v; want %v as a duplicate", again, err, rc.MessageIDs)
 	}

@@ -1,6 +1,6 @@
 // Package matrix is the Matrix adapter (issue 21) over maunium.net/go/mautrix, an unmodified MPL-2.0 dependency.
-// It is the only package that imports mautrix. This is the groundwork: a client, its /sync loop, inbound
-// classification, a text-command parser and the sender. It is not wired into cmd/bot or core yet; that waits for
+// It is the only package that imports mautrix. This is the groundwork: a client and sender (Client), its /sync loop
+// (Sync), inbound classification and a text-command parser. It is not wired into cmd/bot or core yet; that waits for
 // the house refactor (issue 18), which must provide what is listed under "Needs from core" below.
 //
 // Invariants:
@@ -10,7 +10,7 @@
 //     hands that one batch again (at-least-once): the consumer dedupes by event id. The very first start (no
 //     token) skips the room history and handles only what arrives afterwards (and pending invites). A timeline
 //     truncated by the homeserver (more events since the token than one /sync holds) is filled in from
-//     /messages between the token and the timeline, oldest first, up to Config.MaxCatchUp events per room.
+//     /messages between the token and the timeline, oldest first, up to SyncOptions.MaxCatchUp events per room.
 //   - The bot's own events and every appservice ghost's events (personas) are never handed on as inbound (no echo
 //     loops); neither are m.notice messages (the Matrix convention for bot output).
 //   - A mention is the bot's user id in m.mentions.user_ids. The body is consulted only when an event has no

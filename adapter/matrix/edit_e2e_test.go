@@ -15,7 +15,7 @@ import (
 func TestEditForStreaming(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	c := e.client(t, &MemoryTokenStore{})
+	c := e.client(t)
 	for _, p := range []Persona{{}, {Name: "Researcher"}} {
 		rc, err := c.Send(ctx, Message{DeliveryID: "e-" + p.Name, RoomID: e.room, Text: "draft…", Persona: p})
 		if err != nil {
@@ -59,7 +59,7 @@ func TestEditForStreaming(t *testing.T) {
 func TestTyping(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	c := e.client(t, &MemoryTokenStore{})
+	c := e.client(t)
 	typing := func() bool {
 		resp, err := e.ali.SyncRequest(ctx, 0, "", "", false, "")
 		if err != nil {
@@ -100,7 +100,7 @@ func TestTyping(t *testing.T) {
 func TestPersonaFallbackWithoutAppservice(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	c := e.client(t, &MemoryTokenStore{}, func(cfg *Config) { cfg.AppService = nil })
+	c := e.client(t, func(cfg *Options) { cfg.AppService = nil })
 	rc, err := c.Send(ctx, Message{DeliveryID: "f1", RoomID: e.room, Text: "found it", Persona: Persona{Name: "Researcher"}})
 	if err != nil {
 		t.Fatal(err)

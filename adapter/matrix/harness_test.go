@@ -55,25 +55,39 @@ func (e *env) newRoom(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("create room: %v", err)
 	}
-	c := e.client(t, &MemoryTokenStore{})
+	c := e.client(t)
 	if _, err := c.JoinRoom(ctx, resp.RoomID.String()); err != nil {
 		t.Fatalf("bot joins: %v", err)
 	}
 	return resp.RoomID.String()
 }
 
-// client is a new bot client (as after a process restart: nothing cached) over tokens.
-func (e *env) client(t *testing.T, tokens TokenStore, opts ...func(*Config)) *Client {
+// client is a new bot client (as after a process restart: nothing cached).
+func (e *env) client(t *testing.T, opts ...func(*Options)) *Client {
 	t.Helper()
-	cfg := Config{HomeserverURL: e.srv.URL, UserID: e.bot.UserID, AccessToken: e.bot.AccessToken, AppService: e.as, SyncTimeout: 5 * time.Second}
+	opt := Options{HomeserverURL: e.srv.URL, UserID: e.bot.UserID, AccessToken: e.bot.AccessToken, AppService: e.as, SyncTimeout: 5 * time.Second}
 	for _, o := range opts {
-		o(&cfg)
+		o(&opt)
 	}
-	c, err := New(cfg, tokens, zerolog.Nop())
+	c, err := New(opt, Deps{Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// sync is a /sync loop of c over tokens, handing events to h.
+func (e *env) sync(t *testing.T, c *Client, tokens TokenStore, h Handler, opts ...func(*SyncOptions)) *Sync {
+	t.Helper()
+	var opt SyncOptions
+	for _, o := range opts {
+		o(&opt)
+	}
+	s, err := NewSync(opt, SyncDeps{Client: c, Tokens: tokens, Handler: h, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // say posts content as alice and returns the event id.
@@ -222,11 +236,11 @@ type running struct {
 	done   chan error
 }
 
-func run(t *testing.T, c *Client, h Handler) *running {
+func run(t *testing.T, s *Sync) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- c.Run(ctx, h) }()
+	go func() { r.done <- s.Run(ctx) }()
 	t.Cleanup(func() { r.stop(t) })
 	return r
 }

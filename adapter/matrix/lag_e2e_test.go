@@ -54,7 +54,7 @@ func TestThreadRootNotYetVisibleIsNotGone(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	p := &lagProxy{hide: 3}
-	c := e.client(t, &MemoryTokenStore{}, func(cfg *Config) { cfg.HomeserverURL = p.start(t, e.srv.URL) })
+	c := e.client(t, func(cfg *Options) { cfg.HomeserverURL = p.start(t, e.srv.URL) })
 	root, err := c.CreateThread(ctx, e.room, "Task", "root-lag", Persona{})
 	if err != nil {
 		t.Fatal(err)

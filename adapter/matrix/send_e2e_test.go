@@ -39,7 +39,7 @@ func TestSendIdempotentAcrossRestarts(t *testing.T) {
 	txt := longText(130_000)
 	start := time.Now()
 
-	rc1, err := e.client(t, &MemoryTokenStore{}).Send(ctx, Message{DeliveryID: "d1", RoomID: e.room, Text: txt, Since: start})
+	rc1, err := e.client(t).Send(ctx, Message{DeliveryID: "d1", RoomID: e.room, Text: txt, Since: start})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestSendIdempotentAcrossRestarts(t *testing.T) {
 	resend := func(label string) {
 		t.Helper()
 		e.waitMarked(t, "d1", 3) // a restart takes longer than Dendrite's sync API lags behind a send
-		rc, err := e.client(t, &MemoryTokenStore{}).Send(ctx, Message{DeliveryID: "d1", RoomID: e.room, Text: txt, Resend: true, Since: start})
+		rc, err := e.client(t).Send(ctx, Message{DeliveryID: "d1", RoomID: e.room, Text: txt, Resend: true, Since: start})
 		if err != nil {
 			t.Fatalf("%s: %v", label, err)
 		}
@@ -67,7 +67,7 @@ func TestSendIdempotentAcrossRestarts(t *testing.T) {
 
 	// Without the lookup (a plain retry with the same transaction ids) Dendrite posts the parts again after its
 	// restart: the lookup is what prevents the duplicate.
-	if _, err := e.client(t, &MemoryTokenStore{}).Send(ctx, Message{DeliveryID: "d1", RoomID: e.room, Text: txt}); err != nil {
+	if _, err := e.client(t).Send(ctx, Message{DeliveryID: "d1", RoomID: e.room, Text: txt}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitMarked(t, "d1", 6)
@@ -76,7 +76,7 @@ func TestSendIdempotentAcrossRestarts(t *testing.T) {
 	}
 
 	// A crash after the first of three parts: the resend posts parts 2 and 3 only.
-	c := e.client(t, &MemoryTokenStore{})
+	c := e.client(t)
 	m := Message{DeliveryID: "d2", RoomID: e.room, Text: txt, Since: time.Now()}
 	parts := Split(Defuse(txt), c.bodyBudget(m))
 	content, err := c.partContent(m, parts[0], 0, len(parts))
@@ -90,7 +90,7 @@ func TestSendIdempotentAcrossRestarts(t *testing.T) {
 	e.waitMarked(t, "d2", 1) // displayed (Dendrite loses an event its sync API has not taken when it stops)
 	e.srv.Restart(t)
 	m.Resend = true
-	rc, err := e.client(t, &MemoryTokenStore{}).Send(ctx, m)
+	rc, err := e.client(t).Send(ctx, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestMentionsNeutralised(t *testing.T) {
 	if _, err := e.ali.SendStateEvent(ctx, id.RoomID(e.room), event.StatePowerLevels, "", pl); err != nil {
 		t.Fatal(err)
 	}
-	c := e.client(t, &MemoryTokenStore{})
+	c := e.client(t)
 	raw, err := c.bot.SendMessageEvent(ctx, id.RoomID(e.room), event.EventMessage, map[string]any{"msgtype": "m.text", "body": "control: @room look", "m.mentions": map[string]any{}})
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +194,7 @@ func TestMentionsNeutralised(t *testing.T) {
 func TestThreadUnderGhostPersona(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	c := e.client(t, &MemoryTokenStore{})
+	c := e.client(t)
 	up, err := c.bot.UploadBytes(ctx, []byte("\x89PNG\r\n\x1a\n"), "image/png")
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +243,7 @@ func TestThreadUnderGhostPersona(t *testing.T) {
 	}
 	m.Resend = true
 	e.waitMarked(t, "t1", 1)
-	again, err := e.client(t, &MemoryTokenStore{}).Send(ctx, m)
+	again, err := e.client(t).Send(ctx, m)
 	if err != nil || !again.Duplicate || !reflect.DeepEqual(again.EventIDs, rc.EventIDs) {
 		t.Fatalf("resend under the persona: %v, %v; want the ghost's earlier message %v", again, err, rc.EventIDs)
 	}
@@ -254,7 +254,7 @@ func TestThreadUnderGhostPersona(t *testing.T) {
 func TestRedactedThreadRootAndLockedRoomAreGone(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	c := e.client(t, &MemoryTokenStore{})
+	c := e.client(t)
 	root, err := c.CreateThread(ctx, e.room, "Task", "root-2", Persona{})
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +301,7 @@ func TestRedactedThreadRootAndLockedRoomAreGone(t *testing.T) {
 func TestSizeSplitting(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	c := e.client(t, &MemoryTokenStore{})
+	c := e.client(t)
 	txt := longText(200_000)
 	rc, err := c.Send(ctx, Message{DeliveryID: "s1", RoomID: e.room, ReplyTo: "", Text: txt})
 	if err != nil {

@@ -327,13 +327,13 @@ var ghostUnsafe = regexp.MustCompile(`[^a-z0-9._=-]+`)
 // GhostLocalpart is the appservice user localpart of a persona name.
 func (c *Client) GhostLocalpart(name string) string {
 	s := ghostUnsafe.ReplaceAllString(strings.ToLower(strings.TrimSpace(name)), "_")
-	return c.cfg.AppService.UserPrefix + strings.Trim(s, "_")
+	return c.opt.AppService.UserPrefix + strings.Trim(s, "_")
 }
 
 // personaPrefix is the text a persona's message starts with: "Name: " without an appservice (the documented
 // fallback: the bot posts it), else nothing.
 func (c *Client) personaPrefix(p Persona) string {
-	if p.Name == "" || c.cfg.AppService != nil {
+	if p.Name == "" || c.opt.AppService != nil {
 		return ""
 	}
 	return p.Name + ": "
@@ -342,7 +342,7 @@ func (c *Client) personaPrefix(p Persona) string {
 // poster returns the client that posts for p in roomID: the persona's ghost (registered, named, joined on demand)
 // with an appservice, else the bot.
 func (c *Client) poster(ctx context.Context, roomID string, p Persona) (*mautrix.Client, error) {
-	if p.Name == "" || c.cfg.AppService == nil {
+	if p.Name == "" || c.opt.AppService == nil {
 		return c.bot, nil
 	}
 	c.ghostMu.Lock() // one persona set-up at a time: profile and membership are read and written here only
@@ -358,12 +358,12 @@ func (c *Client) poster(ctx context.Context, roomID string, p Persona) (*mautrix
 }
 
 func (c *Client) ghost(ctx context.Context, p Persona) (*ghost, error) {
-	as := c.cfg.AppService
+	as := c.opt.AppService
 	local := c.GhostLocalpart(p.Name)
 	g := c.ghosts[local]
 	if g == nil {
 		userID := id.NewUserID(local, as.ServerName)
-		cli, err := newMautrix(c.cfg, userID, as.ASToken)
+		cli, err := newMautrix(c.opt.HomeserverURL, c.http, userID, as.ASToken)
 		if err != nil {
 			return nil, err
 		}

@@ -24,7 +24,7 @@ func TestSyncTokenResumesAfterRestart(t *testing.T) {
 
 	store := &savingStore{TokenStore: NewFileTokenStore(filepath.Join(t.TempDir(), "sync-token")), saved: make(chan string, 1)}
 	rec := newRecorder()
-	first := run(t, e.client(t, store), rec.handle)
+	first := run(t, e.sync(t, e.client(t), store, rec.handle))
 	store.waitSave(t) // the initial sync is done: from here on, everything is new
 	m1, m2 := e.say(t, text("one")), e.say(t, text("two"))
 	rec.wait(t, m1)
@@ -36,7 +36,7 @@ func TestSyncTokenResumesAfterRestart(t *testing.T) {
 	m5 := e.say(t, map[string]any{"msgtype": "m.text", "body": "five", "m.mentions": map[string]any{},
 		"m.relates_to": map[string]any{"rel_type": "m.thread", "event_id": m1, "is_falling_back": true, "m.in_reply_to": map[string]any{"event_id": m1}}})
 
-	second := run(t, e.client(t, store), rec.handle) // a new process: the same token file, nothing else
+	second := run(t, e.sync(t, e.client(t), store, rec.handle)) // a new process: the same token file, nothing else
 	rec.wait(t, m3)
 	rec.wait(t, m4)
 	if in := rec.wait(t, m5); in.ThreadRoot != m1 {
@@ -78,9 +78,9 @@ func TestSyncTokenSaveFailureLosesNothing(t *testing.T) {
 	store := &savingStore{TokenStore: mem, saved: make(chan string, 1)}
 	rec := newRecorder()
 	failing := &failingStore{TokenStore: store}
-	c := e.client(t, failing)
+	s := e.sync(t, e.client(t), failing, rec.handle)
 	done := make(chan error, 1)
-	go func() { done <- c.Run(context.Background(), rec.handle) }()
+	go func() { done <- s.Run(context.Background()) }()
 	store.waitSave(t)
 	before := len(rec.all())
 	failing.fail.Store(true)
@@ -96,7 +96,7 @@ func TestSyncTokenSaveFailureLosesNothing(t *testing.T) {
 		t.Fatal("Run went on after a failed save")
 	}
 	failed := rec.all()[before:] // what the batch whose save failed handed
-	run(t, e.client(t, mem), rec.handle)
+	run(t, e.sync(t, e.client(t), mem, rec.handle))
 	m2 := e.say(t, text("two"))
 	rec.wait(t, m2)
 	all := rec.all()
@@ -128,16 +128,16 @@ func (f *failingStore) SaveSyncToken(ctx context.Context, tok string) error {
 func TestSyncCatchUpBeyondTimelineLimit(t *testing.T) {
 	e := newEnv(t)
 	store := &savingStore{TokenStore: &MemoryTokenStore{}, saved: make(chan string, 1)}
-	small := func(c *Config) { c.TimelineLimit = 2 }
+	small := func(o *SyncOptions) { o.TimelineLimit = 2 }
 	rec := newRecorder()
-	first := run(t, e.client(t, store, small), rec.handle)
+	first := run(t, e.sync(t, e.client(t), store, rec.handle, small))
 	store.waitSave(t)
 	first.stop(t)
 	var want []string
 	for i := range 9 {
 		want = append(want, e.say(t, text(fmt.Sprintf("while down %d", i))))
 	}
-	run(t, e.client(t, store, small), rec.handle)
+	run(t, e.sync(t, e.client(t), store, rec.handle, small))
 	rec.wait(t, want[len(want)-1])
 	last := e.say(t, text("after"))
 	rec.wait(t, last)
@@ -157,9 +157,9 @@ func TestInboundClassificationAgainstDendrite(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	store := &savingStore{TokenStore: &MemoryTokenStore{}, saved: make(chan string, 1)}
-	c := e.client(t, store)
+	c := e.client(t)
 	rec := newRecorder()
-	run(t, c, rec.handle)
+	run(t, e.sync(t, c, store, rec.handle))
 	store.waitSave(t)
 
 	mention := e.say(t, map[string]any{"msgtype": "m.text", "body": "bot: please look", "m.mentions": map[string]any{"user_ids": []string{e.bot.UserID}}})

@@ -112,8 +112,8 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	}
 	a.metrics = metrics.New(a.reg, func() float64 { return float64(len(a.bindings.Active())) })
 	a.reg.MustRegister(leaderGauge(a))
-	a.transcripts = transcript.NewService(st, o.Clock)
-	a.router = delivery.NewRouter(a.bindings)
+	a.transcripts = transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: o.Clock})
+	a.router = delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: a.bindings})
 
 	agents, err := buildAgents(cfg, o.HTTPClient)
 	if err != nil {
@@ -139,12 +139,14 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		st.Close()
 		return nil, err
 	}
-	a.outbound = delivery.NewOutbound(delivery.OutboundConfig{
+	a.outbound = delivery.NewOutbound(delivery.OutboundOptions{
+		DefaultAgent: agents[0].ID, Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
+	}, delivery.OutboundDeps{
 		Sender: a.discord, Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
-		DefaultAgent: agents[0].ID, Clock: o.Clock, Log: log.With().Str("component", "outbound").Logger(),
+		Clock: o.Clock, Log: log.With().Str("component", "outbound").Logger(),
 		Observe:  func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
 		Diagnose: func(d delivery.Diagnostic) { a.metrics.Rule1Exception(d.Reason) },
-		Claimer:  a.cluster.claimer(), Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
+		Claimer:  a.cluster.claimer(),
 	})
 	// MCP servers: started eagerly by Run, their tools offered per agent
 	// and user (docs/DECISIONS.md).

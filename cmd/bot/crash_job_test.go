@@ -121,7 +121,7 @@ scheduler: {enabled: true, timezone: UTC}
 	at := time.Now().Add(3 * time.Second).UTC().Truncate(time.Second)
 	var jobID string
 	cliSeed(t, storePath, func(st *bolt.Store) {
-		s := scheduler.New(scheduler.Config{Store: st, Log: zerolog.Nop(), Settings: scheduler.Settings{Enabled: true, Location: time.UTC}})
+		s := scheduler.New(scheduler.Options{Settings: scheduler.Settings{Enabled: true, Location: time.UTC}}, scheduler.Deps{Store: st, Log: zerolog.Nop()})
 		j, err := s.Add(context.Background(), scheduler.AddRequest{Name: "digest", Schedule: "at " + at.Format(time.RFC3339), Prompt: "post the digest",
 			Target: "main", CreatedBy: alice.ID, CreatedIn: binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: ch.ID}})
 		if err != nil {

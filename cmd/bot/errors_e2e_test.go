@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/scheduler"
 )
@@ -39,9 +40,9 @@ func TestCommandErrorBoundary(t *testing.T) {
 	var broken atomic.Bool
 	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: zerolog.New(logs), Prepare: func(a *app) {
 		// The same scheduler over a store whose job listing fails.
-		a.sched.Scheduler = scheduler.New(scheduler.Config{Store: brokenJobs{a.store, &broken}, Clock: a.clock, Runner: a.sched,
-			Background: a.sched, Deliverer: a.outbound, Outbox: a.store, History: a.transcripts, Routes: a.bindings,
-			Log: a.log, Settings: schedulerSettings(a.cfg.Scheduler), DefaultAgent: a.cfg.Agents[0].ID, Authorizer: a.sched})
+		a.sched.Scheduler = scheduler.New(scheduler.Options{Settings: schedulerSettings(a.cfg.Scheduler), DefaultAgent: a.cfg.Agents[0].ID},
+			scheduler.Deps{Store: brokenJobs{a.store, &broken}, Clock: a.clock, Runner: a.sched, Background: a.sched, Deliverer: a.outbound,
+				Outbox: a.store, History: a.transcripts, Routes: a.bindings, Log: a.log, Authorizer: a.sched, Hints: discord.JobCommand})
 	}})
 	if err != nil {
 		t.Fatal(err)

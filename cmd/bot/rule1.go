@@ -210,7 +210,7 @@ func compareHistory(ctx context.Context, st historyReader, key string, entries [
 		}
 		want = append(want, e)
 	}
-	got, err := transcript.NewService(st, nil).History(ctx, key, len(entries)+1)
+	got, err := transcript.New(transcript.Options{}, transcript.Deps{Store: st}).History(ctx, key, len(entries)+1)
 	if err != nil {
 		return []string{fmt.Sprintf("%s: history: %v", key, err)}
 	}

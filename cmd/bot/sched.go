@@ -32,10 +32,12 @@ var (
 
 func newSchedulerBridge(a *app) (*schedulerBridge, error) {
 	b := &schedulerBridge{sessions: a.sessions, auth: a.discord.Authority()}
-	b.Scheduler = scheduler.New(scheduler.Config{
+	b.Scheduler = scheduler.New(scheduler.Options{
+		Settings: schedulerSettings(a.cfg.Scheduler), DefaultAgent: a.cfg.Agents[0].ID,
+	}, scheduler.Deps{
 		Store: a.store, Clock: a.clock, Runner: b, Background: b, Deliverer: a.outbound, Outbox: a.store,
-		History: a.transcripts, Routes: a.bindings, Log: a.log.With().Str("component", "scheduler").Logger(),
-		Settings: schedulerSettings(a.cfg.Scheduler), DefaultAgent: a.cfg.Agents[0].ID, Authorizer: b,
+		History: a.transcripts, Routes: a.bindings, Log: a.log.With().Str("component", "scheduler").Logger(), Authorizer: b,
+		Hints: discord.JobCommand,
 	})
 	return b, nil
 }
@@ -214,7 +216,7 @@ func (b *schedulerBridge) ScheduleJob(ctx context.Context, actor authz.Actor, re
 	j, err := b.add(ctx, actor, scheduler.AddRequest{Schedule: req.Schedule, Prompt: req.Prompt, Target: req.Target, To: req.To,
 		CreatedBy: actor.UserID, CreatedIn: req.CreatedIn, AgentID: req.AgentID})
 	if err != nil {
-		return "", err
+		return "", forModel(err)
 	}
 	return fmt.Sprintf("job %s scheduled (%s): %s", j.ID, j.Mode(), b.Describe(j)), nil
 }
@@ -224,7 +226,7 @@ func (b *schedulerBridge) ScheduleJob(ctx context.Context, actor authz.Actor, re
 func (b *schedulerBridge) ListJobs(ctx context.Context, actor authz.Actor) (string, error) {
 	jobs, err := b.List(ctx, actor)
 	if err != nil || len(jobs) == 0 {
-		return "no jobs", err
+		return "no jobs", forModel(err)
 	}
 	var sb strings.Builder
 	for _, j := range jobs {
@@ -236,7 +238,7 @@ func (b *schedulerBridge) ListJobs(ctx context.Context, actor authz.Actor) (stri
 // CancelJob implements the cancel_job tool: /cron remove's rules.
 func (b *schedulerBridge) CancelJob(ctx context.Context, actor authz.Actor, id string) (string, error) {
 	if err := b.Remove(ctx, actor, id); err != nil {
-		return "", err
+		return "", forModel(err)
 	}
 	return fmt.Sprintf("job %s removed", id), nil
 }

@@ -55,15 +55,13 @@ func (b *blockingSender) Send(ctx context.Context, d delivery.Delivery) (deliver
 func TestClaimKeepsRecoverOffAnotherProcessesDelivery(t *testing.T) {
 	st := memory.New()
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	tr := transcript.NewService(st, clk)
+	tr := transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clk})
 	claims := &fakeClaims{clk: clk, store: st, owner: map[string]string{}, until: map[string]time.Time{}}
 	b := &fakeBindings{bound: map[string]binding.Record{}}
 	slow := &blockingSender{fakeSender: newFakeSender(), entered: make(chan string), release: make(chan struct{})}
 	other := newFakeSender()
-	procA := delivery.NewOutbound(delivery.OutboundConfig{Sender: slow, Outbox: st, Transcripts: tr, Bindings: b, DefaultAgent: "main",
-		Clock: clk, Log: zerolog.Nop(), Claimer: claims, Owner: "a", Lease: time.Minute})
-	procB := delivery.NewOutbound(delivery.OutboundConfig{Sender: other, Outbox: st, Transcripts: tr, Bindings: b, DefaultAgent: "main",
-		Clock: clk, Log: zerolog.Nop(), Claimer: claims, Owner: "b", Lease: time.Minute})
+	procA := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main", Owner: "a", Lease: time.Minute}, delivery.OutboundDeps{Sender: slow, Outbox: st, Transcripts: tr, Bindings: b, Clock: clk, Log: zerolog.Nop(), Claimer: claims})
+	procB := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main", Owner: "b", Lease: time.Minute}, delivery.OutboundDeps{Sender: other, Outbox: st, Transcripts: tr, Bindings: b, Clock: clk, Log: zerolog.Nop(), Claimer: claims})
 	ctx := context.Background()
 
 	done := make(chan error, 1)

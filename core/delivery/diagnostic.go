@@ -2,7 +2,7 @@ package delivery
 
 // Diagnostic is a warning about a confirmed delivery: a Rule 1 exception
 // (the message was displayed and no transcript got an entry). Outbound
-// reports it (OutboundConfig.Diagnose: metrics, logs), its outbox record
+// reports it (OutboundDeps.Diagnose: metrics, logs), its outbox record
 // keeps the reason, and producers that keep a run record (jobs) store it.
 type Diagnostic struct {
 	Level      string // DiagnosticWarn

@@ -25,9 +25,7 @@ func TestRule1ExceptionsAreDiagnostics(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	bindings := &fakeBindings{bound: map[string]binding.Record{"t-other": {ID: "b-other", TargetSessionKey: "agent:research:subagent:9"}}}
 	var got []delivery.Diagnostic
-	out := delivery.NewOutbound(delivery.OutboundConfig{Sender: newFakeSender(), Outbox: st, Transcripts: transcript.NewService(st, clk),
-		Bindings: bindings, DefaultAgent: "main", Clock: clk, Log: zerolog.Nop(),
-		Diagnose: func(d delivery.Diagnostic) { got = append(got, d) }})
+	out := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: newFakeSender(), Outbox: st, Transcripts: transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clk}), Bindings: bindings, Clock: clk, Log: zerolog.Nop(), Diagnose: func(d delivery.Diagnostic) { got = append(got, d) }})
 	tests := []struct {
 		d      delivery.Delivery
 		reason string

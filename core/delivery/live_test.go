@@ -226,15 +226,14 @@ func newLiveFixture(t *testing.T, limit int) *liveFixture {
 	t.Helper()
 	st := memory.New()
 	clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
-	f := &liveFixture{sender: newLiveSender(clk, limit), store: st, tr: transcript.NewService(st, clk), clk: clk, after: &manualAfter{clk: clk, registered: make(chan struct{}, 1)}}
+	f := &liveFixture{sender: newLiveSender(clk, limit), store: st, tr: transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clk}), clk: clk, after: &manualAfter{clk: clk, registered: make(chan struct{}, 1)}}
 	f.out = f.newOutbound()
 	t.Cleanup(func() { close(f.sender.release) })
 	return f
 }
 
 func (f *liveFixture) newOutbound() *delivery.Outbound {
-	return delivery.NewOutbound(delivery.OutboundConfig{Sender: f.sender, Outbox: f.store, Transcripts: f.tr,
-		Bindings: &fakeBindings{}, DefaultAgent: "main", Clock: f.clk, Log: zerolog.Nop()})
+	return delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: f.sender, Outbox: f.store, Transcripts: f.tr, Bindings: &fakeBindings{}, Clock: f.clk, Log: zerolog.Nop()})
 }
 
 func (f *liveFixture) live(id string) *delivery.Live {

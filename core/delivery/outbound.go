@@ -132,47 +132,54 @@ var ErrClaimed = errors.New("delivery claimed by another process")
 // DefaultClaimLease is how long a claim keeps other processes off a delivery.
 const DefaultClaimLease = 5 * time.Minute
 
-// OutboundConfig wires an Outbound.
-type OutboundConfig struct {
-	Sender       Sender
-	Outbox       Store
-	Transcripts  Appender
-	Bindings     Bindings
+// OutboundOptions are an Outbound's settings.
+type OutboundOptions struct {
+	// DefaultAgent is the agent of a conversation's own session (routing).
 	DefaultAgent string
-	Clock        clock.Clock
-	Log          zerolog.Logger
+	// Owner and Lease are this process's claims on deliveries (Lease
+	// defaults to DefaultClaimLease); used only with OutboundDeps.Claimer.
+	Owner string
+	Lease time.Duration
+}
+
+// OutboundDeps are what an Outbound works with.
+type OutboundDeps struct {
+	Sender      Sender
+	Outbox      Store
+	Transcripts Appender
+	Bindings    Bindings
+	Clock       clock.Clock // nil: the real clock
+	Log         zerolog.Logger
 	// Observe, if set, sees every finished delivery record (metrics).
 	Observe func(Record)
 	// Diagnose, if set, sees each Rule 1 exception once, when the delivery
 	// is first confirmed (metrics).
 	Diagnose func(Diagnostic)
-	// Claimer, if set, makes this process claim each delivery (as Owner,
-	// for Lease, default DefaultClaimLease) before sending it, so a
+	// Claimer, if set, makes this process claim each delivery (as
+	// OutboundOptions.Owner, for its Lease) before sending it, so a
 	// process recovering the outbox never sends what another live process
 	// is sending. nil: one process owns the outbox (bbolt).
 	Claimer Claimer
-	Owner   string
-	Lease   time.Duration
 }
 
 // NewOutbound returns the send owner. It does no I/O.
-func NewOutbound(c OutboundConfig) *Outbound {
-	if c.Clock == nil {
-		c.Clock = clock.Real{}
+func NewOutbound(opt OutboundOptions, d OutboundDeps) *Outbound {
+	if d.Clock == nil {
+		d.Clock = clock.Real{}
 	}
-	if c.Observe == nil {
-		c.Observe = func(Record) {}
+	if d.Observe == nil {
+		d.Observe = func(Record) {}
 	}
-	if c.Diagnose == nil {
-		c.Diagnose = func(Diagnostic) {}
+	if d.Diagnose == nil {
+		d.Diagnose = func(Diagnostic) {}
 	}
-	if c.Lease <= 0 {
-		c.Lease = DefaultClaimLease
+	if opt.Lease <= 0 {
+		opt.Lease = DefaultClaimLease
 	}
 	return &Outbound{
-		sender: c.Sender, outbox: c.Outbox, transcripts: c.Transcripts, bindings: c.Bindings,
-		defaultAgent: c.DefaultAgent, clock: c.Clock, log: c.Log, observe: c.Observe, diagnose: c.Diagnose,
-		claimer: c.Claimer, owner: c.Owner, lease: c.Lease,
+		sender: d.Sender, outbox: d.Outbox, transcripts: d.Transcripts, bindings: d.Bindings,
+		defaultAgent: opt.DefaultAgent, clock: d.Clock, log: d.Log, observe: d.Observe, diagnose: d.Diagnose,
+		claimer: d.Claimer, owner: opt.Owner, lease: opt.Lease,
 	}
 }
 

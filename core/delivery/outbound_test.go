@@ -91,8 +91,8 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	st := memory.New()
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	f := &fixture{sender: newFakeSender(), store: st, tr: transcript.NewService(st, clk), bindings: &fakeBindings{bound: map[string]binding.Record{}}}
-	f.out = delivery.NewOutbound(delivery.OutboundConfig{Sender: f.sender, Outbox: st, Transcripts: f.tr, Bindings: f.bindings, DefaultAgent: "main", Clock: clk, Log: zerolog.Nop()})
+	f := &fixture{sender: newFakeSender(), store: st, tr: transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clk}), bindings: &fakeBindings{bound: map[string]binding.Record{}}}
+	f.out = delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: f.sender, Outbox: st, Transcripts: f.tr, Bindings: f.bindings, Clock: clk, Log: zerolog.Nop()})
 	return f
 }
 
@@ -264,11 +264,11 @@ func (a *interruptingAppender) Append(ctx context.Context, key string, e transcr
 func TestRecoverFinishesWithoutDuplicates(t *testing.T) {
 	st := memory.New()
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	tr := transcript.NewService(st, clk)
+	tr := transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clk})
 	sender := newFakeSender()
 	app := &interruptingAppender{Appender: tr, fail: true}
 	b := &fakeBindings{bound: map[string]binding.Record{}}
-	first := delivery.NewOutbound(delivery.OutboundConfig{Sender: sender, Outbox: st, Transcripts: app, Bindings: b, DefaultAgent: "main", Clock: clk, Log: zerolog.Nop()})
+	first := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: sender, Outbox: st, Transcripts: app, Bindings: b, Clock: clk, Log: zerolog.Nop()})
 	ctx := context.Background()
 	// Sent but not written (the "crash").
 	if _, err := first.Deliver(ctx, delivery.Delivery{ID: "sent-unwritten", Target: conv("c1"), Text: "a", Producer: delivery.Producer{Source: transcript.SourceJob}}, nil); err == nil {
@@ -278,7 +278,7 @@ func TestRecoverFinishesWithoutDuplicates(t *testing.T) {
 	if err := st.PutDelivery(ctx, delivery.Record{Delivery: delivery.Delivery{ID: "never-sent", Target: conv("c1"), Text: "b", Producer: delivery.Producer{Source: transcript.SourceAlert}}, State: delivery.StatePending, CreatedAt: clk.Now().Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	second := delivery.NewOutbound(delivery.OutboundConfig{Sender: sender, Outbox: st, Transcripts: tr, Bindings: b, DefaultAgent: "main", Clock: clk, Log: zerolog.Nop()})
+	second := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: sender, Outbox: st, Transcripts: tr, Bindings: b, Clock: clk, Log: zerolog.Nop()})
 	n, err := second.Recover(ctx, clk.Now().Add(time.Hour))
 	if err != nil || n != 2 {
 		t.Fatalf("Recover = %d, %v; want 2", n, err)

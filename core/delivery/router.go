@@ -67,8 +67,17 @@ type Router struct {
 	bindings BindingLister
 }
 
-// NewRouter returns a router over the active bindings.
-func NewRouter(b BindingLister) *Router { return &Router{bindings: b} }
+// RouterOptions are a Router's settings. It has none yet; the type keeps
+// the shape every component shares (New(Options, Deps)).
+type RouterOptions struct{}
+
+// RouterDeps are what a Router works with.
+type RouterDeps struct {
+	Bindings BindingLister
+}
+
+// NewRouter returns a router over the active bindings. It does no I/O.
+func NewRouter(_ RouterOptions, d RouterDeps) *Router { return &Router{bindings: d.Bindings} }
 
 // ResolveDestination applies the routing rules in order: missing target,
 // no active binding, missing requester (fail-closed, single, ambiguous),

@@ -56,7 +56,7 @@ func TestResolveDestination(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := delivery.NewRouter(lister{active: tc.active})
+			r := delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: lister{active: tc.active}})
 			d := r.ResolveDestination(delivery.RouteRequest{EventKind: delivery.EventTaskCompletion, TargetSessionKey: tc.key, Requester: tc.requester, FailClosed: tc.failClosed})
 			if d.Mode != tc.wantMode || d.Reason != tc.wantReason {
 				t.Fatalf("got %s/%s, want %s/%s", d.Mode, d.Reason, tc.wantMode, tc.wantReason)
@@ -73,13 +73,13 @@ func TestResolveDestination(t *testing.T) {
 // requester: it is closed, whether or not the caller asked to fail closed.
 func TestResolveDestinationEverBoundNeverFallsBack(t *testing.T) {
 	for _, failClosed := range []bool{true, false} {
-		r := delivery.NewRouter(lister{ever: true})
+		r := delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: lister{ever: true}})
 		d := r.ResolveDestination(delivery.RouteRequest{EventKind: delivery.EventTaskCompletion, TargetSessionKey: "child", Requester: ref("discord", "", "c"), FailClosed: failClosed})
 		if d.Mode != delivery.ModeClosed || d.Reason != delivery.ReasonBindingEnded || d.Binding != nil {
 			t.Fatalf("failClosed=%v: got %s/%s %+v, want closed/%s", failClosed, d.Mode, d.Reason, d.Binding, delivery.ReasonBindingEnded)
 		}
 	}
-	d := delivery.NewRouter(lister{}).ResolveDestination(delivery.RouteRequest{TargetSessionKey: "child", Requester: ref("discord", "", "c"), FailClosed: true})
+	d := delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: lister{}}).ResolveDestination(delivery.RouteRequest{TargetSessionKey: "child", Requester: ref("discord", "", "c"), FailClosed: true})
 	if d.Mode != delivery.ModeFallback || d.Reason != delivery.ReasonNoActiveBinding {
 		t.Fatalf("never bound: got %s/%s, want fallback/%s", d.Mode, d.Reason, delivery.ReasonNoActiveBinding)
 	}

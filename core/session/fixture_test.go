@@ -211,10 +211,10 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	}
 	clk := clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
 	st := memory.New()
-	tr := transcript.NewService(st, clk)
+	tr := transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clk})
 	bs := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
 	sender := &fakeSender{ids: map[string][]string{}, fail: map[string]error{}}
-	out := delivery.NewOutbound(delivery.OutboundConfig{Sender: sender, Outbox: st, Transcripts: tr, Bindings: bs, DefaultAgent: "main", Clock: clk, Log: zerolog.Nop()})
+	out := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: sender, Outbox: st, Transcripts: tr, Bindings: bs, Clock: clk, Log: zerolog.Nop()})
 	opt := o.opts
 	opt.AccountID = "default"
 	opt.Agents = []session.Agent{{ID: "main", Name: "Assistant", SystemPrompt: "You are helpful.", Provider: o.provider, MaxHistory: 50, MaxToolSteps: o.maxToolSteps, Vision: o.vision}}
@@ -232,7 +232,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if o.regStore != nil {
 		reg = o.regStore
 	}
-	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(bs), Bindings: bs, Transcripts: tr, Store: reg, Turns: o.turns, Clock: clk, Log: zerolog.Nop(),
+	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: bs}), Bindings: bs, Transcripts: tr, Store: reg, Turns: o.turns, Clock: clk, Log: zerolog.Nop(),
 		Authority: o.authority, Typist: o.typist, After: o.after, Fetcher: o.fetcher, Toolbox: o.toolbox}
 	if !o.noThreads {
 		deps.Threads = o.threads

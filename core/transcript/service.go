@@ -27,9 +27,24 @@ type Service struct {
 	erasers []Eraser
 }
 
-// NewService returns a transcript service over store. It does no I/O.
-func NewService(store Store, clk clock.Clock) *Service {
-	return &Service{store: store, clock: clk}
+// Options are a Service's settings. It has none yet; the type keeps the
+// shape every component shares (New(Options, Deps)).
+type Options struct{}
+
+// Deps are what a Service works with.
+type Deps struct {
+	Store Store
+	Clock clock.Clock // nil: the real clock
+}
+
+// New returns a transcript service over d.Store. It does no I/O. The
+// erasers Delete calls are installed afterwards (SetErasers): the outbox
+// eraser is the Outbound, which itself writes through this service.
+func New(_ Options, d Deps) *Service {
+	if d.Clock == nil {
+		d.Clock = clock.Real{}
+	}
+	return &Service{store: d.Store, clock: d.Clock}
 }
 
 // Append writes e to session key once. With a non-empty DeliveryID, a

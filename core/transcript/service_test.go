@@ -14,7 +14,7 @@ import (
 )
 
 func newService() *transcript.Service {
-	return transcript.NewService(memory.New(), clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)))
+	return transcript.New(transcript.Options{}, transcript.Deps{Store: memory.New(), Clock: clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))})
 }
 
 func TestAppendIdempotentOnDeliveryID(t *testing.T) {
@@ -100,7 +100,7 @@ func texts(es []transcript.Entry) []string {
 // events write nothing.
 func TestEditsAndDeletionsInHistory(t *testing.T) {
 	st := memory.New()
-	s := transcript.NewService(st, clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)))
+	s := transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))})
 	er := &recordingEraser{}
 	s.SetErasers(er)
 	ctx := context.Background()

@@ -1,0 +1,216 @@
+package matrix
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/rs/zerolog"
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+)
+
+// Handler receives classified inbound events, one at a time, in /sync order (rooms by id within a batch).
+type Handler func(ctx context.Context, in Inbound)
+
+// SyncOptions are the /sync loop's settings.
+type SyncOptions struct {
+	// TimelineLimit is how many events per room one /sync returns at most (default 100). A room with more since
+	// the saved token (a longer downtime) is filled in from /messages, up to MaxCatchUp events per room.
+	TimelineLimit int
+	// MaxCatchUp bounds that fill-in per room and batch (default 1000); what is older is not handled (a warning).
+	MaxCatchUp int
+}
+
+// SyncDeps are what the /sync loop works with.
+type SyncDeps struct {
+	// Client is the connection it reads through (its long-poll timeout is the Client's SyncTimeout).
+	Client *Client
+	// Tokens keeps the /sync position.
+	Tokens TokenStore
+	// Handler is handed every classified inbound event.
+	Handler Handler
+	Log     zerolog.Logger
+}
+
+// Sync is the /sync loop of one Client (Run). It is separate from the Client so the sender can exist before
+// what handles inbound events (which sends through it) does.
+type Sync struct {
+	opt SyncOptions
+	d   SyncDeps
+	c   *Client
+	log zerolog.Logger
+}
+
+// NewSync returns the /sync loop. It does no I/O.
+func NewSync(opt SyncOptions, d SyncDeps) (*Sync, error) {
+	if d.Client == nil || d.Handler == nil {
+		return nil, errors.New("matrix: the sync loop needs a client and a handler")
+	}
+	if d.Tokens == nil {
+		return nil, errors.New("matrix: a sync token store is required")
+	}
+	if opt.TimelineLimit <= 0 {
+		opt.TimelineLimit = 100
+	}
+	if opt.MaxCatchUp <= 0 {
+		opt.MaxCatchUp = 1000
+	}
+	return &Sync{opt: opt, d: d, c: d.Client, log: d.Log.With().Str("adapter", "matrix").Logger()}, nil
+}
+
+// syncFilter: per-room timelines of at most TimelineLimit events, no presence or account data.
+func (s *Sync) syncFilter() string {
+	f := map[string]any{
+		"room":         map[string]any{"timeline": map[string]any{"limit": s.opt.TimelineLimit}, "account_data": map[string]any{"not_types": []string{"*"}}},
+		"presence":     map[string]any{"not_types": []string{"*"}},
+		"account_data": map[string]any{"not_types": []string{"*"}},
+	}
+	b, _ := json.Marshal(f)
+	return string(b)
+}
+
+// Run is the /sync loop: it resumes from the saved token, hands every classified event to the Handler, and saves
+// the next token after each batch. It returns nil when ctx ends, or an error when the token cannot be loaded or
+// saved (the position would be lost: the caller decides whether to restart). Failed /sync requests are retried
+// with backoff (1s doubling to 30s); a 401 (token revoked) is returned as an error.
+func (s *Sync) Run(ctx context.Context) error {
+	c, h := s.c, s.d.Handler
+	since, err := s.d.Tokens.LoadSyncToken(ctx)
+	if err != nil {
+		return fmt.Errorf("matrix: sync: %w", err)
+	}
+	first := since == ""
+	filter := s.syncFilter()
+	backoff := time.Second
+	for ctx.Err() == nil {
+		timeout := c.opt.SyncTimeout
+		if first {
+			timeout = 0
+		}
+		resp, err := c.bot.FullSyncRequest(ctx, mautrix.ReqSync{Since: since, Timeout: int(timeout / time.Millisecond), FilterID: filter})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			err = classify("matrix: sync", err)
+			if errors.Is(err, ErrForbidden) {
+				return err
+			}
+			s.log.Warn().Err(err).Dur("retry_in", backoff).Msg("sync failed")
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+			backoff = min(backoff*2, 30*time.Second)
+			continue
+		}
+		backoff = time.Second
+		// The batch is handled to its end and its token saved even if ctx ends meanwhile: a clean stop never
+		// leaves a batch half handled.
+		bctx := context.WithoutCancel(ctx)
+		s.dispatch(bctx, resp, h, since)
+		if err := s.d.Tokens.SaveSyncToken(bctx, resp.NextBatch); err != nil {
+			return fmt.Errorf("matrix: sync: %w", err)
+		}
+		since, first = resp.NextBatch, false
+	}
+	return nil
+}
+
+// dispatch hands a batch's events to h: invites, then each joined room's timeline (rooms sorted by id), a
+// truncated one preceded by the events between since and the timeline (from /messages). On the first start
+// (since "") the timelines are history from before the bot ran and are skipped.
+func (s *Sync) dispatch(ctx context.Context, resp *mautrix.RespSync, h Handler, since string) {
+	c := s.c
+	for _, roomID := range sortedKeys(resp.Rooms.Invite) {
+		in := Inbound{Kind: KindInvite, RoomID: roomID.String()}
+		for _, ev := range resp.Rooms.Invite[roomID].State.Events {
+			if ev.Type == event.StateMember && ev.StateKey != nil && *ev.StateKey == c.opt.UserID {
+				in.Sender = ev.Sender.String()
+			}
+		}
+		if c.class.own(in.Sender) {
+			continue
+		}
+		s.handle(ctx, h, in)
+	}
+	if since == "" {
+		return
+	}
+	for _, roomID := range sortedKeys(resp.Rooms.Join) {
+		room := resp.Rooms.Join[roomID]
+		events := room.Timeline.Events
+		if room.Timeline.Limited && room.Timeline.PrevBatch != "" {
+			events = append(s.catchUp(ctx, roomID, room.Timeline.PrevBatch, since), events...)
+		}
+		seen := map[id.EventID]bool{}
+		for _, ev := range events {
+			if seen[ev.ID] {
+				continue
+			}
+			seen[ev.ID] = true
+			raw, err := json.Marshal(ev)
+			if err != nil {
+				continue
+			}
+			in, ok := c.class.Classify(raw)
+			if !ok {
+				continue
+			}
+			in.RoomID = roomID.String()
+			s.handle(ctx, h, in)
+		}
+	}
+}
+
+// catchUp returns the room's events between the sync token since and prevBatch (a truncated timeline's start),
+// oldest first, at most MaxCatchUp of the newest ones. A failure is logged: the batch goes on with what it has.
+func (s *Sync) catchUp(ctx context.Context, roomID id.RoomID, prevBatch, since string) []*event.Event {
+	var out []*event.Event
+	from := prevBatch
+	for len(out) < s.opt.MaxCatchUp {
+		resp, err := s.c.bot.Messages(ctx, roomID, from, since, mautrix.DirectionBackward, nil, min(100, s.opt.MaxCatchUp-len(out)))
+		if err != nil {
+			s.log.Warn().Err(classify("matrix: catch-up", err)).Str("room", roomID.String()).Int("events", len(out)).Msg("sync catch-up incomplete: older events since the last run were not handled")
+			break
+		}
+		out = append(out, resp.Chunk...)
+		if resp.End == "" || len(resp.Chunk) == 0 {
+			break
+		}
+		from = resp.End
+		if len(out) >= s.opt.MaxCatchUp {
+			s.log.Warn().Str("room", roomID.String()).Int("max", s.opt.MaxCatchUp).Msg("sync catch-up truncated: older events since the last run were not handled")
+		}
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+func (s *Sync) handle(ctx context.Context, h Handler, in Inbound) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error().Interface("panic", r).Str("room", in.RoomID).Str("event", in.EventID).Msg("inbound handler panicked")
+		}
+	}()
+	h(ctx, in)
+}
+
+func sortedKeys[V any](m map[id.RoomID]V) []id.RoomID {
+	out := make([]id.RoomID, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
