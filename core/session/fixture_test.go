@@ -79,6 +79,7 @@ type fakeThreads struct {
 	mu      sync.Mutex
 	n       int
 	parents []string
+	refs    []binding.ConversationRef // the parents asked for, whole
 	// block, if set, is received from before a thread is created.
 	block   chan struct{}
 	entered chan struct{}
@@ -95,7 +96,8 @@ func (f *fakeThreads) CreateThread(_ context.Context, parent binding.Conversatio
 	defer f.mu.Unlock()
 	f.n++
 	f.parents = append(f.parents, parent.ConversationID)
-	return binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: fmt.Sprintf("t%d", f.n), ParentConversationID: parent.ConversationID}, nil
+	f.refs = append(f.refs, parent)
+	return binding.ConversationRef{Channel: parent.Channel, AccountID: parent.AccountID, ConversationID: fmt.Sprintf("t%d", f.n), ParentConversationID: parent.ConversationID}, nil
 }
 
 // gate is a provider that blocks each call until released and records
