@@ -171,6 +171,7 @@ type fixtureOptions struct {
 	vision        bool
 	after         session.After
 	toolbox       session.Toolbox
+	stream        bool // the agent streams its replies (models.<name>.stream)
 }
 
 // fakeAuthority refuses posting into the conversations in deny (by id) and
@@ -219,7 +220,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	out := delivery.NewOutbound(delivery.OutboundConfig{Sender: sender, Outbox: st, Transcripts: tr, Bindings: bs, DefaultAgent: "main", Clock: clk, Log: zerolog.Nop()})
 	opt := o.opts
 	opt.AccountID = "default"
-	opt.Agents = []session.Agent{{ID: "main", Name: "Assistant", SystemPrompt: "You are helpful.", Provider: o.provider, MaxHistory: 50, MaxToolSteps: o.maxToolSteps, Vision: o.vision}}
+	opt.Agents = []session.Agent{{ID: "main", Name: "Assistant", SystemPrompt: "You are helpful.", Provider: o.provider, MaxHistory: 50, MaxToolSteps: o.maxToolSteps, Vision: o.vision, Stream: o.stream}}
 	opt.ThreadBindings = !o.threadsOff
 	if o.spawnSessions {
 		opt.SpawnSubagentSessions = true

@@ -88,3 +88,23 @@ func TestSpawnFromMatrixThreadKeepsPlatform(t *testing.T) {
 		t.Fatalf("thread parents %+v, thread %+v", f.threads.refs, res.Thread)
 	}
 }
+
+// TestStreamingAgentWherePlatformHasNoLiveMessages: an agent that streams
+// replies, in a conversation whose platform's sender cannot show live
+// messages (delivery.Outbound.LiveTo is false: the fixture's sender is a
+// plain Sender), gets its reply sent whole, not lost to ErrNotLive.
+func TestStreamingAgentWherePlatformHasNoLiveMessages(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{stream: true})
+	if f.out.LiveTo(ref("c1")) {
+		t.Fatal("the fixture's sender shows live messages")
+	}
+	f.say(ref("c1"), "hello")
+	f.settle()
+	if got := texts(f.entries(keyOf("c1"))); !slices.Equal(got, []string{"user|hello", "turn|echo: hello"}) {
+		t.Fatalf("entries = %q", got)
+	}
+	if sent := f.sender.to("c1"); len(sent) != 1 || sent[0].Text != "echo: hello" {
+		t.Fatalf("sent %+v", sent)
+	}
+}
