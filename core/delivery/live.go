@@ -679,7 +679,12 @@ func (o *Outbound) recoverLive(ctx context.Context, rec Record) error {
 		_, err := o.Abandon(ctx, rec.Delivery.ID, "live-nothing-shown")
 		return err
 	}
-	l := &Live{o: o, ls: ls, d: rec.Delivery, rec: rec, started: true, recovered: true,
+	// The parts without a recorded id may have been displayed: a sender
+	// whose idempotency key does not outlive its platform's restarts looks
+	// them up (Resend, from FirstAttempt on) before posting.
+	d := rec.Delivery
+	d.Resend, d.FirstAttempt = true, rec.CreatedAt
+	l := &Live{o: o, ls: ls, d: d, rec: rec, started: true, recovered: true,
 		opt: LiveOptions{Interval: DefaultLiveInterval, After: time.After}, kick: make(chan struct{}, 1), last: map[int]time.Time{}, attempted: map[int]bool{},
 		cgen: 1, tried: make(chan struct{})}
 	l.ids = slices.Clone(rec.MessageIDs)

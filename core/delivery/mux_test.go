@@ -246,3 +246,46 @@ func TestMuxRecoverLiveOnItsPlatform(t *testing.T) {
 		t.Fatal("the discord sender was asked to recover a matrix message")
 	}
 }
+
+// TestLiveRecoverPostsAsResend: a part whose post a crash left without an
+// outcome is posted again by Recover as a resend from the first attempt on
+// (Delivery.Resend, FirstAttempt), so a sender whose idempotency key does
+// not outlive its platform's restarts (Matrix transaction ids) looks for
+// it first; the first attempt's post was not one.
+func TestLiveRecoverPostsAsResend(t *testing.T) {
+	f := newLiveFixture(t, 2000)
+	f.sender.hang = func(r liveReq) bool { return r.post }
+	l := f.live("turn:1")
+	l.Update("Hello")
+	f.sender.waitReqs(t, 1)
+	f.sender.mu.Lock()
+	f.sender.hang = nil
+	f.sender.mu.Unlock()
+	rec, _, _ := f.store.GetDelivery(context.Background(), "turn:1")
+	f.clk.Advance(time.Hour)
+	var got delivery.Delivery
+	spy := &resendSpy{liveSender: f.sender, got: &got}
+	second := delivery.NewOutbound(delivery.OutboundConfig{Sender: spy, Outbox: f.store, Transcripts: f.tr,
+		Bindings: &fakeBindings{}, DefaultAgent: "main", Clock: f.clk, Log: zerolog.Nop()})
+	if n, err := second.Recover(context.Background(), f.clk.Now()); err != nil || n != 1 {
+		t.Fatalf("recovered %d, err %v", n, err)
+	}
+	if r := f.sender.requests(); len(r) < 2 || !r[0].post || r[0].resend || !r[1].post || !r[1].resend {
+		t.Fatalf("requests %+v: want the first attempt's post plain, then the recovery's post a resend", r)
+	}
+	if !got.Resend || !got.FirstAttempt.Equal(rec.CreatedAt) {
+		t.Fatalf("recovery posted %+v; want Resend from %s", got, rec.CreatedAt)
+	}
+	f.checkRule1(t, "Hello"+delivery.InterruptedMark)
+}
+
+// resendSpy is a LiveSender that keeps the delivery of the last post.
+type resendSpy struct {
+	*liveSender
+	got *delivery.Delivery
+}
+
+func (s *resendSpy) PostLive(ctx context.Context, d delivery.Delivery, part int, text string, c delivery.Controls) (string, error) {
+	*s.got = d
+	return s.liveSender.PostLive(ctx, d, part, text, c)
+}
