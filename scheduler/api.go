@@ -223,7 +223,12 @@ func orDefault(s, d string) string {
 }
 
 func mention(ref binding.ConversationRef) string {
-	id := ref.Normalize().ConversationID
+	n := ref.Normalize()
+	if n.Channel == sessionkey.PlatformMatrix {
+		// Matrix has no mention markup for rooms: its target reads back.
+		return "`" + sessionkey.FormatMatrixTarget(n) + "`"
+	}
+	id := n.ConversationID
 	if u, ok := strings.CutPrefix(id, sessionkey.DMPrefix); ok {
 		return "the DM with <@" + u + ">"
 	}

@@ -36,6 +36,8 @@ func FailureSummary(err error) string {
 		return summaryDeliveryPrefix + ": chat deleted, archived or locked"
 	case errors.Is(err, delivery.ErrForbidden):
 		return summaryDeliveryPrefix + ": missing permission"
+	case errors.Is(err, delivery.ErrUnknownPlatform):
+		return summaryDeliveryPrefix + ": this bot does not post to that chat platform"
 	case errors.Is(err, delivery.ErrRejected):
 		return summaryDeliveryPrefix + ": message rejected by Discord"
 	case errors.Is(err, delivery.ErrTransient):

@@ -23,6 +23,8 @@ func TestFailureSummaryNamesTheKindOnly(t *testing.T) {
 		{gone, "delivery failed: chat deleted, archived or locked"},
 		{&delivery.FailedError{Err: fmt.Errorf("%w: %s", delivery.ErrForbidden, secret)}, "delivery failed: missing permission"},
 		{&delivery.FailedError{Err: fmt.Errorf("%w: %s", delivery.ErrTransient, secret)}, "delivery failed: Discord did not confirm the send"},
+		{&delivery.FailedError{Err: fmt.Errorf("send d: platform %q: %w (this process posts to: discord): %w", "slack", delivery.ErrUnknownPlatform, delivery.ErrRejected)},
+			"delivery failed: this bot does not post to that chat platform"},
 		{errors.New(secret), "internal error"},
 		{nil, ""},
 	}

@@ -50,15 +50,26 @@ func notFound(id string) error {
 }
 
 // ParseTo reads a delivery target: "channel:<id>" (a channel or thread),
-// "user:<id>" (a DM) or a channel mention "<#id>". The platform and
-// account are taken from like (the creating conversation).
+// "user:<id>" (a DM) or a channel mention "<#id>", all on Discord; or a
+// Matrix target (sessionkey.ParseMatrixTarget): "matrix:!room:server",
+// "matrix:!room:server/$event" (a thread) or "matrix:@user:server" (a DM).
+// The platform of the Discord forms is taken from like (the creating
+// conversation) unless like is on Matrix, whose ids never look like them:
+// then they name Discord. The account is like's when the platform is
+// like's, else the default one.
 func ParseTo(to string, like binding.ConversationRef) (binding.ConversationRef, error) {
 	to = strings.TrimSpace(to)
-	channel := like.Channel
-	if channel == "" {
-		channel = "discord"
+	if ref, ok, err := sessionkey.ParseMatrixTarget(to); ok {
+		if err != nil {
+			return binding.ConversationRef{}, &UserError{Msg: err.Error()}
+		}
+		return onAccountOf(ref, like), nil
 	}
-	ref := binding.ConversationRef{Channel: channel, AccountID: like.AccountID}
+	channel := binding.ConversationRef{Channel: like.Channel}.Normalize().Channel
+	if channel == "" || channel == sessionkey.PlatformMatrix {
+		channel = sessionkey.PlatformDiscord
+	}
+	ref := binding.ConversationRef{Channel: channel}
 	switch {
 	case strings.HasPrefix(to, "channel:") && isID(to[len("channel:"):]):
 		ref.ConversationID = to[len("channel:"):]
@@ -69,7 +80,17 @@ func ParseTo(to string, like binding.ConversationRef) (binding.ConversationRef, 
 	default:
 		return binding.ConversationRef{}, userErrorf("%q is not a delivery target: write `channel:<id>` for a channel or thread, or `user:<id>` for a DM", to)
 	}
-	return ref.Normalize(), nil
+	return onAccountOf(ref, like), nil
+}
+
+// onAccountOf gives ref like's account when both are on one platform (the
+// default account otherwise) and normalises it.
+func onAccountOf(ref, like binding.ConversationRef) binding.ConversationRef {
+	like = like.Normalize()
+	if ref.Normalize().Channel == like.Channel {
+		ref.AccountID = like.AccountID
+	}
+	return ref.Normalize()
 }
 
 func isID(s string) bool {
@@ -84,9 +105,14 @@ func isID(s string) bool {
 	return true
 }
 
-// FormatTo writes a conversation as a delivery target string.
+// FormatTo writes a conversation as a delivery target string (ParseTo
+// reads it back).
 func FormatTo(ref binding.ConversationRef) string {
-	id := ref.Normalize().ConversationID
+	n := ref.Normalize()
+	if n.Channel == sessionkey.PlatformMatrix {
+		return sessionkey.FormatMatrixTarget(n)
+	}
+	id := n.ConversationID
 	if strings.HasPrefix(id, sessionkey.DMPrefix) {
 		return id
 	}
@@ -94,26 +120,14 @@ func FormatTo(ref binding.ConversationRef) string {
 }
 
 // conversationOfKey returns the conversation whose own session key is key
-// (agent:<a>:<platform>:channel:<id> or agent:<a>:<platform>:dm:<user>).
+// (sessionkey.ConversationOf), on like's account when it is on like's
+// platform.
 func conversationOfKey(key string, like binding.ConversationRef) (binding.ConversationRef, bool) {
-	p := strings.Split(key, ":")
-	if len(p) != 5 || p[0] != "agent" {
+	_, ref, ok := sessionkey.ConversationOf(key)
+	if !ok {
 		return binding.ConversationRef{}, false
 	}
-	ref := binding.ConversationRef{Channel: p[2], AccountID: like.AccountID}
-	switch p[3] {
-	case "channel":
-		ref.ConversationID = p[4]
-	case "dm":
-		ref.ConversationID = sessionkey.DMPrefix + p[4]
-	default:
-		return binding.ConversationRef{}, false
-	}
-	ref = ref.Normalize()
-	if sessionkey.ForConversation(p[1], ref) != key {
-		return binding.ConversationRef{}, false
-	}
-	return ref, true
+	return onAccountOf(ref, like), true
 }
 
 func sameConversation(a, b binding.ConversationRef) bool {

@@ -188,8 +188,9 @@ func TestMemberRolesRefreshAfterTTL(t *testing.T) {
 	}
 	t.Cleanup(func() { e.Close() })
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	a, gw := wire(t, ClientOptions{Token: e.Token(), APIURL: e.URL(), OperatorRoles: []string{mods.ID}}, ClientDeps{Log: zerolog.Nop(), Clock: clk},
+	a, gw := wire(t, ClientOptions{Token: e.Token(), APIURL: e.URL()}, ClientDeps{Log: zerolog.Nop(), Clock: clk},
 		GatewayOptions{Sleep: (&sleeps{}).sleep}, GatewayDeps{Log: zerolog.Nop(), Clock: clk})
+	auth := authz.New(authz.Config{OperatorRoles: []string{mods.ID}}, a)
 	s := a.session()
 	a.setIdentity(e.BotUserID(), "", "")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -199,21 +200,21 @@ func TestMemberRolesRefreshAfterTTL(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	actor := authz.Actor{UserID: u.ID, Where: binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: ch.ID}}
-	if a.Authority().Operator(ctx, actor) {
+	if auth.Operator(ctx, actor) {
 		t.Fatal("operator before the role was granted")
 	}
 	if err := e.GrantRole(g.ID, u.ID, mods.ID); err != nil {
 		t.Fatal(err)
 	}
 	fetches := len(e.RequestsTo("GET", "/guilds/{guild_id}/members/{user_id}"))
-	if a.Authority().Operator(ctx, actor) {
+	if auth.Operator(ctx, actor) {
 		t.Fatal("the cached member changed without an event: the emulator pushed a member event without the intent")
 	}
 	if n := len(e.RequestsTo("GET", "/guilds/{guild_id}/members/{user_id}")); n != fetches {
 		t.Fatalf("%d member fetches within the TTL, want none", n-fetches)
 	}
 	clk.Advance(memberTTL)
-	if !a.Authority().Operator(ctx, actor) {
+	if !auth.Operator(ctx, actor) {
 		t.Fatal("the granted role was not seen after the TTL")
 	}
 }

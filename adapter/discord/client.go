@@ -26,8 +26,6 @@ type ClientOptions struct {
 	Token         string
 	APIURL        string
 	Guilds        []string // allowlist; empty = all
-	OperatorUsers []string
-	OperatorRoles []string
 	AccountID     string // "" = "default"
 	// BaseTransport is the HTTP transport under the rewriting one (tests).
 	BaseTransport http.RoundTripper
@@ -53,7 +51,8 @@ type ClientDeps struct {
 // Client is the REST side of the adapter: sends (channel messages,
 // webhooks, interaction answers, live posts and edits) with their retries
 // and idempotency, threads, webhooks, typing, attachments, membership
-// lookups for the authority rule, and the token. It is core/delivery's
+// lookups (the authority's Directory for Discord conversations), and the
+// token. It is core/delivery's
 // Sender and core/session's Threads, Typist and Fetcher. It knows nothing
 // of the Gateway, which connects the Client's session to Discord's gateway
 // (filling its state cache) and tells it the bot's identity at READY.
@@ -69,7 +68,6 @@ type Client struct {
 	botID   string
 	botName string
 	guilds  map[string]bool
-	auth    *authz.Authority
 
 	hooks      *webhookManager
 	threads    *threadManager
@@ -107,7 +105,6 @@ func NewClient(opt ClientOptions, d ClientDeps) (*Client, error) {
 		return nil, err
 	}
 	c.s = s
-	c.auth = authz.New(authz.Config{OperatorUsers: opt.OperatorUsers, OperatorRoles: opt.OperatorRoles}, c)
 	c.hooks = &webhookManager{c: c, cache: map[string]webhookCreds{}}
 	c.threads = &threadManager{c: c}
 	return c, nil
@@ -120,11 +117,6 @@ func set(ids []string) map[string]bool {
 	}
 	return m
 }
-
-// Authority is the one authority rule (invariant 13) over this adapter's
-// view of Discord: slash commands use it, and the wiring hands it to the
-// model's tools and the scheduler, so both decide alike.
-func (c *Client) Authority() *authz.Authority { return c.auth }
 
 // SetToken rotates the bot token (config reload). Every later REST call,
 // including those of the thread and webhook managers, uses it, and a

@@ -388,7 +388,7 @@ func (g *Gateway) cmdStop(ctx context.Context, v invocation) (reply, error) {
 	if !ok {
 		return reply{text: idle}, nil
 	}
-	if err := g.c.auth.MayStop(ctx, authz.Actor{UserID: v.userID, Where: v.conv}, run.Owner, what); err != nil {
+	if err := g.d.Authority.MayStop(ctx, authz.Actor{UserID: v.userID, Where: v.conv}, run.Owner, what); err != nil {
 		return reply{}, userErrf("%s", refusalText(err))
 	}
 	if !g.d.Sessions.Stop(run) {
@@ -414,7 +414,7 @@ func (g *Gateway) cmdFocus(ctx context.Context, v invocation) (reply, error) {
 	if !ok {
 		return reply{}, userErrf("Unable to resolve focus target: %s", target)
 	}
-	if err := g.c.auth.MayFocus(ctx, authz.Actor{UserID: v.userID, Where: v.conv}, authz.FocusTarget{Key: info.Key, Kind: string(info.Kind),
+	if err := g.d.Authority.MayFocus(ctx, authz.Actor{UserID: v.userID, Where: v.conv}, authz.FocusTarget{Key: info.Key, Kind: string(info.Kind),
 		Conversation: info.Requester, SpawnedBy: info.SpawnedBy}); err != nil {
 		return reply{}, userErrf("%s", refusalText(err))
 	}
@@ -498,7 +498,7 @@ func (g *Gateway) mayChange(v invocation, rec binding.Record) bool {
 // users or roles; with none configured, members with Manage Server. The
 // model's tools ask the same rule.
 func (g *Gateway) isOperator(v invocation) bool {
-	return g.c.auth.Operator(g.workCtx(), authz.Actor{UserID: v.userID, Where: v.conv})
+	return g.d.Authority.Operator(g.workCtx(), authz.Actor{UserID: v.userID, Where: v.conv})
 }
 
 func (g *Gateway) cmdUnbind(ctx context.Context, v invocation, verb string) (reply, error) {

@@ -85,7 +85,11 @@ type Deliverer interface {
 // GatewayDeps are the Gateway's collaborators. Client is required; Jobs
 // may be nil (scheduler off).
 type GatewayDeps struct {
-	Client   *Client
+	Client *Client
+	// Authority is the one authority rule (invariant 13): slash commands,
+	// components and admission ask it, as the model's tools and the
+	// scheduler do.
+	Authority *authz.Authority
 	Sessions Sessions
 	Bindings Bindings
 	Outbound Deliverer

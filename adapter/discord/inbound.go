@@ -363,7 +363,7 @@ func compareIDs(x, y string) int {
 // Outbound (so it is in the conversation's transcript), later ones silence
 // until the budget resets.
 func (g *Gateway) admit(ctx context.Context, m *discordgo.Message, conv binding.ConversationRef) string {
-	if g.c.auth.Operator(ctx, authz.Actor{UserID: m.Author.ID, Where: conv}) {
+	if g.d.Authority.Operator(ctx, authz.Actor{UserID: m.Author.ID, Where: conv}) {
 		return ""
 	}
 	sub := authz.Subject{UserID: m.Author.ID, ChannelID: m.ChannelID, ParentID: conv.ParentConversationID, DM: m.GuildID == ""}
@@ -412,7 +412,7 @@ func (g *Gateway) limitNotice(name string, d authz.Decision) string {
 // admitCommand applies discord.access to a slash command that starts model
 // work (/spawn): it returns "" to go on, else the ephemeral refusal.
 func (g *Gateway) admitCommand(ctx context.Context, v invocation) string {
-	if g.c.auth.Operator(ctx, authz.Actor{UserID: v.userID, Where: v.conv}) {
+	if g.d.Authority.Operator(ctx, authz.Actor{UserID: v.userID, Where: v.conv}) {
 		return ""
 	}
 	sub := authz.Subject{UserID: v.userID, ChannelID: v.in.ChannelID, ParentID: v.conv.ParentConversationID, DM: v.in.GuildID == ""}

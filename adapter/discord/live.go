@@ -189,7 +189,7 @@ func (g *Gateway) stopClick(ctx context.Context, conv binding.ConversationRef, u
 	if !ok || run.ID != id {
 		return "ℹ️ It had already finished."
 	}
-	if err := g.c.auth.MayStop(ctx, authz.Actor{UserID: userID, Where: conv}, run.Owner, "this reply"); err != nil {
+	if err := g.d.Authority.MayStop(ctx, authz.Actor{UserID: userID, Where: conv}, run.Owner, "this reply"); err != nil {
 		return "⚠️ " + refusalText(err)
 	}
 	if !g.d.Sessions.Stop(run) {

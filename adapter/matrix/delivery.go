@@ -60,3 +60,61 @@ func messageFor(d delivery.Delivery) (Message, error) {
 	}
 	return m, nil
 }
+
+var _ delivery.LiveSender = DeliverySender{}
+
+// liveBudget is the most JSON bytes a live part's text takes. A live part is posted and then edited: the edit
+// carries the text whole (m.new_content) beside a shortened fallback, its relation and mentions; 4 KiB of
+// MaxContentBytes is left for that and for the post's thread relation, reply and delivery mark.
+const liveBudget = MaxContentBytes - 4096
+
+// PostLive posts part `part` of live delivery d showing text, as the bot (Matrix live messages are the bot's own:
+// the core streams no persona's reply). Its transaction id and delivery mark are those of Send's part `part`, so
+// the homeserver dedupes a repeated post, and a resend after a restart (d.Resend) finds the part an earlier
+// attempt posted instead of posting it again. Matrix messages have no buttons: the Stop control is left out (the
+// room's text command stops a run); other buttons are refused.
+func (s DeliverySender) PostLive(ctx context.Context, d delivery.Delivery, part int, text string, c delivery.Controls) (string, error) {
+	m, err := liveMessage(d, c)
+	if err != nil {
+		return "", err
+	}
+	m.Text = text
+	return s.Client.postPart(ctx, m, part)
+}
+
+// EditLive makes the posted part messageID show text (an m.replace edit; its transaction id is new each time: an
+// edit repeated shows the same).
+func (s DeliverySender) EditLive(ctx context.Context, d delivery.Delivery, messageID, text string, c delivery.Controls) error {
+	m, err := liveMessage(d, c)
+	if err != nil {
+		return err
+	}
+	_, err = s.Client.Edit(ctx, m.RoomID, messageID, text, "", Persona{})
+	return err
+}
+
+// SplitLive cuts text into parts that each fit a post and its later edits (liveBudget, measured as posted: with
+// "@room" defused); the parts add up to text.
+func (DeliverySender) SplitLive(text string) []string {
+	var out []string
+	for _, p := range Split(text, liveBudget) {
+		if JSONLen(Defuse(p)) <= liveBudget {
+			out = append(out, p)
+			continue
+		}
+		// Defusing adds 3 bytes per 5-byte "@room": a part of 5/8 the budget fits whatever it holds.
+		out = append(out, Split(p, liveBudget*5/8)...)
+	}
+	return out
+}
+
+// liveMessage maps a live delivery onto a Message, refusing what a Matrix live message cannot show.
+func liveMessage(d delivery.Delivery, c delivery.Controls) (Message, error) {
+	if len(c.Buttons) > 0 {
+		return Message{}, fmt.Errorf("matrix: live %s: %w: Matrix messages have no buttons", d.ID, ErrRejected)
+	}
+	if d.ViaWebhook {
+		return Message{}, fmt.Errorf("matrix: live %s: %w: a live message posts as the bot, not under a persona", d.ID, ErrRejected)
+	}
+	return messageFor(d)
+}

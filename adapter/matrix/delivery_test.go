@@ -94,3 +94,42 @@ func TestDeliverySenderAgainstDendrite(t *testing.T) {
 		t.Fatalf("send after redaction: %v, ids %v; want ErrDestinationGone with the shown part", err, gone.MessageIDs)
 	}
 }
+
+// TestSplitLive: live parts add up to the text and each fits a post and its edits as posted (with "@room"
+// defused: 3 bytes more each), even for a text made of nothing but "@room".
+func TestSplitLive(t *testing.T) {
+	var s DeliverySender
+	for _, text := range []string{"short", longText(130_000), strings.Repeat("@room", 30_000), strings.Repeat("<&>", 40_000)} {
+		parts := s.SplitLive(text)
+		if strings.Join(parts, "") != text {
+			t.Fatalf("parts of a %d-byte text do not add up to it", len(text))
+		}
+		for i, p := range parts {
+			if n := JSONLen(Defuse(p)); n > liveBudget || p == "" {
+				t.Fatalf("part %d of %d: %d bytes as posted (budget %d)", i, len(parts), n, liveBudget)
+			}
+		}
+	}
+}
+
+// TestLiveMessageRefusals: a Matrix live message cannot carry buttons (the Stop control is left out), post under
+// a persona, or go anywhere but a Matrix room or thread.
+func TestLiveMessageRefusals(t *testing.T) {
+	room := binding.ConversationRef{Channel: "matrix", ConversationID: "!r:hs"}
+	if _, err := liveMessage(delivery.Delivery{ID: "d", Target: room}, delivery.Controls{StopRun: "7"}); err != nil {
+		t.Fatalf("stop control: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		d delivery.Delivery
+		c delivery.Controls
+	}{
+		"buttons": {delivery.Delivery{ID: "d", Target: room}, delivery.Controls{Buttons: []delivery.Button{{CustomID: "acp:1:0"}}}},
+		"persona": {delivery.Delivery{ID: "d", Target: room, ViaWebhook: true, Persona: delivery.Persona{Name: "R"}}, delivery.Controls{}},
+		"discord": {delivery.Delivery{ID: "d", Target: binding.ConversationRef{Channel: "discord", ConversationID: "1"}}, delivery.Controls{}},
+		"no room": {delivery.Delivery{ID: "d", Target: binding.ConversationRef{Channel: "matrix", ConversationID: "$root"}}, delivery.Controls{}},
+	} {
+		if _, err := liveMessage(tc.d, tc.c); !errors.Is(err, delivery.ErrRejected) {
+			t.Errorf("%s: err = %v, want ErrRejected", name, err)
+		}
+	}
+}

@@ -39,11 +39,14 @@
 //   - Platform-neutral command handling: the adapter parses "!spawn ..." into a Command (ParseCommand) and needs a
 //     core entry point taking (conversation ref, invoking user, command name, sub-command, options) and returning
 //     the reply text, the same for Discord's slash commands and Matrix's text commands.
-//   - Session keys, targets (ParseTarget, scheduler.ParseTo) and conversation refs that carry the platform and
-//     accept ids with ':' and '$' ("matrix:!room:server", thread "$event" under room "!room:server").
-//   - delivery.Outbound dispatching each Delivery to the sender of its Target's platform (Target.Channel ==
-//     "matrix"), with a delivery.Sender for Matrix built over Client.Send (Resend and FirstAttempt map onto
-//     Message.Resend and Message.Since; Persona onto Message.Persona; the thread onto Message.ThreadRoot).
+//   - (Done: core/sessionkey, DECISIONS 79.) Session keys, targets (ParseTarget, scheduler.ParseTo) and
+//     conversation refs carry the platform and accept ids with ':' and '$' ("matrix:!room:server", thread
+//     "matrix:!room:server/$event", DM "matrix:@user:server").
+//   - (Done: delivery.Mux, DECISIONS 80.) Outbound dispatches each Delivery to the sender of its Target's platform;
+//     DeliverySender is Matrix's delivery.Sender over Client.Send (Resend and FirstAttempt map onto Message.Resend
+//     and Message.Since; Persona onto Message.Persona; the thread onto Message.ThreadRoot) and its LiveSender
+//     (PostLive posts one part with Send's transaction id and mark, EditLive edits with m.replace; DECISIONS 81).
+//     What is left is wiring it in cmd/bot (NewMux over the Discord and Matrix senders).
 //   - An inbound entry point taking a platform-neutral message (Inbound here), deduping by event id (the /sync
 //     batch after a crash is handed again), and thread lifecycle events (a redacted thread root ends its binding).
 //   - A config "matrix" section: homeserver URL, bot user id, access token (secret), device id, appservice

@@ -60,9 +60,10 @@ const (
 )
 
 type deliveryMark struct {
-	ID    string `json:"id"`
-	Part  int    `json:"part"`
-	Parts int    `json:"parts"`
+	ID   string `json:"id"`
+	Part int    `json:"part"`
+	// Parts is how many parts the delivery has; 0 for a live message's part (not known when it is posted).
+	Parts int `json:"parts"`
 }
 
 // Send posts m, split to fit Matrix's event size limit. Each part's transaction id is derived from the delivery id
@@ -410,4 +411,41 @@ func (c *Client) ghostJoin(ctx context.Context, g *ghost, roomID string) error {
 	}
 	g.rooms[roomID] = true
 	return nil
+}
+
+// postPart posts m.Text as part `part` of delivery m.DeliveryID (one event; a live message's part) and returns its
+// event id. With m.Resend, a part an earlier attempt posted is found (as Send finds its parts) and not posted
+// again.
+func (c *Client) postPart(ctx context.Context, m Message, part int) (string, error) {
+	if m.DeliveryID == "" || m.RoomID == "" {
+		return "", fmt.Errorf("matrix: post: %w: delivery id and room are required", ErrRejected)
+	}
+	poster, err := c.poster(ctx, m.RoomID, m.Persona)
+	if err != nil {
+		return "", err
+	}
+	if m.ThreadRoot != "" {
+		if err := c.checkRoot(ctx, m.RoomID, m.ThreadRoot); err != nil {
+			return "", err
+		}
+	}
+	if m.Resend {
+		found, err := c.findParts(ctx, poster, m)
+		if err != nil {
+			return "", err
+		}
+		if evID, ok := found[part]; ok {
+			return evID, nil
+		}
+	}
+	content, err := c.partContent(m, Defuse(c.personaPrefix(m.Persona)+m.Text), part, 0)
+	if err != nil {
+		return "", err
+	}
+	resp, err := poster.SendMessageEvent(ctx, id.RoomID(m.RoomID), event.EventMessage, content,
+		mautrix.ReqSendEvent{TransactionID: txnID(m.DeliveryID, part)})
+	if err != nil {
+		return "", classify(fmt.Sprintf("matrix: post %s part %d", m.DeliveryID, part+1), err)
+	}
+	return resp.EventID.String(), nil
 }

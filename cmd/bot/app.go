@@ -48,6 +48,7 @@ type app struct {
 	router      *delivery.Router
 	sessions    *session.Manager
 	discord     *discord.Client
+	auth        *authz.Authority
 	gateway     *discord.Gateway
 	sched       *schedulerBridge
 	cluster     *cluster     // several processes on PostgreSQL; nil on bbolt
@@ -131,7 +132,6 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	// sessions, then the gateway that feeds them.
 	a.discord, err = discord.NewClient(discord.ClientOptions{
 		Token: cfg.Discord.Token, APIURL: cfg.Discord.APIURL, Guilds: cfg.Discord.Guilds,
-		OperatorUsers: cfg.Discord.Operators.Users, OperatorRoles: cfg.Discord.Operators.Roles,
 		BaseTransport: o.BaseTransport, RetryBackoff: o.RetryBackoff,
 	}, discord.ClientDeps{Webhooks: st, Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger()})
 	if err != nil {
@@ -139,10 +139,14 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		st.Close()
 		return nil, err
 	}
+	// Who may do what is asked of each conversation's own platform
+	// (invariant 13); operators come from discord.operators.
+	a.auth = authz.New(authz.Config{OperatorUsers: cfg.Discord.Operators.Users, OperatorRoles: cfg.Discord.Operators.Roles},
+		authz.Directories{"discord": a.discord})
 	a.outbound = delivery.NewOutbound(delivery.OutboundOptions{
 		DefaultAgent: agents[0].ID, Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
 	}, delivery.OutboundDeps{
-		Sender: a.discord, Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
+		Sender: delivery.NewMux(map[string]delivery.Sender{"discord": a.discord}), Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
 		Clock: o.Clock, Log: log.With().Str("component", "outbound").Logger(),
 		Observe:  func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
 		Diagnose: func(d delivery.Diagnostic) { a.metrics.Rule1Exception(d.Reason) },
@@ -150,7 +154,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	})
 	// MCP servers: started eagerly by Run, their tools offered per agent
 	// and user (docs/DECISIONS.md).
-	a.tools = newToolHub(cfg, a.discord.Authority(), a.metrics, log, o.MCPBackoff)
+	a.tools = newToolHub(cfg, a.auth, a.metrics, log, o.MCPBackoff)
 	var toolbox session.Toolbox
 	if a.tools != nil {
 		toolbox = a.tools
@@ -166,7 +170,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
 		Store: st, Threads: a.discord, Typist: a.discord, Fetcher: a.discord, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
-		Authority: a.discord.Authority(), Toolbox: toolbox,
+		Authority: a.auth, Toolbox: toolbox,
 	})
 	if cfg.Scheduler.Enabled {
 		a.sched, err = newSchedulerBridge(a)
@@ -198,7 +202,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		ThreadBindings: tb.Enabled, Reconnect: true, SweepInterval: o.SweepInterval, Shard: shardOf(cfg.Discord.Shard),
 		ReprocessEdits: cfg.Discord.Edits == config.EditsReprocess,
 	}, discord.GatewayDeps{
-		Client: a.discord, Sessions: sessions, Bindings: a.bindings, Outbound: a.outbound, Jobs: jobs, ACP: acpDep,
+		Client: a.discord, Authority: a.auth, Sessions: sessions, Bindings: a.bindings, Outbound: a.outbound, Jobs: jobs, ACP: acpDep,
 		Changes: a.transcripts,
 		Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger(),
 	})

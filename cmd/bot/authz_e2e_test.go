@@ -403,7 +403,7 @@ func TestAuthzE2EJobTargetRecheckedAtRunTime(t *testing.T) {
 	// The gateway delivers events in order: once a later message is
 	// answered, the bot has applied the CHANNEL_UPDATE.
 	w.replyTo(t, w.say(t, w.general.ID, w.carol.ID, "barrier"))
-	if err := w.app.discord.Authority().CanView(t.Context(), w.alice.ID, w.conv(w.secret.ID)); err == nil {
+	if err := w.app.auth.CanView(t.Context(), w.alice.ID, w.conv(w.secret.ID)); err == nil {
 		t.Fatal("the bot still thinks alice can view #secret")
 	}
 	w.fake.Advance(time.Hour)

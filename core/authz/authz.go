@@ -173,6 +173,9 @@ func (a *Authority) check(ctx context.Context, userID string, conv binding.Conve
 		return Access{}, refuse("permissions cannot be checked here")
 	}
 	acc, err := a.dir.Access(ctx, userID, conv)
+	if errors.Is(err, ErrNoDirectory) {
+		return Access{}, refuse("permissions in %s conversations cannot be checked here, so nothing is done there for this request", conv.Normalize().Channel)
+	}
 	if err != nil {
 		return Access{}, refuse("could not check permissions in channel %s right now; try again", conv.ConversationID)
 	}

@@ -144,10 +144,11 @@ type LiveOptions struct {
 // every part to its recorded text with InterruptedMark and no controls,
 // and writes the entry.
 type Live struct {
-	o   *Outbound
-	ls  LiveSender
-	d   Delivery
-	opt LiveOptions
+	o     *Outbound
+	ls    LiveSender
+	lsErr error // why ls is nil: ErrNotLive, ErrUnknownPlatform
+	d     Delivery
+	opt   LiveOptions
 
 	mu    sync.Mutex
 	want  string
@@ -194,7 +195,7 @@ func (o *Outbound) Live(ctx context.Context, d Delivery, opt LiveOptions) *Live 
 	d.Text = ""
 	l := &Live{o: o, d: d, opt: opt, kick: make(chan struct{}, 1), done: make(chan struct{}), last: map[int]time.Time{}, attempted: map[int]bool{},
 		ctls: opt.Controls, cgen: 1, tried: make(chan struct{})}
-	l.ls, _ = o.sender.(LiveSender)
+	l.ls, l.lsErr = o.liveSenderFor(d.Target)
 	go l.run(context.WithoutCancel(ctx))
 	return l
 }
@@ -403,7 +404,7 @@ func (l *Live) loop(ctx context.Context) {
 		l.mu.Unlock()
 		if l.ls == nil {
 			if final {
-				l.err = fmt.Errorf("live delivery %s: %w", l.d.ID, ErrNotLive)
+				l.err = fmt.Errorf("live delivery %s: %w", l.d.ID, l.lsErr)
 				return
 			}
 			l.noteTried(nil, wgen)
@@ -664,9 +665,9 @@ const unknownText = "\x00unknown"
 // idempotency key (the sender returns the one displayed, if any). Then the
 // entry is written once.
 func (o *Outbound) recoverLive(ctx context.Context, rec Record) error {
-	ls, ok := o.sender.(LiveSender)
-	if !ok {
-		return fmt.Errorf("recover live delivery %s: %w", rec.Delivery.ID, ErrNotLive)
+	ls, err := o.liveSenderFor(rec.Delivery.Target)
+	if err != nil {
+		return fmt.Errorf("recover live delivery %s: %w", rec.Delivery.ID, err)
 	}
 	if o.claimer != nil {
 		if err := o.claim(ctx, rec.Delivery.ID); err != nil {
@@ -678,7 +679,12 @@ func (o *Outbound) recoverLive(ctx context.Context, rec Record) error {
 		_, err := o.Abandon(ctx, rec.Delivery.ID, "live-nothing-shown")
 		return err
 	}
-	l := &Live{o: o, ls: ls, d: rec.Delivery, rec: rec, started: true, recovered: true,
+	// The parts without a recorded id may have been displayed: a sender
+	// whose idempotency key does not outlive its platform's restarts looks
+	// them up (Resend, from FirstAttempt on) before posting.
+	d := rec.Delivery
+	d.Resend, d.FirstAttempt = true, rec.CreatedAt
+	l := &Live{o: o, ls: ls, d: d, rec: rec, started: true, recovered: true,
 		opt: LiveOptions{Interval: DefaultLiveInterval, After: time.After}, kick: make(chan struct{}, 1), last: map[int]time.Time{}, attempted: map[int]bool{},
 		cgen: 1, tried: make(chan struct{})}
 	l.ids = slices.Clone(rec.MessageIDs)

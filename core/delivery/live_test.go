@@ -27,6 +27,8 @@ type liveReq struct {
 	// buttons: the custom ids of the other buttons the request carried.
 	buttons []string
 	at      time.Time
+	// resend: the post's delivery said an earlier attempt may have displayed it (Delivery.Resend).
+	resend bool
 }
 
 func buttonIDs(c delivery.Controls) []string {
@@ -85,7 +87,7 @@ func (s *liveSender) note(r liveReq) error {
 func (s *liveSender) PostLive(_ context.Context, d delivery.Delivery, part int, text string, c delivery.Controls) (string, error) {
 	s.mu.Lock()
 	key := d.ID + "/" + strconv.Itoa(part)
-	r := liveReq{post: true, text: text, ctl: c.StopRun != "", buttons: buttonIDs(c), at: s.clk.Now()}
+	r := liveReq{post: true, text: text, ctl: c.StopRun != "", buttons: buttonIDs(c), at: s.clk.Now(), resend: d.Resend}
 	if err := s.note(r); err != nil {
 		s.mu.Unlock()
 		return "", err

@@ -79,6 +79,7 @@ type fakeThreads struct {
 	mu      sync.Mutex
 	n       int
 	parents []string
+	refs    []binding.ConversationRef // the parents asked for, whole
 	// block, if set, is received from before a thread is created.
 	block   chan struct{}
 	entered chan struct{}
@@ -95,7 +96,8 @@ func (f *fakeThreads) CreateThread(_ context.Context, parent binding.Conversatio
 	defer f.mu.Unlock()
 	f.n++
 	f.parents = append(f.parents, parent.ConversationID)
-	return binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: fmt.Sprintf("t%d", f.n), ParentConversationID: parent.ConversationID}, nil
+	f.refs = append(f.refs, parent)
+	return binding.ConversationRef{Channel: parent.Channel, AccountID: parent.AccountID, ConversationID: fmt.Sprintf("t%d", f.n), ParentConversationID: parent.ConversationID}, nil
 }
 
 // gate is a provider that blocks each call until released and records
@@ -169,6 +171,7 @@ type fixtureOptions struct {
 	vision        bool
 	after         session.After
 	toolbox       session.Toolbox
+	stream        bool // the agent streams its replies (models.<name>.stream)
 }
 
 // fakeAuthority refuses posting into the conversations in deny (by id) and
@@ -217,7 +220,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	out := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: sender, Outbox: st, Transcripts: tr, Bindings: bs, Clock: clk, Log: zerolog.Nop()})
 	opt := o.opts
 	opt.AccountID = "default"
-	opt.Agents = []session.Agent{{ID: "main", Name: "Assistant", SystemPrompt: "You are helpful.", Provider: o.provider, MaxHistory: 50, MaxToolSteps: o.maxToolSteps, Vision: o.vision}}
+	opt.Agents = []session.Agent{{ID: "main", Name: "Assistant", SystemPrompt: "You are helpful.", Provider: o.provider, MaxHistory: 50, MaxToolSteps: o.maxToolSteps, Vision: o.vision, Stream: o.stream}}
 	opt.ThreadBindings = !o.threadsOff
 	if o.spawnSessions {
 		opt.SpawnSubagentSessions = true

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/model"
@@ -18,10 +19,16 @@ type LiveOutbound interface {
 	Live(ctx context.Context, d delivery.Delivery, opt delivery.LiveOptions) *delivery.Live
 }
 
+// liveTargets says whether a destination can show live messages
+// (core/delivery.Outbound.LiveTo: its platform's sender is a LiveSender).
+type liveTargets interface {
+	LiveTo(target binding.ConversationRef) bool
+}
+
 // streaming reports whether t's reply streams: the agent's model streams
 // (models.<name>.stream and a model.Streamer), the outbound owner shows
-// live messages, and the reply is posted as the bot (a webhook persona's
-// reply is sent whole).
+// live messages in t's conversation, and the reply is posted as the bot (a
+// webhook persona's reply is sent whole).
 func (m *Manager) streaming(agent Agent, t turnInput) (LiveOutbound, model.Streamer, bool) {
 	if !agent.Stream {
 		return nil, nil, false
@@ -33,6 +40,9 @@ func (m *Manager) streaming(agent Agent, t turnInput) (LiveOutbound, model.Strea
 	lo, ok := m.d.Outbound.(LiveOutbound)
 	if !ok {
 		return nil, nil, false
+	}
+	if lt, ok := lo.(liveTargets); ok && !lt.LiveTo(t.conv) {
+		return nil, nil, false // this platform's sender shows no live messages: the reply is sent whole
 	}
 	if _, webhook := m.persona(t.key, t.bindingID != ""); webhook {
 		return nil, nil, false

@@ -144,7 +144,7 @@ func (m *Manager) bindThread(ctx context.Context, info Info, agent Agent, by str
 	}
 	parent := info.Requester
 	if parent.ParentConversationID != "" { // spawned from inside a thread: new thread in the parent
-		parent = m.ConversationRef(parent.ParentConversationID, "")
+		parent = binding.ConversationRef{Channel: parent.Channel, AccountID: parent.AccountID, ConversationID: parent.ParentConversationID}.Normalize()
 	}
 	thread, err := m.d.Threads.CreateThread(ctx, parent, truncateRunes("🤖 "+info.Label, 100))
 	if err != nil {

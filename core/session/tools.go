@@ -109,9 +109,21 @@ func (m *Manager) tool(ctx context.Context, t turnInput, call model.ToolCall) (s
 	return "", fmt.Errorf("unknown tool %q", call.Name)
 }
 
-// ParseTarget turns "channel:<id>" or "user:<id>" into a conversation ref.
+// ParseTarget turns "channel:<id>" or "user:<id>" (on the manager's
+// platform), or a Matrix target (sessionkey.ParseMatrixTarget:
+// "matrix:!room:server", "matrix:!room:server/$event" for a thread,
+// "matrix:@user:server" for a DM) into a conversation ref.
 func (m *Manager) ParseTarget(to string) (binding.ConversationRef, error) {
 	to = strings.TrimSpace(to)
+	if ref, ok, err := sessionkey.ParseMatrixTarget(to); ok {
+		if err != nil {
+			return binding.ConversationRef{}, err
+		}
+		if ref.Channel == m.ConversationRef("", "").Channel {
+			ref.AccountID = m.opt.AccountID
+		}
+		return ref.Normalize(), nil
+	}
 	if id, ok := strings.CutPrefix(to, "channel:"); ok && id != "" {
 		return m.ConversationRef(id, ""), nil
 	}

@@ -1,6 +1,13 @@
 // Package sessionkey builds and parses the session keys users see. It is the
 // one place that maps a conversation to its own session key (invariant 10):
 // inbound routing and outbound transcript writes both call ForConversation.
+//
+// Keys are colon-separated, and only their first segments are fixed: the
+// last segment of a conversation's key is the conversation id verbatim, which
+// may itself contain ':' and '$' (Matrix: "!room:server", "$event",
+// "@user:server"). Agent ids and platform names never contain ':' (config
+// validation; the platforms are fixed names), so every parser here splits
+// with strings.SplitN at the number of fixed segments, never strings.Split.
 package sessionkey
 
 import (
@@ -13,15 +20,67 @@ import (
 // DMPrefix marks a direct-message conversation id ("user:<id>").
 const DMPrefix = "user:"
 
+// Platform names (binding.ConversationRef.Channel).
+const (
+	PlatformDiscord = "discord"
+	PlatformMatrix  = "matrix"
+)
+
+// ThreadSep joins a Matrix thread's room and root event in its session key
+// and its delivery target: "!room:server/$event", as in matrix.to permalinks.
+// A server name cannot contain '/' and an event id starts with '$', so the
+// thread part starts at the first "/$".
+const ThreadSep = "/"
+
 // ForConversation returns the conversation's own session key for agent:
-// agent:<agent>:discord:channel:<id>, or agent:<agent>:discord:dm:<user> for a DM.
+// agent:<agent>:<platform>:channel:<id>, or agent:<agent>:<platform>:dm:<user>
+// for a DM. A Matrix thread (its id is its root event "$ev", its parent the
+// room) is agent:<agent>:matrix:channel:<room>/<event>: an event id alone
+// does not say where to post. Discord ids are never rewritten (stored keys).
 func ForConversation(agentID string, ref binding.ConversationRef) string {
 	n := ref.Normalize()
 	if user, ok := strings.CutPrefix(n.ConversationID, DMPrefix); ok {
 		return fmt.Sprintf("agent:%s:%s:dm:%s", agentID, n.Channel, user)
 	}
 	id := strings.TrimPrefix(n.ConversationID, "channel:")
+	if isMatrixThread(n.Channel, id) && n.ParentConversationID != "" {
+		id = n.ParentConversationID + ThreadSep + id
+	}
 	return fmt.Sprintf("agent:%s:%s:channel:%s", agentID, n.Channel, id)
+}
+
+// ConversationOf is the inverse of ForConversation: the agent and the
+// conversation (platform, id, parent; no account: the caller knows it)
+// whose own session key is key. ok is false for any other key (a
+// subagent's, a job run's, one not built by ForConversation).
+func ConversationOf(key string) (agentID string, ref binding.ConversationRef, ok bool) {
+	p := strings.SplitN(key, ":", 5)
+	if len(p) != 5 || p[0] != "agent" || p[4] == "" || KindOf(key) != KindMain {
+		return "", binding.ConversationRef{}, false
+	}
+	ref = binding.ConversationRef{Channel: p[2]}
+	switch p[3] {
+	case "channel":
+		ref.ConversationID = p[4]
+		if room, ev, found := strings.Cut(p[4], ThreadSep+"$"); found && ref.Channel == PlatformMatrix {
+			ref.ConversationID, ref.ParentConversationID = "$"+ev, room
+		}
+	case "dm":
+		ref.ConversationID = DMPrefix + p[4]
+	default:
+		return "", binding.ConversationRef{}, false
+	}
+	ref = ref.Normalize()
+	if ForConversation(p[1], ref) != key {
+		return "", binding.ConversationRef{}, false
+	}
+	return p[1], ref, true
+}
+
+// isMatrixThread reports whether a conversation id names a Matrix thread
+// (its root event).
+func isMatrixThread(platform, id string) bool {
+	return platform == PlatformMatrix && strings.HasPrefix(id, "$")
 }
 
 // Subagent returns agent:<agent>:subagent:<id>.
@@ -34,7 +93,7 @@ func CronRun(agentID, jobID, runID string) string {
 
 // Agent returns the agent id of a key, or "" when the key is not one of ours.
 func Agent(key string) string {
-	parts := strings.Split(key, ":")
+	parts := strings.SplitN(key, ":", 3)
 	if len(parts) < 3 || parts[0] != "agent" {
 		return ""
 	}
@@ -54,7 +113,7 @@ const (
 
 // KindOf classifies a key built by this package ("" for a key that is not ours).
 func KindOf(key string) Kind {
-	parts := strings.Split(key, ":")
+	parts := strings.SplitN(key, ":", 4)
 	if len(parts) < 4 || parts[0] != "agent" {
 		return ""
 	}
