@@ -23,10 +23,10 @@ const Intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | disco
 
 // ClientOptions configure the Client.
 type ClientOptions struct {
-	Token         string
-	APIURL        string
-	Guilds        []string // allowlist; empty = all
-	AccountID     string // "" = "default"
+	Token     string
+	APIURL    string
+	Guilds    []string // allowlist; empty = all
+	AccountID string   // "" = "default"
 	// BaseTransport is the HTTP transport under the rewriting one (tests).
 	BaseTransport http.RoundTripper
 	// RetryBackoff is the wait between retries of retryable send failures.

@@ -90,10 +90,10 @@ type GatewayDeps struct {
 	// components and admission ask it, as the model's tools and the
 	// scheduler do.
 	Authority *authz.Authority
-	Sessions Sessions
-	Bindings Bindings
-	Outbound Deliverer
-	Jobs     Jobs
+	Sessions  Sessions
+	Bindings  Bindings
+	Outbound  Deliverer
+	Jobs      Jobs
 	// Changes records edits and deletions (nil: ignored).
 	Changes ChatChanges
 	// ACP runs external coding agents bound to threads (nil: none configured).
