@@ -28,6 +28,7 @@ type Config struct {
 	Log       LogConfig              `yaml:"log"`
 	MCP       MCPConfig              `yaml:"mcp"`
 	ACP       ACPConfig              `yaml:"acp"` // external coding agents (Agent Client Protocol)
+	Matrix    MatrixConfig           `yaml:"matrix"`
 
 	src *source // where the values came from; nil for a Config built in code
 }
@@ -307,10 +308,11 @@ func Default() *Config {
 			FailureAlert:  FailureAlertConfig{After: 2, Cooldown: time.Hour},
 			RunRetention:  50,
 		},
-		Store: StoreConfig{Driver: "bolt", Path: "data/bot.db", DeliveryRetentionDays: DefaultDeliveryRetentionDays},
-		HTTP:  HTTPConfig{Listen: "127.0.0.1:9464", Timezone: "UTC"},
-		Log:   LogConfig{Level: "info", Format: "console"},
-		ACP:   ACPConfig{PermissionTimeout: 5 * time.Minute, Agents: map[string]ACPAgentConfig{}},
+		Store:  StoreConfig{Driver: "bolt", Path: "data/bot.db", DeliveryRetentionDays: DefaultDeliveryRetentionDays},
+		HTTP:   HTTPConfig{Listen: "127.0.0.1:9464", Timezone: "UTC"},
+		Log:    LogConfig{Level: "info", Format: "console"},
+		ACP:    ACPConfig{PermissionTimeout: 5 * time.Minute, Agents: map[string]ACPAgentConfig{}},
+		Matrix: defaultMatrix(),
 	}
 }
 

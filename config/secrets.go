@@ -29,6 +29,7 @@ func (c *Config) Secrets() []string {
 		}
 	}
 	out = append(out, c.acpSecrets()...)
+	out = append(out, c.Matrix.AccessToken, c.Matrix.AppService.ASToken)
 	if c.Store.DSN != "" {
 		out = append(out, c.Store.DSN)
 		if pw := dsnPassword(c.Store.DSN); pw != "" {

@@ -17,7 +17,7 @@ import (
 func (c *Config) Validate() error {
 	for _, check := range []func() *Error{
 		c.validateDiscord, c.validateModels, c.validateAgents, c.validateSubagents,
-		c.validateScheduler, c.validateStore, c.validateHTTP, c.validateLog, c.validateMCP, c.validateACP,
+		c.validateScheduler, c.validateStore, c.validateHTTP, c.validateLog, c.validateMCP, c.validateACP, c.validateMatrix,
 	} {
 		if err := check(); err != nil {
 			return err
