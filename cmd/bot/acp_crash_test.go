@@ -185,7 +185,7 @@ log: {level: warn, format: json}
 		}
 	}
 	st := openStopped(t, storePath)
-	problems, err := rule1Check(ctx, emu, st, []string{ch.ID, thread}, nil)
+	problems, err := rule1Check(ctx, emulatorDisplay{emu}, st, []string{ch.ID, thread}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -344,7 +344,7 @@ func TestClusterTwoShardsOnePostgresLeaderTakeover(t *testing.T) {
 	for _, g := range guilds {
 		channels = append(channels, g.ch.ID, g.news.ID, g.thread)
 	}
-	problems, err := rule1Check(ctx, emu, st, channels, nil)
+	problems, err := rule1Check(ctx, emulatorDisplay{emu}, st, channels, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,7 +186,7 @@ scheduler: {enabled: true, timezone: UTC}
 	if n := len(emu.Messages(ch.ID)); n != 2 {
 		t.Fatalf("%d messages: %v", n, emu.Messages(ch.ID))
 	}
-	problems, err := rule1Check(ctx, emu, st, []string{ch.ID}, nil)
+	problems, err := rule1Check(ctx, emulatorDisplay{emu}, st, []string{ch.ID}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -216,7 +216,7 @@ log: {level: warn, format: json}
 			all = append(all, th.ID)
 		}
 	}
-	problems, err := rule1Check(ctx, emu, st, all, nil)
+	problems, err := rule1Check(ctx, emulatorDisplay{emu}, st, all, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

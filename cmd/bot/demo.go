@@ -163,7 +163,7 @@ func playDemo(ctx context.Context, dir string, log zerolog.Logger, w io.Writer) 
 }
 
 func printChecks(ctx context.Context, w io.Writer, emu *discordtest.Emulator, st botStore, general, thread string) (int, error) {
-	problems, err := rule1Check(ctx, emu, st, []string{general, thread}, nil)
+	problems, err := rule1Check(ctx, emulatorDisplay{emu}, st, []string{general, thread}, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -54,7 +54,7 @@ func finishBot(t *testing.T, h *harness, channels ...string) *bolt.Store {
 		t.Fatalf("reopen store: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	problems, err := rule1Check(context.Background(), h.emu, st, channels, h.refused)
+	problems, err := rule1Check(context.Background(), emulatorDisplay{h.emu}, st, channels, h.refused)
 	if err != nil {
 		t.Fatal(err)
 	}

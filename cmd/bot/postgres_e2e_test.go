@@ -71,7 +71,7 @@ func TestBotRunsOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	problems, err := rule1Check(ctx, h.emu, st, []string{h.general.ID, thread}, nil)
+	problems, err := rule1Check(ctx, emulatorDisplay{h.emu}, st, []string{h.general.ID, thread}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

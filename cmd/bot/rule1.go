@@ -32,7 +32,57 @@ type bindingStore interface {
 	Bindings(ctx context.Context) ([]binding.Record, error)
 }
 
-// rule1Check compares what the emulator displays with every transcript and
+// shownMessage is a message as a chat displays it, for the Rule 1 check.
+type shownMessage struct {
+	ID           string
+	Conversation string // the conversation id it is displayed in (a channel, a thread, a room)
+	Content      string
+	Order        uint64 // display order within its conversation
+	FromBot      bool   // the bot's own, or posted under one of its personas
+	OtherBot     bool   // another bot's
+	DM           bool   // displayed in a direct-message conversation
+}
+
+// chatDisplay is what a platform displays: the Discord emulator, a Matrix
+// homeserver. The Rule 1 check reads every platform through it.
+type chatDisplay interface {
+	Message(id string) (shownMessage, bool)
+	Messages(conversation string) []shownMessage
+	// Addressed reports whether a user message's text mentions the bot
+	// and has text besides the mention (it always reaches a session).
+	Addressed(content string) bool
+}
+
+// emulatorDisplay is the Discord emulator as a chatDisplay.
+type emulatorDisplay struct{ emu *discordtest.Emulator }
+
+func (d emulatorDisplay) shown(m discordtest.Message) shownMessage {
+	order, _ := strconv.ParseUint(m.ID, 10, 64) // snowflakes increase in display order
+	return shownMessage{ID: m.ID, Conversation: m.ChannelID, Content: m.Content, Order: order,
+		FromBot: m.Author.ID == d.emu.BotUserID() || m.WebhookID != "", OtherBot: m.Author.Bot, DM: m.GuildID == ""}
+}
+
+func (d emulatorDisplay) Message(id string) (shownMessage, bool) {
+	m, ok := d.emu.Message(id)
+	if !ok {
+		return shownMessage{}, false
+	}
+	return d.shown(m), true
+}
+
+func (d emulatorDisplay) Messages(channel string) []shownMessage {
+	var out []shownMessage
+	for _, m := range d.emu.Messages(channel) {
+		out = append(out, d.shown(m))
+	}
+	return out
+}
+
+func (d emulatorDisplay) Addressed(content string) bool {
+	return addressed(content, "<@"+d.emu.BotUserID()+">")
+}
+
+// rule1Check compares what a chat displays with every transcript and
 // returns the violations of invariants 1, 2 and 4:
 //   - every bot message a channel displays is in exactly one transcript
 //     entry, and every entry's message ids are displayed, in one channel,
@@ -48,7 +98,7 @@ type bindingStore interface {
 //   - each session's bot entries, and its user entries, are in display
 //     order (message ids increase); an entry recovered after a crash is
 //     appended when recovered, so only the entries after it are held to it.
-func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, channels []string, notRouted map[string]bool) ([]string, error) {
+func rule1Check(ctx context.Context, chat chatDisplay, st entryStore, channels []string, notRouted map[string]bool) ([]string, error) {
 	keys, err := st.Sessions(ctx)
 	if err != nil {
 		return nil, err
@@ -67,11 +117,11 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 			boundTo[ch][r.TargetSessionKey] = true
 		}
 	}
-	routable := func(key string, m discordtest.Message) bool {
-		if boundTo[m.ChannelID][key] || strings.HasSuffix(key, ":channel:"+m.ChannelID) {
+	routable := func(key string, m shownMessage) bool {
+		if boundTo[m.Conversation][key] || strings.HasSuffix(key, ":channel:"+m.Conversation) {
 			return true
 		}
-		return m.GuildID == "" && strings.Contains(key, ":dm:")
+		return m.DM && strings.Contains(key, ":dm:")
 	}
 	byMsg := map[string][]located{}
 	var problems []string
@@ -121,11 +171,13 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 			if t, ok := edited[e.Seq]; ok {
 				e.Text = t
 			}
-			first, _ := strconv.ParseUint(e.MessageIDs[0], 10, 64)
+			var first uint64
 			fromUser := e.Source == transcript.SourceUser
 			l := lane{fromUser: fromUser}
-			if m, ok := emu.Message(e.MessageIDs[0]); ok {
-				l.channel = m.ChannelID
+			if m, ok := chat.Message(e.MessageIDs[0]); ok {
+				l.channel, first = m.Conversation, m.Order
+			} else {
+				first, _ = strconv.ParseUint(e.MessageIDs[0], 10, 64) // reported below as not displayed
 			}
 			// Appended when the bot learnt of them: a recovered send, a
 			// message that reached the bot by an edit adding a mention.
@@ -136,18 +188,18 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 			var shown strings.Builder
 			channel := ""
 			for _, id := range e.MessageIDs {
-				m, ok := emu.Message(id)
+				m, ok := chat.Message(id)
 				if !ok {
 					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s, delivery %s) names message %s, which no channel displays", key, e.Seq, e.Source, e.DeliveryID, id))
 					continue
 				}
-				if channel != "" && m.ChannelID != channel {
-					problems = append(problems, fmt.Sprintf("%s: entry #%d spans channels %s and %s", key, e.Seq, channel, m.ChannelID))
+				if channel != "" && m.Conversation != channel {
+					problems = append(problems, fmt.Sprintf("%s: entry #%d spans channels %s and %s", key, e.Seq, channel, m.Conversation))
 				}
 				if channel == "" && !routable(key, m) {
-					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is displayed in channel %s, which never routed to this session", key, e.Seq, e.Source, m.ChannelID))
+					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is displayed in channel %s, which never routed to this session", key, e.Seq, e.Source, m.Conversation))
 				}
-				channel = m.ChannelID
+				channel = m.Conversation
 				shown.WriteString(m.Content)
 			}
 			if shown.String() != e.Text {
@@ -164,17 +216,15 @@ func rule1Check(ctx context.Context, emu *discordtest.Emulator, st entryStore, c
 	if err != nil {
 		return nil, err
 	}
-	botID := emu.BotUserID()
-	mention := "<@" + botID + ">"
 	for _, ch := range channels {
-		for _, m := range emu.Messages(ch) {
-			fromBot := m.Author.ID == botID || m.WebhookID != ""
+		for _, m := range chat.Messages(ch) {
+			fromBot := m.FromBot
 			switch {
 			case notRouted[m.ID] && len(byMsg[m.ID]) > 0:
 				problems = append(problems, fmt.Sprintf("channel %s: refused user message %s %q is in a transcript", ch, m.ID, excerpt(m.Content)))
 			case fromBot && len(byMsg[m.ID]) == 0 && !excepted[m.ID]:
 				problems = append(problems, fmt.Sprintf("channel %s displays bot message %s %q that no transcript holds", ch, m.ID, excerpt(m.Content)))
-			case !fromBot && !m.Author.Bot && addressed(m.Content, mention) && len(byMsg[m.ID]) == 0 && !notRouted[m.ID]:
+			case !fromBot && !m.OtherBot && chat.Addressed(m.Content) && len(byMsg[m.ID]) == 0 && !notRouted[m.ID]:
 				problems = append(problems, fmt.Sprintf("channel %s displays user message %s %q addressed to the bot that no transcript holds", ch, m.ID, excerpt(m.Content)))
 			}
 		}

@@ -431,7 +431,7 @@ func (s *scenario) check() {
 	}
 	defer st.Close()
 	all := append(slices.Clone(s.channels), s.threads()...)
-	problems, err := rule1Check(s.ctx, s.h.emu, st, all, nil)
+	problems, err := rule1Check(s.ctx, emulatorDisplay{s.h.emu}, st, all, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,14 +107,14 @@ func TestShardedBotsAnswerOwnGuildsOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		own, err := rule1Check(t.Context(), emu, st, []string{guilds[shard].ch.ID}, nil)
+		own, err := rule1Check(t.Context(), emulatorDisplay{emu}, st, []string{guilds[shard].ch.ID}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range own {
 			t.Errorf("bot %d, own guild: %s", shard, p)
 		}
-		other, err := rule1Check(t.Context(), emu, st, []string{guilds[1-shard].ch.ID}, nil)
+		other, err := rule1Check(t.Context(), emulatorDisplay{emu}, st, []string{guilds[1-shard].ch.ID}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

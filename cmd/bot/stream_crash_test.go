@@ -116,7 +116,7 @@ log: {level: warn, format: json}
 		t.Fatalf("finished reply %q does not keep what was shown %q", msgs[0].Content, shown.Content)
 	}
 	st := openStopped(t, storePath)
-	problems, err := rule1Check(ctx, emu, st, []string{ch.ID}, nil)
+	problems, err := rule1Check(ctx, emulatorDisplay{emu}, st, []string{ch.ID}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
