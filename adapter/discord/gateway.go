@@ -42,7 +42,7 @@ type GatewayOptions struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// Sessions is what the adapter needs of core/session.Manager.
+// Sessions is what the Gateway needs of core/session.Manager.
 type Sessions interface {
 	HandleMessage(ctx context.Context, msg session.Message) error
 	Spawn(ctx context.Context, req session.SpawnRequest) (session.SpawnResult, error)
@@ -63,7 +63,7 @@ type Sessions interface {
 	Reanswer(ctx context.Context, msg session.Message, editKey string) (bool, error)
 }
 
-// Bindings is what the adapter needs of core/binding.Service.
+// Bindings is what the Gateway needs of core/binding.Service.
 type Bindings interface {
 	ResolveByConversation(ref binding.ConversationRef) (binding.Record, bool)
 	Bind(ctx context.Context, in binding.BindInput) (binding.Record, error)
@@ -328,7 +328,7 @@ func (g *Gateway) register(s *discordgo.Session, readyCh chan struct{}) {
 func (g *Gateway) workCtx() context.Context { return context.WithoutCancel(g.runCtx()) }
 
 // goTracked runs f on its own goroutine under a recover; Run waits for it.
-// It reports false, running nothing, once the adapter is draining.
+// It reports false, running nothing, once the gateway is draining.
 func (g *Gateway) goTracked(name string, f func(context.Context)) bool {
 	if !g.work.Add() {
 		return false
@@ -348,7 +348,7 @@ const interactionWindow = 3 * time.Second
 // restartingText answers a command that arrives while the bot stops.
 const restartingText = "⏳ The bot is restarting; try again in a moment."
 
-// refuseStopping answers an interaction that arrived while the adapter
+// refuseStopping answers an interaction that arrived while the gateway
 // drains: an ephemeral "restarting" line if its 3 s window still allows,
 // else nothing (Discord then shows its own failure). It runs inline on the
 // gateway goroutine, bounded by that window; the bot is stopping anyway.

@@ -45,7 +45,7 @@ func (g *Gateway) reidentify(ctx context.Context) {
 	}
 }
 
-// open connects a new session and makes it the adapter's on success.
+// open connects a new session and, on success, makes it the one the Client uses.
 func (g *Gateway) open(ctx context.Context, s *discordgo.Session) bool {
 	g.register(s, make(chan struct{}, 1))
 	if err := g.connect(ctx, s); err != nil {

@@ -54,7 +54,7 @@ func (c *Client) Send(ctx context.Context, d delivery.Delivery) (delivery.Receip
 	return r, err
 }
 
-// RememberConfirmed tells the adapter message ids confirmed for earlier
+// RememberConfirmed tells the Client message ids confirmed for earlier
 // deliveries (by a previous process): reconciliation never takes them for
 // another delivery's.
 func (c *Client) RememberConfirmed(ids ...string) { c.claimed.add(ids...) }
