@@ -233,7 +233,7 @@ func CommandPlatform(threadBindings bool) command.Platform {
 			return name + ":" + value
 		},
 		Mention:               func(id string) string { return "<@" + id + ">" },
-		Link:                  func(id string) string { return "<#" + id + ">" },
+		Link:                  func(c binding.ConversationRef) string { return "<#" + c.ConversationID + ">" },
 		SharedPlace:           "a server channel or thread",
 		ThreadPermissions:     "Create Public Threads and Send Messages in Threads in this channel",
 		ThreadBindings:        threadBindings,

@@ -66,7 +66,7 @@ func (c *Commands) startACP(ctx context.Context, v Invocation, name, task string
 		return Reply{}, fmt.Errorf("start %s: %w", name, err)
 	}
 	if res.Created {
-		return Reply{Text: fmt.Sprintf("✅ Started **%s** in %s (session `%s`).", name, p.link(res.Thread.ConversationID), res.SessionKey), Public: true}, nil
+		return Reply{Text: fmt.Sprintf("✅ Started **%s** in %s (session `%s`).", name, p.link(res.Thread), res.SessionKey), Public: true}, nil
 	}
 	return Reply{Text: fmt.Sprintf("✅ Bound this thread to a new **%s** session (`%s`).", name, res.SessionKey), Public: true}, nil
 }

@@ -58,7 +58,7 @@ func (c *Commands) focus(ctx context.Context, v Invocation) (Reply, error) {
 	var moved []string
 	for _, b := range c.d.Bindings.ListBySession(info.Key) {
 		if b.Conversation.Key() != conv.Key() {
-			moved = append(moved, p.link(b.Conversation.ConversationID))
+			moved = append(moved, p.link(b.Conversation))
 		}
 	}
 	_, err := c.d.Bindings.Bind(ctx, binding.BindInput{TargetSessionKey: info.Key, TargetKind: kind, Conversation: conv, AgentID: info.AgentID,
@@ -71,7 +71,7 @@ func (c *Commands) focus(ctx context.Context, v Invocation) (Reply, error) {
 		from = " It was bound to " + strings.Join(moved, ", ") + " before; it is bound here only now."
 	}
 	if created {
-		return Reply{Text: fmt.Sprintf("✅ Created thread %s and bound it to %s (%s).%s", p.link(conv.ConversationID), info.Key, kind, from), Public: true}, nil
+		return Reply{Text: fmt.Sprintf("✅ Created thread %s and bound it to %s (%s).%s", p.link(conv), info.Key, kind, from), Public: true}, nil
 	}
 	return Reply{Text: fmt.Sprintf("✅ Bound this thread to %s (%s).%s", info.Key, kind, from), Public: true}, nil
 }
@@ -111,7 +111,7 @@ func (c *Commands) agents(v Invocation) Reply {
 	for i, in := range runs {
 		where := "unbound"
 		if bs := c.d.Bindings.ListBySession(in.Key); len(bs) > 0 {
-			where = "thread " + v.Platform.link(bs[0].Conversation.ConversationID)
+			where = "thread " + v.Platform.link(bs[0].Conversation)
 		} else if in.Thread != "" {
 			where = "thread " + in.Thread + " (binding ended)"
 		}

@@ -3,6 +3,7 @@ package command
 import (
 	"strings"
 
+	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/scheduler"
 )
 
@@ -22,9 +23,9 @@ type Platform struct {
 	// Mention names a user (Discord "<@id>"); nil: the id. The answer is
 	// sent without pings (invariant 12) either way.
 	Mention func(userID string) string
-	// Link names a conversation so the reader can open it (Discord
-	// "<#id>"); nil: the id.
-	Link func(conversationID string) string
+	// Link names a conversation (a channel, a thread) so the reader can
+	// open it (Discord "<#id>"); nil: its id.
+	Link func(conv binding.ConversationRef) string
 	// SharedPlace is where bindings live, for "run this in ..." (Discord
 	// "a server channel or thread").
 	SharedPlace string
@@ -63,11 +64,11 @@ func (p Platform) mention(userID string) string {
 	return userID
 }
 
-func (p Platform) link(conversationID string) string {
+func (p Platform) link(conv binding.ConversationRef) string {
 	if p.Link != nil {
-		return p.Link(conversationID)
+		return p.Link(conv)
 	}
-	return conversationID
+	return conv.ConversationID
 }
 
 // JobCommand names the /cron command that does what a scheduler hint says,

@@ -40,7 +40,7 @@ func (c *Commands) spawn(ctx context.Context, v Invocation) (Reply, error) {
 	}
 	text := fmt.Sprintf("Started subagent **%s** (`%s`)", res.Label, res.Key)
 	if res.Thread != nil {
-		text += " in " + p.link(res.Thread.ConversationID)
+		text += " in " + p.link(*res.Thread)
 	} else if res.NoThreadReason != "" {
 		text += " without a thread (" + res.NoThreadReason + ")"
 	}
