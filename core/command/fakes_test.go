@@ -265,21 +265,25 @@ func ref(id, parent string) binding.ConversationRef {
 	return binding.ConversationRef{Channel: "test", AccountID: "default", ConversationID: id, ParentConversationID: parent}
 }
 
-// discordWords is discord.CommandPlatform(true), restated (core imports no
-// adapter; adapter/discord's TestCommandPlatform pins the same fragments).
+// discordWords is discord.CommandPlatform(true), restated on purpose: the
+// expected Discord texts below must not follow a change of the adapter's
+// platform (core imports no adapter; adapter/discord's TestCommandPlatform
+// pins the same fragments there).
 var discordWords = Platform{
 	Name: "Discord", Prefix: "/",
 	Option: func(name, value string) string {
-		if strings.ContainsRune(value, ' ') {
-			return name + ": " + value
+		sep := ":"
+		if strings.Contains(value, " ") { // a value of several words reads "name: value"
+			sep = ": "
 		}
-		return name + ":" + value
+		return name + sep + value
 	},
-	Mention:           func(id string) string { return "<@" + id + ">" },
-	Link:              func(c binding.ConversationRef) string { return "<#" + c.ConversationID + ">" },
-	SharedPlace:       "a server channel or thread",
-	ThreadPermissions: "Create Public Threads and Send Messages in Threads in this channel",
-	ThreadBindings:    true, ThreadBindingsSetting: "discord.threadBindings.enabled",
+	Mention:               func(id string) string { return "<@" + id + ">" },
+	Link:                  func(c binding.ConversationRef) string { return "<#" + c.ConversationID + ">" },
+	SharedPlace:           "a server channel or thread",
+	ThreadPermissions:     "Create Public Threads and Send Messages in Threads in this channel",
+	ThreadBindings:        true,
+	ThreadBindingsSetting: "discord.threadBindings.enabled",
 }
 
 // matrixWords is a platform written like Matrix's (adapter/matrix pins its own).
