@@ -132,45 +132,6 @@ func TestNonceFor(t *testing.T) {
 	}
 }
 
-func TestParseDuration(t *testing.T) {
-	tests := []struct {
-		in   string
-		want time.Duration
-		err  bool
-	}{
-		{"off", 0, false},
-		{"OFF", 0, false},
-		{"disabled", 0, false},
-		{"none", 0, false},
-		{"0", 0, false},
-		{"24", 24 * time.Hour, false},
-		{"1.5", 90 * time.Minute, false},
-		{"2d", 48 * time.Hour, false},
-		{"30m", 30 * time.Minute, false},
-		{"24h", 24 * time.Hour, false},
-		{" 1h30m ", 90 * time.Minute, false},
-		{"1m", time.Minute, false},
-		{"365d", 365 * 24 * time.Hour, false},
-		{"30s", 0, true},
-		{"0.001", 0, true}, // 3.6 s: below the one-minute minimum
-		{"400d", 0, true},  // above the one-year maximum
-		{"9000", 0, true},  // hours: above the maximum
-		{"-5m", 0, true},
-		{"abc", 0, true},
-		{"", 0, true},
-	}
-	for _, tc := range tests {
-		got, err := parseDuration(tc.in)
-		if (err != nil) != tc.err || got != tc.want {
-			t.Errorf("parseDuration(%q) = %v, %v; want %v, err %v", tc.in, got, err, tc.want, tc.err)
-		}
-		var ue *userError
-		if err != nil && !errors.As(err, &ue) {
-			t.Errorf("parseDuration(%q) error %v is not a user error", tc.in, err)
-		}
-	}
-}
-
 // ---- transport and token freshness ----
 
 // fakeDiscord is a tiny REST server that records each request's

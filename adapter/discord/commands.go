@@ -4,19 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/command"
 	"github.com/agentbot/agentbot/core/delivery"
-	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
-	"github.com/agentbot/agentbot/internal/redact"
 )
 
 func opt(t discordgo.ApplicationCommandOptionType, name, desc string, required bool) *discordgo.ApplicationCommandOption {
@@ -91,29 +88,14 @@ func (g *Gateway) registerCommands(ctx context.Context) error {
 	return nil
 }
 
-// reply is a command's answer. Public answers are displayed to everyone
-// and so go through Outbound into the chat's transcript; ephemeral ones are
-// shown to one user and belong to no transcript.
+// reply is a command's answer (core/command.Reply). Public answers are
+// displayed to everyone and so go through Outbound into the chat's
+// transcript; ephemeral ones are shown to one user and belong to no
+// transcript.
 type reply struct {
 	text   string
 	public bool
 }
-
-// userFacing is an error whose UserMessage is written for the person who
-// ran the command (what was wrong, what to do). The command boundary
-// (onInteraction) shows it; any other error is logged there once and the
-// user reads the generic text, never the error's own words.
-type userFacing interface{ UserMessage() string }
-
-// userError is a command failure whose message is meant for the user.
-type userError struct{ msg string }
-
-func (e *userError) Error() string { return e.msg }
-
-// UserMessage implements userFacing.
-func (e *userError) UserMessage() string { return e.msg }
-
-func userErrf(format string, args ...any) error { return &userError{fmt.Sprintf(format, args...)} }
 
 // invocation is one slash command call.
 type invocation struct {
@@ -194,16 +176,69 @@ func (g *Gateway) onInteraction(ctx context.Context, in *discordgo.Interaction) 
 	df.timer = time.AfterFunc(deferAfter, func() { g.deferReply(ctx, v, df) })
 	r, err := g.command(ctx, v)
 	if err != nil {
-		var uf userFacing
-		text := "⚠️ Something went wrong; the bot logged the details."
-		if errors.As(err, &uf) {
-			text = "⚠️ " + redact.String(userText(uf))
-		} else {
+		text, internal := command.FailureText(err)
+		if internal {
 			g.log.Error().Err(err).Str("command", v.name).Msg("slash command failed")
 		}
 		r = reply{text: text}
 	}
 	g.answer(ctx, v, r)
+}
+
+// command runs the invocation's command (core/command: the logic and its
+// wording are platform-neutral; this adapter only parsed it and answers).
+func (g *Gateway) command(ctx context.Context, v invocation) (reply, error) {
+	if g.d.Commands == nil {
+		return reply{}, errors.New("discord: no commands are wired")
+	}
+	r, err := g.d.Commands.Run(ctx, g.coreInvocation(v))
+	return reply{text: r.Text, public: r.Public}, err
+}
+
+// coreInvocation is v as the core's commands take it: options by their
+// Discord type (a string, a bool, an integer), Discord's words for the
+// texts, and discord.access as the admission of model work.
+func (g *Gateway) coreInvocation(v invocation) command.Invocation {
+	opts := make(map[string]any, len(v.opts))
+	for name, o := range v.opts {
+		switch o.Type {
+		case optString:
+			opts[name] = v.str(name)
+		case optBool:
+			if b := v.boolPtr(name); b != nil {
+				opts[name] = *b
+			}
+		case discordgo.ApplicationCommandOptionInteger:
+			if n, ok := o.Value.(float64); ok { // JSON numbers
+				opts[name] = int64(n)
+			}
+		}
+	}
+	return command.Invocation{Platform: CommandPlatform(g.opt.ThreadBindings), Conversation: v.conv, UserID: v.userID,
+		Name: v.name, Sub: v.sub, Options: opts, Admit: func(ctx context.Context) string { return g.admitCommand(ctx, v) }}
+}
+
+// CommandPlatform is how the core's command texts speak on Discord: slash
+// commands, options as the client shows them ("thread:false", and
+// "task: summarise this channel" for a value of several words), <@user>
+// mentions (sent without pings) and <#channel> links.
+func CommandPlatform(threadBindings bool) command.Platform {
+	return command.Platform{
+		Name:   "Discord",
+		Prefix: "/",
+		Option: func(name, value string) string {
+			if strings.ContainsRune(value, ' ') {
+				return name + ": " + value
+			}
+			return name + ":" + value
+		},
+		Mention:               func(id string) string { return "<@" + id + ">" },
+		Link:                  func(c binding.ConversationRef) string { return "<#" + c.ConversationID + ">" },
+		SharedPlace:           "a server channel or thread",
+		ThreadPermissions:     "Create Public Threads and Send Messages in Threads in this channel",
+		ThreadBindings:        threadBindings,
+		ThreadBindingsSetting: "discord.threadBindings.enabled",
+	}
 }
 
 // answer sends the reply: public ones through Outbound (one writer),
@@ -307,309 +342,4 @@ func truncateRunes(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
-}
-
-func (g *Gateway) command(ctx context.Context, v invocation) (reply, error) {
-	switch v.name {
-	case "spawn":
-		return g.cmdSpawn(ctx, v)
-	case "focus":
-		return g.cmdFocus(ctx, v)
-	case "unfocus":
-		return g.cmdUnbind(ctx, v, "unfocus")
-	case "agents":
-		return g.cmdAgents(v), nil
-	case "session":
-		return g.cmdSession(ctx, v)
-	case "cron":
-		return g.cmdCron(ctx, v)
-	case "stop":
-		return g.cmdStop(ctx, v)
-	case "reset":
-		if _, err := g.d.Sessions.Reset(ctx, v.conv); err != nil {
-			return reply{}, err
-		}
-		return reply{text: "🧹 Started a new conversation here. Earlier messages stay in the record but are no longer in my context.", public: true}, nil
-	}
-	return reply{}, userErrf("Unknown command /%s.", v.name)
-}
-
-func (g *Gateway) cmdSpawn(ctx context.Context, v invocation) (reply, error) {
-	if name := v.str("agent"); g.d.ACP != nil && g.d.ACP.Has(name) {
-		return g.cmdStartACP(ctx, v, name, v.str("task"))
-	}
-	// A subagent spends the model like a turn: discord.access applies.
-	if msg := g.admitCommand(ctx, v); msg != "" {
-		return reply{}, userErrf("%s", msg)
-	}
-	res, err := g.d.Sessions.Spawn(ctx, session.SpawnRequest{Task: v.str("task"), Label: v.str("label"), AgentID: v.str("agent"),
-		Thread: v.boolPtr("thread"), Requester: v.conv, RequestedBy: v.userID})
-	switch {
-	case errors.Is(err, session.ErrEmptyTask):
-		return reply{}, userErrf("Give the subagent a task, e.g. /spawn task: summarise this channel.")
-	case errors.Is(err, session.ErrUnknownAgent):
-		return reply{}, userErrf("There is no agent %q; leave agent empty for the default.", v.str("agent"))
-	case errors.Is(err, session.ErrTooManySubagents):
-		return reply{}, userErrf("Too many subagents are running; wait for one to finish. (%v)", err)
-	case errors.Is(err, delivery.ErrForbidden):
-		return reply{}, userErrf("I may not create a thread here: give me Create Public Threads and Send Messages in Threads in this channel, or run /spawn with thread:false.")
-	case errors.Is(err, delivery.ErrTransient):
-		return reply{}, userErrf("Discord did not answer in time; nothing was started. Try again in a moment.")
-	case err != nil:
-		return reply{}, err
-	}
-	return reply{text: res.Summary(), public: true}, nil
-}
-
-// cmdStop ends this conversation's running turn, or the named subagent's
-// run (its model call is cancelled). One's own run, or an operator.
-func (g *Gateway) cmdStop(ctx context.Context, v invocation) (reply, error) {
-	target := v.str("target")
-	if rec, ok := g.acpBinding(v.conv); ok && target == "" {
-		return g.cmdStopACP(ctx, v, rec)
-	}
-	var key, what string
-	idle := "ℹ️ Nothing is running in this conversation."
-	if target == "" {
-		key, _, _ = g.d.Outbound.SessionFor(v.conv)
-		what = "this conversation's turn"
-	} else {
-		info, ok := g.findSession(target)
-		if !ok {
-			return reply{}, userErrf("Nothing is named %s: give a subagent label or a session key (see /agents).", target)
-		}
-		key, what = info.Key, "`"+info.Key+"`"
-		if info.Label != "" {
-			what = "**" + info.Label + "**"
-		}
-		idle = "ℹ️ " + what + " is not running."
-	}
-	run, ok := g.d.Sessions.Running(key)
-	if !ok {
-		return reply{text: idle}, nil
-	}
-	if err := g.d.Authority.MayStop(ctx, authz.Actor{UserID: v.userID, Where: v.conv}, run.Owner, what); err != nil {
-		return reply{}, userErrf("%s", refusalText(err))
-	}
-	if !g.d.Sessions.Stop(run) {
-		return reply{text: "ℹ️ It had already finished."}, nil
-	}
-	return reply{text: "⏹️ Stopped " + what + "."}, nil
-}
-
-// cmdFocus binds this thread (or a new child thread when run in a channel)
-// to a subagent by label or to a session key.
-func (g *Gateway) cmdFocus(ctx context.Context, v invocation) (reply, error) {
-	if !g.opt.ThreadBindings {
-		return reply{}, userErrf("Thread bindings are disabled (set discord.threadBindings.enabled: true).")
-	}
-	target := v.str("target")
-	if target == "" {
-		return reply{}, userErrf("Usage: /focus target:<subagent-label|session-key>")
-	}
-	if name, ok := strings.CutPrefix(target, "acp:"); ok && g.d.ACP != nil && g.d.ACP.Has(name) {
-		return g.cmdStartACP(ctx, v, name, "")
-	}
-	info, ok := g.findSession(target)
-	if !ok {
-		return reply{}, userErrf("Unable to resolve focus target: %s", target)
-	}
-	if err := g.d.Authority.MayFocus(ctx, authz.Actor{UserID: v.userID, Where: v.conv}, authz.FocusTarget{Key: info.Key, Kind: string(info.Kind),
-		Conversation: info.Requester, SpawnedBy: info.SpawnedBy}); err != nil {
-		return reply{}, userErrf("%s", refusalText(err))
-	}
-	if strings.HasPrefix(v.conv.ConversationID, "user:") {
-		return reply{}, userErrf("/focus must be run in a server channel or thread.")
-	}
-	if cur, bound := g.d.Bindings.ResolveByConversation(v.conv); bound && !g.mayChange(v, cur) {
-		return reply{}, userErrf("Only <@%s> can refocus this conversation.", cur.BoundBy)
-	}
-	kind := binding.KindSession
-	if info.Kind == session.KindSubagent {
-		kind = binding.KindSubagent
-	}
-	conv := v.conv
-	created := false
-	if conv.ParentConversationID == "" { // a channel: bind a new child thread
-		th, err := g.c.CreateThread(ctx, conv, truncateRunes("🤖 "+firstNonEmpty(info.Label, info.AgentID), 100))
-		if err != nil {
-			return reply{}, fmt.Errorf("focus: %w", err)
-		}
-		conv, created = th, true
-	}
-	// A session is bound to one conversation at a time: Bind moves it
-	// here and the old thread is told where it went.
-	var moved []string
-	for _, b := range g.d.Bindings.ListBySession(info.Key) {
-		if b.Conversation.Key() != conv.Key() {
-			moved = append(moved, "<#"+b.Conversation.ConversationID+">")
-		}
-	}
-	_, err := g.d.Bindings.Bind(ctx, binding.BindInput{TargetSessionKey: info.Key, TargetKind: kind, Conversation: conv, AgentID: info.AgentID,
-		Label: info.Label, BoundBy: v.userID})
-	if err != nil {
-		return reply{}, fmt.Errorf("focus: %w", err)
-	}
-	from := ""
-	if len(moved) > 0 {
-		from = " It was bound to " + strings.Join(moved, ", ") + " before; it is bound here only now."
-	}
-	if created {
-		return reply{text: fmt.Sprintf("✅ Created thread <#%s> and bound it to %s (%s).%s", conv.ConversationID, info.Key, kind, from), public: true}, nil
-	}
-	return reply{text: fmt.Sprintf("✅ Bound this thread to %s (%s).%s", info.Key, kind, from), public: true}, nil
-}
-
-// refusalText is an authority refusal as a sentence for the user.
-func refusalText(err error) string {
-	msg := err.Error()
-	if r := []rune(msg); len(r) > 0 {
-		msg = strings.ToUpper(string(r[0])) + string(r[1:])
-	}
-	return msg + "."
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-func (g *Gateway) findSession(target string) (session.Info, bool) {
-	if in, ok := g.d.Sessions.Info(target); ok {
-		return in, true
-	}
-	matches := g.d.Sessions.Sessions(func(in session.Info) bool { return in.Label == target })
-	if len(matches) == 0 {
-		return session.Info{}, false
-	}
-	return matches[len(matches)-1], true
-}
-
-// mayChange: the binder, a system binding, or an operator.
-func (g *Gateway) mayChange(v invocation, rec binding.Record) bool {
-	return rec.BoundBy == "" || rec.BoundBy == "system" || rec.BoundBy == v.userID || g.isOperator(v)
-}
-
-// isOperator asks the one authority rule (core/authz): configured operator
-// users or roles; with none configured, members with Manage Server. The
-// model's tools ask the same rule.
-func (g *Gateway) isOperator(v invocation) bool {
-	return g.d.Authority.Operator(g.workCtx(), authz.Actor{UserID: v.userID, Where: v.conv})
-}
-
-func (g *Gateway) cmdUnbind(ctx context.Context, v invocation, verb string) (reply, error) {
-	rec, ok := g.d.Bindings.ResolveByConversation(v.conv)
-	if !ok {
-		return reply{text: "ℹ️ This conversation is not currently bound."}, nil
-	}
-	if !g.mayChange(v, rec) {
-		return reply{}, userErrf("Only <@%s> can %s this conversation.", rec.BoundBy, verb)
-	}
-	if _, err := g.d.Bindings.Unbind(ctx, binding.UnbindInput{ID: rec.ID, Reason: binding.ReasonManual}); err != nil {
-		return reply{}, fmt.Errorf("%s: %w", verb, err)
-	}
-	return reply{text: "✅ Conversation unbound; messages here go to the channel's own agent again."}, nil
-}
-
-func (g *Gateway) cmdAgents(v invocation) reply {
-	key, _, _ := g.d.Outbound.SessionFor(v.conv)
-	runs := g.d.Sessions.Sessions(func(in session.Info) bool {
-		return in.Kind == session.KindSubagent && (in.Parent == key || in.Requester.Key() == v.conv.Key())
-	})
-	var b strings.Builder
-	b.WriteString("agents:\n-----\n")
-	if len(runs) == 0 {
-		b.WriteString("(none)\n")
-	}
-	for i, in := range runs {
-		where := "unbound"
-		if bs := g.d.Bindings.ListBySession(in.Key); len(bs) > 0 {
-			where = "thread <#" + bs[0].Conversation.ConversationID + ">"
-		} else if in.Thread != "" {
-			where = "thread " + in.Thread + " (binding ended)"
-		}
-		fmt.Fprintf(&b, "%d. %s (%s) — %s, `%s`\n", i+1, in.Label, where, in.Status, in.Key)
-		if in.Status == session.StatusUndeliver {
-			fmt.Fprintf(&b, "   result kept: %s\n", excerpt(in.Result, 300))
-		}
-	}
-	return reply{text: b.String()}
-}
-
-func excerpt(s string, n int) string { return truncateRunes(s, n) }
-
-// parseDuration reads /session durations: off|0 disables, a bare number is
-// hours, else a Go duration or Nd for days.
-func parseDuration(s string) (time.Duration, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	switch s {
-	case "off", "disable", "disabled", "none", "0":
-		return 0, nil
-	}
-	// Every form gets the same bounds (1 minute to 1 year).
-	var d time.Duration
-	var err error
-	if n, perr := strconv.ParseFloat(s, 64); perr == nil && n > 0 {
-		d = time.Duration(n * float64(time.Hour))
-	} else if days, ok := strings.CutSuffix(s, "d"); ok {
-		if n, perr := strconv.ParseFloat(days, 64); perr == nil && n > 0 {
-			d = time.Duration(n * 24 * float64(time.Hour))
-		} else {
-			err = perr
-		}
-	} else {
-		d, err = time.ParseDuration(s)
-	}
-	if err != nil || d < time.Minute || d > 365*24*time.Hour {
-		return 0, userErrf("Usage: /session idle <duration|off> | /session max-age <duration|off> | /session unbind (example: /session idle 24h)")
-	}
-	return d, nil
-}
-
-func (g *Gateway) cmdSession(ctx context.Context, v invocation) (reply, error) {
-	if v.sub == "unbind" {
-		return g.cmdUnbind(ctx, v, "unbind")
-	}
-	rec, ok := g.d.Bindings.ResolveByConversation(v.conv)
-	if !ok {
-		return reply{text: "ℹ️ This conversation is not currently bound."}, nil
-	}
-	raw := v.str("duration")
-	what, cur := "Idle timeout", rec.IdleTimeout
-	if v.sub == "max-age" {
-		what, cur = "Max age", rec.MaxAge
-	}
-	if raw == "" {
-		if cur == 0 {
-			return reply{text: fmt.Sprintf("ℹ️ %s is currently disabled for this bound session.", what)}, nil
-		}
-		return reply{text: fmt.Sprintf("ℹ️ %s active (%s, next auto-unbind at %s).", what, session.FormatDuration(cur), rec.ExpiresAt().UTC().Format(time.RFC3339))}, nil
-	}
-	if !g.mayChange(v, rec) {
-		return reply{}, userErrf("Only <@%s> can update session lifecycle settings for this conversation.", rec.BoundBy)
-	}
-	d, err := parseDuration(raw)
-	if err != nil {
-		return reply{}, err
-	}
-	var idle, maxAge *time.Duration
-	if v.sub == "max-age" {
-		maxAge = &d
-	} else {
-		idle = &d
-	}
-	// Only this conversation's binding: other conversations bound to the
-	// same session (a store from before bindings moved) belong to whoever
-	// bound them.
-	if _, err := g.d.Bindings.SetTimeouts(ctx, rec.ID, idle, maxAge); err != nil {
-		return reply{}, fmt.Errorf("set %s: %w", strings.ToLower(what), err)
-	}
-	if d == 0 {
-		return reply{text: fmt.Sprintf("✅ %s disabled for this conversation's binding.", what)}, nil
-	}
-	return reply{text: fmt.Sprintf("✅ %s set to %s for this conversation's binding.", what, session.FormatDuration(d))}, nil
 }

@@ -9,10 +9,13 @@
 //   - Gateway is the event side: the gateway connection and its shard,
 //     inbound messages, thread state, edits and deletions, slash commands
 //     and components, catch-up. It calls Discord through its Client, which
-//     knows nothing of it.
+//     knows nothing of it. A slash command's logic and wording are the
+//     core's (core/command): the Gateway parses the interaction into a
+//     command.Invocation worded by CommandPlatform, and answers the Reply
+//     (deferral within 3 s, ephemeral or public through Outbound).
 //
-// Wiring runs Client -> core/delivery.Outbound -> core/session -> Gateway,
-// each built once with everything it needs.
+// Wiring runs Client -> core/delivery.Outbound -> core/session ->
+// core/command -> Gateway, each built once with everything it needs.
 //
 // Invariants:
 //   - The bot's own messages and its own webhooks' posts are never routed

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/core/command"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/internal/work"
@@ -45,10 +46,6 @@ type GatewayOptions struct {
 // Sessions is what the Gateway needs of core/session.Manager.
 type Sessions interface {
 	HandleMessage(ctx context.Context, msg session.Message) error
-	Spawn(ctx context.Context, req session.SpawnRequest) (session.SpawnResult, error)
-	Reset(ctx context.Context, conv binding.ConversationRef) (string, error)
-	Sessions(keep func(session.Info) bool) []session.Info
-	Info(key string) (session.Info, bool)
 	DefaultAgent() session.Agent
 	Watermarks() map[string]string
 	Running(key string) (session.Run, bool)
@@ -66,12 +63,14 @@ type Sessions interface {
 // Bindings is what the Gateway needs of core/binding.Service.
 type Bindings interface {
 	ResolveByConversation(ref binding.ConversationRef) (binding.Record, bool)
-	Bind(ctx context.Context, in binding.BindInput) (binding.Record, error)
 	Unbind(ctx context.Context, in binding.UnbindInput) ([]binding.Record, error)
 	Active() []binding.Record
-	ListBySession(key string) []binding.Record
-	SetTimeouts(ctx context.Context, id string, idle, maxAge *time.Duration) (binding.Record, error)
 	Touch(id string, at time.Time)
+}
+
+// Commander runs the platform-neutral commands (core/command.Commands).
+type Commander interface {
+	Run(ctx context.Context, v command.Invocation) (command.Reply, error)
 }
 
 // Deliverer is the outbound send owner (core/delivery.Outbound).
@@ -82,8 +81,8 @@ type Deliverer interface {
 	WithConversation(ref binding.ConversationRef, fn func() error) error
 }
 
-// GatewayDeps are the Gateway's collaborators. Client is required; Jobs
-// may be nil (scheduler off).
+// GatewayDeps are the Gateway's collaborators. Client and Commands are
+// required.
 type GatewayDeps struct {
 	Client *Client
 	// Authority is the one authority rule (invariant 13): slash commands,
@@ -93,10 +92,13 @@ type GatewayDeps struct {
 	Sessions  Sessions
 	Bindings  Bindings
 	Outbound  Deliverer
-	Jobs      Jobs
+	// Commands runs the slash commands (core/command.Commands): this
+	// adapter parses and answers them.
+	Commands Commander
 	// Changes records edits and deletions (nil: ignored).
 	Changes ChatChanges
-	// ACP runs external coding agents bound to threads (nil: none configured).
+	// ACP answers the permission buttons of external coding agents (nil:
+	// none configured).
 	ACP     ACP
 	Metrics *metrics.Metrics
 	Clock   clock.Clock

@@ -410,11 +410,9 @@ func (g *Gateway) limitNotice(name string, d authz.Decision) string {
 }
 
 // admitCommand applies discord.access to a slash command that starts model
-// work (/spawn): it returns "" to go on, else the ephemeral refusal.
+// work (/spawn) for a caller who is no operator (core/command asks the
+// authority first): it returns "" to go on, else the ephemeral refusal.
 func (g *Gateway) admitCommand(ctx context.Context, v invocation) string {
-	if g.d.Authority.Operator(ctx, authz.Actor{UserID: v.userID, Where: v.conv}) {
-		return ""
-	}
 	sub := authz.Subject{UserID: v.userID, ChannelID: v.in.ChannelID, ParentID: v.conv.ParentConversationID, DM: v.in.GuildID == ""}
 	if sub.DM {
 		sub.SharesGuild = func() bool { return g.c.sharesGuild(ctx, v.userID) }

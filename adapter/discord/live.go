@@ -14,6 +14,7 @@ import (
 	"github.com/agentbot/agentbot/acp"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/command"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/sessionkey"
 )
@@ -190,7 +191,7 @@ func (g *Gateway) stopClick(ctx context.Context, conv binding.ConversationRef, u
 		return "ℹ️ It had already finished."
 	}
 	if err := g.d.Authority.MayStop(ctx, authz.Actor{UserID: userID, Where: conv}, run.Owner, "this reply"); err != nil {
-		return "⚠️ " + refusalText(err)
+		return "⚠️ " + command.Refusal(err)
 	}
 	if !g.d.Sessions.Stop(run) {
 		return "ℹ️ It had already finished."

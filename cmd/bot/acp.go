@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/command"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
@@ -61,6 +63,24 @@ func (r acpRouting) HandleMessage(ctx context.Context, msg session.Message) erro
 			AuthorID: msg.AuthorID, AuthorName: msg.AuthorName, Text: msg.Text})
 	}
 	return r.Manager.HandleMessage(ctx, msg)
+}
+
+// acpCommands serves the core's commands (core/command.ACP) from the
+// manager: core imports no tool protocol, so the request, the result and
+// the session limit's error are translated here.
+type acpCommands struct{ *acp.Manager }
+
+var _ command.ACP = acpCommands{}
+
+func (a acpCommands) Start(ctx context.Context, req command.ACPStart) (command.ACPStarted, error) {
+	res, err := a.Manager.Start(ctx, acp.StartRequest{Agent: req.Agent, Task: req.Task, Where: req.Where, UserID: req.UserID})
+	if errors.Is(err, acp.ErrTooMany) {
+		return command.ACPStarted{}, fmt.Errorf("%w: %w", command.ErrTooManyACP, err)
+	}
+	if err != nil {
+		return command.ACPStarted{}, err
+	}
+	return command.ACPStarted{Thread: res.Thread, SessionKey: res.SessionKey, Created: res.Created}, nil
 }
 
 // doctorACP starts each configured ACP agent once, in a scratch directory

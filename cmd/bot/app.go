@@ -22,6 +22,7 @@ import (
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/core/command"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
@@ -180,7 +181,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 			return nil, err
 		}
 	}
-	var jobs discord.Jobs
+	var jobs command.Jobs
 	if a.sched != nil {
 		jobs = a.sched
 		a.sessions.SetJobs(a.sched)
@@ -194,15 +195,21 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	a.transcripts.SetErasers(erasers...)
 	var sessions discord.Sessions = a.sessions
 	var acpDep discord.ACP
+	var acpCmds command.ACP
 	if a.acp = newACP(a); a.acp != nil {
-		sessions, acpDep = acpRouting{Manager: a.sessions, acp: a.acp, bindings: a.bindings}, a.acp
+		sessions, acpDep, acpCmds = acpRouting{Manager: a.sessions, acp: a.acp, bindings: a.bindings}, a.acp, acpCommands{a.acp}
 	}
+	// The commands' logic is the core's; each platform's adapter parses
+	// and answers them.
+	commands := command.New(command.Options{}, command.Deps{
+		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.discord, Authority: a.auth, Jobs: jobs, ACP: acpCmds,
+	})
 	a.gateway = discord.NewGateway(discord.GatewayOptions{
 		Access: accessPolicy(cfg.Discord.Access), Limits: accessLimits(cfg.Discord.Access.RateLimit),
 		ThreadBindings: tb.Enabled, Reconnect: true, SweepInterval: o.SweepInterval, Shard: shardOf(cfg.Discord.Shard),
 		ReprocessEdits: cfg.Discord.Edits == config.EditsReprocess,
 	}, discord.GatewayDeps{
-		Client: a.discord, Authority: a.auth, Sessions: sessions, Bindings: a.bindings, Outbound: a.outbound, Jobs: jobs, ACP: acpDep,
+		Client: a.discord, Authority: a.auth, Sessions: sessions, Bindings: a.bindings, Outbound: a.outbound, Commands: commands, ACP: acpDep,
 		Changes: a.transcripts,
 		Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger(),
 	})

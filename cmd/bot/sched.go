@@ -9,6 +9,7 @@ import (
 	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/authz"
+	"github.com/agentbot/agentbot/core/command"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/scheduler"
 )
@@ -25,7 +26,7 @@ type schedulerBridge struct {
 var (
 	_ scheduler.ChatRunner       = (*schedulerBridge)(nil)
 	_ scheduler.BackgroundRunner = (*schedulerBridge)(nil)
-	_ discord.Jobs               = (*schedulerBridge)(nil)
+	_ command.Jobs               = (*schedulerBridge)(nil)
 	_ session.Jobs               = (*schedulerBridge)(nil)
 	_ scheduler.Authorizer       = (*schedulerBridge)(nil)
 )
@@ -83,7 +84,7 @@ func (b *schedulerBridge) RunBackground(ctx context.Context, in scheduler.Backgr
 //     and delivery target they can view.
 
 // Add implements /cron add.
-func (b *schedulerBridge) Add(ctx context.Context, actor authz.Actor, req discord.CronAdd) (scheduler.Job, error) {
+func (b *schedulerBridge) Add(ctx context.Context, actor authz.Actor, req command.CronAdd) (scheduler.Job, error) {
 	return b.add(ctx, actor, scheduler.AddRequest{Schedule: req.Schedule, Prompt: req.Prompt, Target: req.Target, TZ: req.TZ, To: req.To,
 		CreatedBy: req.CreatedBy, CreatedIn: req.CreatedIn})
 }

@@ -1,4 +1,4 @@
-package discord
+package command
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // returns what happened; /cron's replies are worded here. Errors are
 // user-facing when they say so (UserMessage, a refusal). Each call carries
 // the invoker: Jobs applies the authority rule (core/authz), the same one
-// the model's job tools go through.
+// the model's job tools go through (invariant 13).
 type Jobs interface {
 	Add(ctx context.Context, actor authz.Actor, req CronAdd) (scheduler.Job, error)
 	List(ctx context.Context, actor authz.Actor) ([]scheduler.Job, error)
@@ -33,31 +33,35 @@ type CronAdd struct {
 	CreatedIn                        binding.ConversationRef
 }
 
-func (g *Gateway) cmdCron(ctx context.Context, v invocation) (reply, error) {
-	if g.d.Jobs == nil {
-		return reply{}, userErrf("The scheduler is disabled (scheduler.enabled: false).")
+var cronSubs = []string{"add", "list", "remove", "run", "runs"}
+
+func (c *Commands) cron(ctx context.Context, v Invocation) (Reply, error) {
+	if c.d.Jobs == nil {
+		return Reply{}, userErrf("The scheduler is disabled (scheduler.enabled: false).")
 	}
-	if !slices.Contains([]string{"add", "list", "remove", "run", "runs"}, v.sub) {
-		return reply{}, userErrf("Usage: /cron add|list|remove|run|runs")
+	if !slices.Contains(cronSubs, v.Sub) {
+		return Reply{}, userErrf("Usage: %s", v.Platform.Command("cron", strings.Join(cronSubs, "|")))
 	}
 	// Who may do what is decided behind Jobs, by the same rule the model's
 	// job tools go through (core/authz via the scheduler bridge).
-	text, err := cron(ctx, g.d.Jobs, authz.Actor{UserID: v.userID, Where: v.conv}, v)
+	text, err := cronRun(ctx, c.d.Jobs, v)
 	if authz.IsRefusal(err) {
-		return reply{}, userErrf("%s", refusalText(err))
+		return Reply{}, userErrf("%s", Refusal(err))
 	}
 	if err != nil {
-		return reply{}, fmt.Errorf("/cron %s: %w", v.sub, err)
+		return Reply{}, fmt.Errorf("%s: %w", v.Platform.Command("cron", v.Sub), err)
 	}
-	return reply{text: text, public: slices.Contains([]string{"add", "remove", "run"}, v.sub)}, nil
+	return Reply{Text: text, Public: slices.Contains([]string{"add", "remove", "run"}, v.Sub)}, nil
 }
 
-// cron runs a /cron sub-command and words its reply.
-func cron(ctx context.Context, jobs Jobs, actor authz.Actor, v invocation) (string, error) {
-	id := v.str("id")
-	switch v.sub {
+// cronRun runs a /cron sub-command and words its reply.
+func cronRun(ctx context.Context, jobs Jobs, v Invocation) (string, error) {
+	id := v.Str("id")
+	actor := v.actor()
+	switch v.Sub {
 	case "add":
-		j, err := jobs.Add(ctx, actor, CronAdd{Schedule: v.str("schedule"), Prompt: v.str("prompt"), Target: v.str("target"), TZ: v.str("tz"), To: v.str("to"), CreatedBy: v.userID, CreatedIn: v.conv})
+		j, err := jobs.Add(ctx, actor, CronAdd{Schedule: v.Str("schedule"), Prompt: v.Str("prompt"), Target: v.Str("target"), TZ: v.Str("tz"), To: v.Str("to"),
+			CreatedBy: v.UserID, CreatedIn: v.Conversation})
 		if err != nil {
 			return "", err
 		}
@@ -67,7 +71,7 @@ func cron(ctx context.Context, jobs Jobs, actor authz.Actor, v invocation) (stri
 		if err != nil {
 			return "", err
 		}
-		return cronList(jobs, list), nil
+		return cronList(jobs, list, v.Platform), nil
 	case "remove":
 		if err := jobs.Remove(ctx, actor, id); err != nil {
 			return "", err
@@ -89,9 +93,9 @@ func cron(ctx context.Context, jobs Jobs, actor authz.Actor, v invocation) (stri
 }
 
 // cronList is /cron list's reply.
-func cronList(jobs Jobs, list []scheduler.Job) string {
+func cronList(jobs Jobs, list []scheduler.Job, p Platform) string {
 	if len(list) == 0 {
-		return "No jobs. Add one with /cron add."
+		return "No jobs. Add one with " + p.Command("cron", "add") + "."
 	}
 	var sb strings.Builder
 	for _, j := range list {

@@ -1,0 +1,243 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentbot/agentbot/core/authz"
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/internal/redact"
+	"github.com/agentbot/agentbot/scheduler"
+)
+
+// Sessions is what the commands need of core/session.Manager.
+type Sessions interface {
+	Spawn(ctx context.Context, req session.SpawnRequest) (session.SpawnResult, error)
+	Reset(ctx context.Context, conv binding.ConversationRef) (string, error)
+	Sessions(keep func(session.Info) bool) []session.Info
+	Info(key string) (session.Info, bool)
+	Running(key string) (session.Run, bool)
+	Stop(run session.Run) bool
+}
+
+// Bindings is what the commands need of core/binding.Service.
+type Bindings interface {
+	ResolveByConversation(ref binding.ConversationRef) (binding.Record, bool)
+	Bind(ctx context.Context, in binding.BindInput) (binding.Record, error)
+	Unbind(ctx context.Context, in binding.UnbindInput) ([]binding.Record, error)
+	ListBySession(key string) []binding.Record
+	SetTimeouts(ctx context.Context, id string, idle, maxAge *time.Duration) (binding.Record, error)
+}
+
+// Routes says which session a conversation routes to (core/delivery.Outbound's
+// SessionFor: the one mapping inbound and outbound share, invariant 10).
+type Routes interface {
+	SessionFor(ref binding.ConversationRef) (string, binding.Record, bool)
+}
+
+// Threads creates the thread /focus binds when run in a channel, on the
+// conversation's platform.
+type Threads interface {
+	CreateThread(ctx context.Context, parent binding.ConversationRef, name string) (binding.ConversationRef, error)
+}
+
+// Authority is the one authority rule (core/authz.Authority, invariant 13):
+// the model's tools ask the same.
+type Authority interface {
+	Operator(ctx context.Context, actor authz.Actor) bool
+	MayStop(ctx context.Context, actor authz.Actor, owner, what string) error
+	MayFocus(ctx context.Context, actor authz.Actor, t authz.FocusTarget) error
+}
+
+// Options configure the commands. There are none yet: what differs between
+// platforms comes with each Invocation (its Platform).
+type Options struct{}
+
+// Deps are the commands' collaborators. Jobs and ACP may be nil (scheduler
+// off, no external agents); Threads is needed only with thread bindings.
+type Deps struct {
+	Sessions  Sessions
+	Bindings  Bindings
+	Outbound  Routes
+	Threads   Threads
+	Authority Authority
+	Jobs      Jobs
+	ACP       ACP
+}
+
+// Commands runs the chat commands for every platform's adapter.
+type Commands struct {
+	opt Options
+	d   Deps
+}
+
+// New returns the commands over d. It does no I/O.
+func New(opt Options, d Deps) *Commands { return &Commands{opt: opt, d: d} }
+
+// Invocation is one command call, as its adapter parsed it.
+type Invocation struct {
+	// Platform is how the invoker's chat speaks (syntax, markup, settings).
+	Platform Platform
+	// Conversation is where the command ran; UserID who ran it.
+	Conversation binding.ConversationRef
+	UserID       string
+	// Name and Sub are the command and its sub-command ("cron", "list").
+	Name, Sub string
+	// Options are the options given, by name: string, bool or int64 values
+	// (a value of another type reads as absent).
+	Options map[string]any
+	// Admit applies the platform's access policy to a command that starts
+	// model work (/spawn of a subagent) for a caller who is no operator: ""
+	// admits, anything else is the refusal shown. nil admits.
+	Admit func(ctx context.Context) string
+}
+
+// Str is a string option's value, trimmed ("" when absent or not a string).
+func (v Invocation) Str(name string) string {
+	s, _ := v.Options[name].(string)
+	return strings.TrimSpace(s)
+}
+
+// Bool is a boolean option's value, nil when absent or not a bool.
+func (v Invocation) Bool(name string) *bool {
+	if b, ok := v.Options[name].(bool); ok {
+		return &b
+	}
+	return nil
+}
+
+// Int is an integer option's value, false when absent or not an int64.
+func (v Invocation) Int(name string) (int64, bool) {
+	n, ok := v.Options[name].(int64)
+	return n, ok
+}
+
+func (v Invocation) actor() authz.Actor { return authz.Actor{UserID: v.UserID, Where: v.Conversation} }
+
+// Reply is a command's answer. Public answers are displayed to everyone and
+// so go through Outbound into the chat's transcript; the others are shown to
+// the invoker only (Discord: ephemeral) and belong to no transcript.
+type Reply struct {
+	Text   string
+	Public bool
+}
+
+// Run runs one command. An error is user-facing (it implements
+// UserMessage() string with the final text) or internal; FailureText says
+// what the boundary shows for either.
+func (c *Commands) Run(ctx context.Context, v Invocation) (Reply, error) {
+	r, err := c.run(ctx, v)
+	if err != nil {
+		return Reply{}, rendered(err, v.Platform)
+	}
+	return r, nil
+}
+
+func (c *Commands) run(ctx context.Context, v Invocation) (Reply, error) {
+	switch v.Name {
+	case "spawn":
+		return c.spawn(ctx, v)
+	case "focus":
+		return c.focus(ctx, v)
+	case "unfocus":
+		return c.unbind(ctx, v, "unfocus")
+	case "agents":
+		return c.agents(v), nil
+	case "session":
+		return c.session(ctx, v)
+	case "cron":
+		return c.cron(ctx, v)
+	case "stop":
+		return c.stop(ctx, v)
+	case "reset":
+		if _, err := c.d.Sessions.Reset(ctx, v.Conversation); err != nil {
+			return Reply{}, fmt.Errorf("reset: %w", err)
+		}
+		return Reply{Text: "🧹 Started a new conversation here. Earlier messages stay in the record but are no longer in my context.", Public: true}, nil
+	}
+	return Reply{}, userErrf("Unknown command %s.", v.Platform.Command(v.Name))
+}
+
+// userFacing is an error whose UserMessage is written for the person who ran
+// the command (what was wrong, what to do).
+type userFacing interface{ UserMessage() string }
+
+// hinted is a user-facing error that names what would help next as a hint
+// (scheduler.UserError), rendered in the reader's terms.
+type hinted interface {
+	Render(scheduler.HintText) string
+}
+
+// userError is a command failure whose message is meant for the user; err,
+// if any, is what it was made from.
+type userError struct {
+	msg string
+	err error
+}
+
+func (e *userError) Error() string { return e.msg }
+
+// UserMessage implements userFacing.
+func (e *userError) UserMessage() string { return e.msg }
+
+func (e *userError) Unwrap() error { return e.err }
+
+func userErrf(format string, args ...any) error { return &userError{msg: fmt.Sprintf(format, args...)} }
+
+// rendered gives a user-facing error with a scheduler hint its text for p
+// (the hint as p's command); other errors are returned as they are.
+func rendered(err error, p Platform) error {
+	var uf userFacing
+	if !errors.As(err, &uf) {
+		return err
+	}
+	if h, ok := uf.(hinted); ok {
+		return &userError{msg: h.Render(p.JobCommand), err: err}
+	}
+	return err
+}
+
+// genericFailure is what a user reads for an internal error.
+const genericFailure = "⚠️ Something went wrong; the bot logged the details."
+
+// FailureText is what the command boundary shows for an error Run returned:
+// a user-facing error's message (secrets redacted), or for any other error
+// the generic text, with internal true: the boundary then logs the error,
+// once, and nothing of its text reaches the user.
+func FailureText(err error) (text string, internal bool) {
+	var uf userFacing
+	if errors.As(err, &uf) {
+		return "⚠️ " + redact.String(uf.UserMessage()), false
+	}
+	return genericFailure, true
+}
+
+// Refusal is an authority refusal as a sentence for the user.
+func Refusal(err error) string {
+	msg := err.Error()
+	if r := []rune(msg); len(r) > 0 {
+		msg = strings.ToUpper(string(r[0])) + string(r[1:])
+	}
+	return msg + "."
+}
+
+func truncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
