@@ -25,7 +25,8 @@ import (
 //     i.e. the user can change who may do what in the room. Matrix has no roles: Member.Roles is empty.
 //
 // A thread is its room (Matrix threads have no permissions of their own) and exists while its root does. A room the
-// bot cannot read (403: not a member, kicked, banned) or that is unknown (404) does not exist for the authority. Any
+// bot is not joined to (left, kicked, banned: Dendrite still answers a former member the state as of its leaving),
+// cannot read (403) or that is unknown (404) does not exist for the authority, and nobody is a member there. Any
 // other failure is returned (the authority refuses: fail closed).
 type Directory struct {
 	c *Client
@@ -113,10 +114,11 @@ func (d *Directory) Access(ctx context.Context, userID string, conv binding.Conv
 		}
 	}
 	botIn, err := d.joined(ctx, room, d.c.opt.UserID)
-	if err != nil {
+	if err != nil || !botIn {
+		// A room the bot left still answers it the state as of its leaving (stale, and no longer its room).
 		return authz.Access{}, err
 	}
-	userIn := botIn && userID == d.c.opt.UserID
+	userIn := userID == d.c.opt.UserID
 	if userID != d.c.opt.UserID {
 		if userIn, err = d.joined(ctx, room, userID); err != nil {
 			return authz.Access{}, err
@@ -147,7 +149,11 @@ func (d *Directory) Member(ctx context.Context, userID string, conv binding.Conv
 	if !ok {
 		return authz.Member{}, false, nil
 	}
-	in, err := d.joined(ctx, room, userID)
+	botIn, err := d.joined(ctx, room, d.c.opt.UserID)
+	in := botIn
+	if err == nil && botIn && userID != d.c.opt.UserID {
+		in, err = d.joined(ctx, room, userID)
+	}
 	if err != nil {
 		if errors.Is(err, ErrDestinationGone) { // the bot cannot read the room: nobody is a member as far as it knows
 			return authz.Member{}, false, nil
