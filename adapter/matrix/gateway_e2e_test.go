@@ -441,3 +441,136 @@ func TestGatewayBoundThread(t *testing.T) {
 		t.Fatalf("room entries after the root's redaction %+v, want the root deleted and its deletion record", es)
 	}
 }
+
+// TestGatewayEditsAndRedactions: the author's edit of a message the bot took is recorded (the model sees the new
+// text); an "edit" of it by someone else is not (Matrix clients show only the sender's own edits, so recording it
+// would let anyone rewrite what the model thinks alice said); a redaction records the deletion.
+func TestGatewayEditsAndRedactions(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	k := startStack(t, e, newStores())
+	room := binding.ConversationRef{Channel: "matrix", AccountID: "default", ConversationID: e.room}
+	carol, carolCli := e.userClient(t, "carol")
+	e.joinAs(t, carol, carolCli)
+
+	evID := e.say(t, mention("bot: the plan is A", e.bot.UserID))
+	k.waitEntries(t, room, 2)
+	edit := func(cli *mautrix.Client, body string) string {
+		t.Helper()
+		resp, err := cli.SendMessageEvent(ctx, id.RoomID(e.room), event.EventMessage, map[string]any{
+			"msgtype": "m.text", "body": "* " + body, "m.mentions": map[string]any{},
+			"m.new_content": map[string]any{"msgtype": "m.text", "body": body, "m.mentions": map[string]any{}},
+			"m.relates_to":  map[string]any{"rel_type": "m.replace", "event_id": evID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.EventID.String()
+	}
+	modelSees := func() string {
+		t.Helper()
+		h, err := k.tr.History(ctx, k.key(room), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, en := range h {
+			if len(en.MessageIDs) > 0 && en.MessageIDs[0] == evID {
+				return en.Text
+			}
+		}
+		return "(gone)"
+	}
+	forged := edit(carolCli, "bot: the plan is C (forged by carol)")
+	own := edit(e.ali, "bot: the plan is B")
+	deadline := time.Now().Add(waitTimeout)
+	for modelSees() != "bot: the plan is B" {
+		if time.Now().After(deadline) {
+			t.Fatalf("after alice's edit the model sees %q", modelSees())
+		}
+		<-time.After(20 * time.Millisecond) // waiting for the sync loop
+	}
+	es, err := k.tr.Entries(ctx, k.key(room), 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edits := 0
+	for _, en := range es {
+		if en.Source == transcript.SourceEdit {
+			edits++
+			if strings.Contains(en.Text, "forged") || en.Meta["editKey"] == forged {
+				t.Fatalf("carol's edit of alice's message was recorded: %+v", en)
+			}
+		}
+	}
+	if edits != 1 {
+		t.Fatalf("%d edit records, want 1 (alice's %s)", edits, own)
+	}
+
+	if _, err := e.ali.RedactEvent(ctx, id.RoomID(e.room), id.EventID(evID)); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(waitTimeout)
+	for modelSees() != "(gone)" {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the redaction the model sees %q", modelSees())
+		}
+		<-time.After(20 * time.Millisecond) // waiting for the sync loop
+	}
+}
+
+// TestGatewayDirectMessages: alice opens a DM (an invite marked is_direct): the bot joins and records the room in
+// m.direct; her messages there reach her DM session without a mention, and its answer (to "user:@alice") is
+// posted into that room; a new process knows the room from m.direct.
+func TestGatewayDirectMessages(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	s := newStores()
+	k := startStack(t, e, s)
+	resp, err := e.ali.CreateRoom(ctx, &mautrix.ReqCreateRoom{Preset: "trusted_private_chat", IsDirect: true, Invite: []id.UserID{id.UserID(e.bot.UserID)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dmRoom := resp.RoomID.String()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		var direct map[string][]string
+		err := k.c.bot.GetAccountData(ctx, event.AccountDataDirectChats.Type, &direct)
+		if err == nil && len(direct[e.alice.UserID]) == 1 && direct[e.alice.UserID][0] == dmRoom {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("m.direct after alice's DM invite: %v (%v), want her room %s", direct, err, dmRoom)
+		}
+		<-time.After(20 * time.Millisecond) // waiting for the sync loop to take the invite
+	}
+	dm := binding.ConversationRef{Channel: "matrix", AccountID: "default", ConversationID: "user:" + e.alice.UserID}
+	if sessionkey.ForConversation("main", dm) != "agent:main:matrix:dm:"+e.alice.UserID {
+		t.Fatalf("DM key %s", sessionkey.ForConversation("main", dm))
+	}
+	say := func(body string) string {
+		t.Helper()
+		r, err := e.ali.SendMessageEvent(ctx, id.RoomID(dmRoom), event.EventMessage, text(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.EventID.String()
+	}
+	evID := say("hi, no mention needed here")
+	es := k.waitEntries(t, dm, 2)
+	if es[0].MessageIDs[0] != evID || es[1].Text != "echo: hi, no mention needed here" {
+		t.Fatalf("DM entries %+v", es)
+	}
+	var ans struct {
+		RoomID string `json:"room_id"`
+	}
+	u := e.ali.BuildClientURL("v3", "rooms", dmRoom, "event", es[1].MessageIDs[0])
+	if _, err := e.ali.MakeRequest(ctx, "GET", u, nil, &ans); err != nil || ans.RoomID != dmRoom {
+		t.Fatalf("the answer is not in the DM room: %+v, %v", ans, err)
+	}
+	k.stop(t)
+
+	k2 := startStack(t, e, s)
+	say("again")
+	if es := k2.waitEntries(t, dm, 4); es[3].Text != "echo: again" {
+		t.Fatalf("DM entries after a restart %+v", es)
+	}
+}
