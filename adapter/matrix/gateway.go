@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -59,6 +60,8 @@ type Outbound interface {
 // 17); *core/transcript.Service implements it (it finds the session by message id itself).
 type ChatChanges interface {
 	Edit(ctx context.Context, messageID, editKey, text string) (bool, error)
+	// Locate finds the session whose transcript holds a message.
+	Locate(ctx context.Context, messageID string) (string, transcript.Entry, bool, error)
 	Delete(ctx context.Context, messageID string) (bool, error)
 }
 
@@ -181,6 +184,20 @@ func (g *Gateway) onMessage(ctx context.Context, in Inbound) {
 			return
 		}
 	}
+	g.routeIn(ctx, in, conv, false)
+}
+
+// route hands a user message to the session when it is addressed to the bot (viaEdit: it became so by an edit).
+func (g *Gateway) route(ctx context.Context, in Inbound, viaEdit bool) {
+	conv, err := g.conversationOf(ctx, in)
+	if err != nil {
+		g.log.Error().Err(err).Str("event", in.EventID).Str("room", in.RoomID).Msg("inbound message dropped: its conversation is unknown")
+		return
+	}
+	g.routeIn(ctx, in, conv, viaEdit)
+}
+
+func (g *Gateway) routeIn(ctx context.Context, in Inbound, conv binding.ConversationRef, viaEdit bool) {
 	rec, bound := g.d.Bindings.ResolveByConversation(conv)
 	if !isDMConv(conv.ConversationID) && !bound && !in.MentionsBot {
 		return
@@ -192,7 +209,7 @@ func (g *Gateway) onMessage(ctx context.Context, in Inbound) {
 		g.d.Bindings.Touch(rec.ID, g.d.Clock.Now())
 	}
 	msg := session.Message{Conversation: conv, MessageID: in.EventID, AuthorID: in.Sender,
-		AuthorName: g.nameOf(ctx, in.RoomID, in.Sender), Text: in.Body, ReplyTo: in.ReplyTo}
+		AuthorName: g.nameOf(ctx, in.RoomID, in.Sender), Text: in.Body, ReplyTo: in.ReplyTo, ViaEdit: viaEdit}
 	if err := g.d.Sessions.HandleMessage(ctx, msg); err != nil {
 		if errors.Is(err, session.ErrStopping) {
 			g.log.Info().Str("event", in.EventID).Msg("inbound message left for the next start (stopping)")
@@ -294,7 +311,31 @@ func (g *Gateway) onEdit(ctx context.Context, in Inbound) {
 		g.log.Error().Err(err).Str("event", in.EventID).Str("edits", in.Edits).Msg("record edit")
 		return
 	}
-	if ok && g.d.Sessions.MessageEdited(in.Edits) {
+	if !ok {
+		// Unchanged (a replay), or a message no transcript holds: one that now mentions the bot (the edit's own
+		// m.mentions names the users it newly mentions) is routed as a new message would be, as on Discord.
+		_, _, held, err := g.d.Changes.Locate(ctx, in.Edits)
+		if err != nil {
+			g.log.Error().Err(err).Str("edits", in.Edits).Msg("look up edited message")
+			return
+		}
+		if held || !in.MentionsBot {
+			return
+		}
+		// The message as it now reads: the original's place (thread, reply) with the edit's text.
+		raw, err := json.Marshal(orig)
+		if err != nil {
+			return
+		}
+		msg, ok := g.c.class.Classify(raw)
+		if !ok || msg.Kind != KindMessage {
+			return
+		}
+		msg.RoomID, msg.Body, msg.MsgType, msg.MentionsBot = in.RoomID, in.Body, in.MsgType, true
+		g.route(ctx, msg, true)
+		return
+	}
+	if g.d.Sessions.MessageEdited(in.Edits) {
 		g.log.Debug().Str("edits", in.Edits).Msg("edited message's turn runs again on the new text")
 	}
 }

@@ -574,3 +574,31 @@ func TestGatewayDirectMessages(t *testing.T) {
 		t.Fatalf("DM entries after a restart %+v", es)
 	}
 }
+
+// TestGatewayEditAddsMention: a message the bot did not take that an edit makes mention it is routed as a new
+// message would be (its id, the edit's text, ViaEdit), as on Discord; in a thread it stays in the thread.
+func TestGatewayEditAddsMention(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	k := startStack(t, e, newStores())
+	room := binding.ConversationRef{Channel: "matrix", AccountID: "default", ConversationID: e.room}
+	rootID := e.say(t, text("a topic"))
+	plain := text("what do you think?")
+	plain["m.relates_to"] = map[string]any{"rel_type": "m.thread", "event_id": rootID, "is_falling_back": true, "m.in_reply_to": map[string]any{"event_id": rootID}}
+	evID := e.say(t, plain)
+	e.say(t, map[string]any{
+		"msgtype": "m.text", "body": "* bot: what do you think?", "m.mentions": map[string]any{"user_ids": []string{e.bot.UserID}},
+		"m.new_content": map[string]any{"msgtype": "m.text", "body": "bot: what do you think?", "m.mentions": map[string]any{"user_ids": []string{e.bot.UserID}}},
+		"m.relates_to":  map[string]any{"rel_type": "m.replace", "event_id": evID}})
+	thread := binding.ConversationRef{Channel: "matrix", AccountID: "default", ConversationID: rootID, ParentConversationID: e.room}
+	es := k.waitEntries(t, thread, 2)
+	if es[0].MessageIDs[0] != evID || es[0].Text != "bot: what do you think?" || es[0].Meta["viaEdit"] != "true" || es[1].Text != "echo: bot: what do you think?" {
+		t.Fatalf("thread entries %+v; want the edited message (via edit) and its answer", es)
+	}
+	if m := k.sessions.handed(); len(m) != 1 || !m[0].ViaEdit || m[0].Conversation.ConversationID != rootID {
+		t.Fatalf("handed %+v", m)
+	}
+	if es, _ := k.tr.Entries(ctx, k.key(room), 0, 10); len(es) != 0 {
+		t.Fatalf("the room's session got %+v", es)
+	}
+}
