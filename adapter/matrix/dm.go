@@ -48,17 +48,25 @@ func (c *Client) loadDMs(ctx context.Context) error {
 	return nil
 }
 
-// DMUserOf returns the user whose DM room roomID is ("" when it is no DM room).
-func (c *Client) DMUserOf(ctx context.Context, roomID string) (string, error) {
+// DMOf reports whether roomID is a DM room of sender's (in m.direct). It also makes roomID the room sends to
+// sender's DM go to from now on (the one they last wrote in), while the process runs.
+func (c *Client) DMOf(ctx context.Context, roomID, sender string) (bool, error) {
 	c.dmMu.Lock()
 	defer c.dmMu.Unlock()
 	if err := c.loadDMs(ctx); err != nil {
-		return "", err
+		return false, err
 	}
-	return c.dms.byRoom[roomID], nil
+	if sender == "" || c.dms.byRoom[roomID] != sender {
+		return false, nil
+	}
+	rooms := c.dms.byUser[sender]
+	if i := slices.Index(rooms, roomID); i > 0 {
+		c.dms.byUser[sender] = append([]string{roomID}, slices.Delete(slices.Clone(rooms), i, i+1)...)
+	}
+	return true, nil
 }
 
-// DMRoom returns the DM room of userID; ErrDestinationGone (wrapped) when the bot has none with them (the bot
+// DMRoom returns the DM room of userID (the one they last wrote in, else the first in m.direct); ErrDestinationGone (wrapped) when the bot has none with them (the bot
 // does not open DMs on its own: a person starts one by inviting it).
 func (c *Client) DMRoom(ctx context.Context, userID string) (string, error) {
 	c.dmMu.Lock()

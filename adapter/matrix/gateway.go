@@ -154,12 +154,12 @@ func (g *Gateway) conversationOf(ctx context.Context, in Inbound) (binding.Conve
 	if in.ThreadRoot != "" {
 		return g.ref(in.ThreadRoot, in.RoomID), nil
 	}
-	user, err := g.c.DMUserOf(ctx, in.RoomID)
+	dm, err := g.c.DMOf(ctx, in.RoomID, in.Sender)
 	if err != nil {
 		return binding.ConversationRef{}, err
 	}
-	if user != "" && user == in.Sender {
-		return g.ref(sessionkey.DMPrefix+user, ""), nil
+	if dm {
+		return g.ref(sessionkey.DMPrefix+in.Sender, ""), nil
 	}
 	return g.ref(in.RoomID, ""), nil
 }

@@ -573,6 +573,31 @@ func TestGatewayDirectMessages(t *testing.T) {
 	if es := k2.waitEntries(t, dm, 4); es[3].Text != "echo: again" {
 		t.Fatalf("DM entries after a restart %+v", es)
 	}
+
+	// A second DM room: the answer goes where she wrote.
+	resp, err = e.ali.CreateRoom(ctx, &mautrix.ReqCreateRoom{Preset: "trusted_private_chat", IsDirect: true, Invite: []id.UserID{id.UserID(e.bot.UserID)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dmRoom = resp.RoomID.String()
+	deadline = time.Now().Add(waitTimeout)
+	for {
+		var direct map[string][]string
+		err := k2.c.bot.GetAccountData(ctx, event.AccountDataDirectChats.Type, &direct)
+		if err == nil && len(direct[e.alice.UserID]) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("m.direct after alice's second DM invite: %v (%v)", direct, err)
+		}
+		<-time.After(20 * time.Millisecond) // waiting for the sync loop to take the invite
+	}
+	say("in the second room")
+	es = k2.waitEntries(t, dm, 6)
+	u = e.ali.BuildClientURL("v3", "rooms", dmRoom, "event", es[5].MessageIDs[0])
+	if _, err := e.ali.MakeRequest(ctx, "GET", u, nil, &ans); err != nil || ans.RoomID != dmRoom {
+		t.Fatalf("the answer to a message in the second DM room is not there: %+v, %v", ans, err)
+	}
 }
 
 // TestGatewayEditAddsMention: a message the bot did not take that an edit makes mention it is routed as a new
