@@ -349,13 +349,13 @@ func (g *Gateway) onRedaction(ctx context.Context, in Inbound) {
 			g.log.Info().Str("binding", rec.ID).Str("thread", in.Redacts).Str("reason", binding.ReasonThreadDelete).Msg("binding ended: thread root redacted")
 		}
 	}
+	g.d.Sessions.MessageDeleted(ctx, in.Redacts) // its turn, if one still runs, posts nothing
 	if g.d.Changes == nil {
 		return
 	}
 	// A barrier, not held: a bot message the room displays from a send still committing has its entry written
 	// before the deletion looks for it.
 	_ = g.d.Outbound.WithConversation(g.ref(in.RoomID, ""), func() error { return nil })
-	g.d.Sessions.MessageDeleted(ctx, in.Redacts)
 	if _, err := g.d.Changes.Delete(ctx, in.Redacts); err != nil {
 		g.log.Error().Err(err).Str("event", in.Redacts).Msg("record deletion")
 	}
