@@ -19,6 +19,7 @@ import (
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/model"
 	"github.com/agentbot/agentbot/model/echo"
 	"github.com/agentbot/agentbot/store/memory"
 )
@@ -120,8 +121,18 @@ func (m *memTokens) SaveSyncToken(_ context.Context, tok string) error {
 	return nil
 }
 
-func startStack(t *testing.T, e *env, s *stores) *stack {
+// stackOpts are a stack's variations.
+type stackOpts struct {
+	provider model.Provider // default: echo
+	resume   bool           // call Resume before the sync loop starts, as the wiring does
+}
+
+func startStack(t *testing.T, e *env, s *stores, opts ...func(*stackOpts)) *stack {
 	t.Helper()
+	so := stackOpts{provider: echo.New()}
+	for _, o := range opts {
+		o(&so)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &stack{e: e, c: e.client(t), st: s.st, cancel: cancel}
 	k.tr = transcript.New(transcript.Options{}, transcript.Deps{Store: s.st, Clock: clock.Real{}})
@@ -132,7 +143,7 @@ func startStack(t *testing.T, e *env, s *stores) *stack {
 	k.out = delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{
 		Sender: delivery.NewMux(map[string]delivery.Sender{"discord": notDiscord{t}, "matrix": DeliverySender{Client: k.c}}),
 		Outbox: s.st, Transcripts: k.tr, Bindings: k.bs, Log: zerolog.Nop()})
-	m := session.New(session.Options{Channel: "matrix", AccountID: "default", Agents: []session.Agent{{ID: "main", Name: "Main", Provider: echo.New()}}},
+	m := session.New(session.Options{Channel: "matrix", AccountID: "default", Agents: []session.Agent{{ID: "main", Name: "Main", Provider: so.provider}}},
 		session.Deps{Outbound: k.out, Router: delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: k.bs}),
 			Bindings: k.bs, Transcripts: k.tr, Store: s.infos, Clock: clock.Real{}, Log: zerolog.Nop()})
 	if err := m.Load(ctx); err != nil {
@@ -141,6 +152,9 @@ func startStack(t *testing.T, e *env, s *stores) *stack {
 	done := make(chan struct{})
 	go func() { _ = m.Run(ctx); close(done) }()
 	k.sessions = &recordingSessions{Manager: m}
+	if so.resume {
+		m.Resume(ctx)
+	}
 	k.cmds = &fakeCommands{run: func(cmd Command) (string, bool, error) { return "ran " + cmd.Name, true, nil }}
 	var err error
 	k.g, err = NewGateway(GatewayOptions{AccountID: "default"}, GatewayDeps{Client: k.c, Sessions: k.sessions, Bindings: k.bs,
@@ -625,5 +639,62 @@ func TestGatewayEditAddsMention(t *testing.T) {
 	}
 	if es, _ := k.tr.Entries(ctx, k.key(room), 0, 10); len(es) != 0 {
 		t.Fatalf("the room's session got %+v", es)
+	}
+}
+
+// stuck is a model that never answers (until its context ends): the process "dies" with the turn unanswered.
+type stuck struct{ called chan struct{} }
+
+func (s *stuck) Complete(ctx context.Context, _ model.Request) (model.Response, error) {
+	select {
+	case s.called <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return model.Response{}, ctx.Err()
+}
+
+// TestGatewayReplayOfAnUnansweredMessageAfterCrash: the process took a message (its user entry and owed turn are
+// stored) and died before answering and before saving the /sync token. The next process resumes the owed turn and
+// is handed the same event again: one turn, one answer, one user entry.
+func TestGatewayReplayOfAnUnansweredMessageAfterCrash(t *testing.T) {
+	e := newEnv(t)
+	s := newStores()
+	st := &stuck{called: make(chan struct{}, 1)}
+	k := startStack(t, e, s, func(o *stackOpts) { o.provider = st })
+	room := binding.ConversationRef{Channel: "matrix", AccountID: "default", ConversationID: e.room}
+	s.tokens.(*memTokens).mu.Lock()
+	s.tokens.(*memTokens).dropSaves = true
+	s.tokens.(*memTokens).mu.Unlock()
+
+	evID := e.say(t, mention("bot: are you there?", e.bot.UserID))
+	select {
+	case <-st.called:
+	case <-time.After(waitTimeout):
+		t.Fatal("the first process never called the model")
+	}
+	k.sync.stop(t) // the first process is gone from Matrix (its stuck turn is ended at cleanup)
+
+	k2 := startStack(t, e, s, func(o *stackOpts) { o.resume = true })
+	deadline := time.Now().Add(waitTimeout)
+	for !handedID(k2.sessions.handed(), evID) {
+		if time.Now().After(deadline) {
+			t.Fatal("the restarted process was not handed the event again: the test did not test")
+		}
+		<-time.After(20 * time.Millisecond) // waiting for the restarted sync loop to hand the batch again
+	}
+	marker := e.say(t, mention("bot: marker", e.bot.UserID))
+	es := k2.waitEntries(t, room, 4)
+	if len(es) != 4 || es[0].MessageIDs[0] != evID || es[1].Text != "echo: bot: are you there?" || es[2].MessageIDs[0] != marker {
+		t.Fatalf("room entries %+v; want the message and its one answer, then the marker and its answer", es)
+	}
+	answers := 0
+	for _, ev := range e.roomMessages(t) {
+		if ev.Sender.String() == e.bot.UserID && bodyOf(ev) == "echo: bot: are you there?" {
+			answers++
+		}
+	}
+	if answers != 1 {
+		t.Fatalf("the room shows %d answers, want 1", answers)
 	}
 }
