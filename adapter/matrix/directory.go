@@ -83,6 +83,9 @@ func (d *Directory) state(ctx context.Context, room string) (st roomState, gone 
 
 // joined reports whether userID's membership in room is "join" (no member event: not joined).
 func (d *Directory) joined(ctx context.Context, room, userID string) (bool, error) {
+	if _, _, err := id.UserID(userID).ParseAndValidateRelaxed(); err != nil {
+		return false, nil // no Matrix user (a Discord id, say): a member of no Matrix room
+	}
 	var m struct {
 		Membership string `json:"membership"`
 	}

@@ -96,6 +96,11 @@ func TestDirectoryAgainstDendrite(t *testing.T) {
 		t.Error("dave (not joined) is a member")
 	}
 
+	// A user id of another platform (a Discord snowflake) is nobody here: an answer, not a failed lookup.
+	if got := access("123456789012345678", room); got.UserView || !got.Exists {
+		t.Errorf("a Discord user id in a Matrix room: %+v, want an existing room they cannot view", got)
+	}
+
 	e.joinAs(t, carol, carolCli)
 	if got := access(carol, room); got != all {
 		t.Errorf("carol (joined, power 0): %+v, want %+v", got, all)

@@ -219,6 +219,7 @@ func TestGatewayMentionReply(t *testing.T) {
 	room := binding.ConversationRef{Channel: "matrix", AccountID: "default", ConversationID: e.room}
 
 	quiet := e.say(t, text("just talking"))
+	bare := e.say(t, mention("bot:", e.bot.UserID)) // a mention and nothing else is not a message to answer
 	evID := e.say(t, mention("bot: hello there", e.bot.UserID))
 	es := k.waitEntries(t, room, 2)
 	if len(es) != 2 || es[0].Role != transcript.RoleUser || es[0].MessageIDs[0] != evID || es[0].Text != "bot: hello there" || es[0].Author != "alice" {
@@ -236,8 +237,8 @@ func TestGatewayMentionReply(t *testing.T) {
 		t.Fatalf("message %+v, want %+v", got, want)
 	}
 	for _, m := range msgs {
-		if m.MessageID == quiet {
-			t.Fatal("a message without a mention was taken")
+		if m.MessageID == quiet || m.MessageID == bare {
+			t.Fatalf("message %s (no mention, or only one) was taken", m.MessageID)
 		}
 	}
 	// A reply to the answer: ReplyTo is the answer's event.
