@@ -56,6 +56,12 @@ type Client struct {
 
 	ghostMu sync.Mutex
 	ghosts  map[string]*ghost // by localpart; under ghostMu
+
+	dmMu sync.Mutex
+	dms  dmState // the bot's m.direct; under dmMu
+
+	typingMu sync.Mutex
+	typing   map[string]time.Time // room -> until when the bot's typing notice shows; under typingMu
 }
 
 // New returns a client for the bot account. It does no I/O.
@@ -73,7 +79,7 @@ func New(opt Options, d Deps) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opt: opt, http: d.HTTPClient, bot: bot, log: d.Log.With().Str("adapter", "matrix").Logger(), ghosts: map[string]*ghost{}}
+	c := &Client{opt: opt, http: d.HTTPClient, bot: bot, log: d.Log.With().Str("adapter", "matrix").Logger(), ghosts: map[string]*ghost{}, typing: map[string]time.Time{}}
 	c.class = Classifier{BotUserID: opt.UserID, IsGhost: c.IsGhost}
 	return c, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/sessionkey"
 )
 
 // Platform is the channel name of Matrix conversation refs (binding.ConversationRef.Channel).
@@ -14,7 +15,8 @@ const Platform = "matrix"
 
 // DeliverySender is the delivery.Sender for Matrix destinations, for the wiring step: a room is
 // ConversationRef{Channel: "matrix", ConversationID: "!room:server"}; a thread is ConversationID "$root" with
-// ParentConversationID "!room:server". A persona posts as its ghost when the delivery asks for it (ViaWebhook,
+// ParentConversationID "!room:server"; a DM is ConversationID "user:@alice:server", posted into the bot's DM room
+// with that user (m.direct; see dm.go). A persona posts as its ghost when the delivery asks for it (ViaWebhook,
 // which on Discord means "under the persona's webhook"); otherwise the bot posts.
 type DeliverySender struct {
 	Client *Client
@@ -26,6 +28,9 @@ var _ delivery.Sender = DeliverySender{}
 // A failure after some parts returns their ids with the error (Outbound records exactly those).
 func (s DeliverySender) Send(ctx context.Context, d delivery.Delivery) (delivery.Receipt, error) {
 	m, err := messageFor(d)
+	if err == nil {
+		m, err = s.Client.resolveDM(ctx, m)
+	}
 	if err != nil {
 		return delivery.Receipt{}, err
 	}
@@ -52,6 +57,8 @@ func messageFor(d delivery.Delivery) (Message, error) {
 		m.RoomID = conv
 	case strings.HasPrefix(conv, "$") && strings.HasPrefix(strings.TrimSpace(t.ParentConversationID), "!"):
 		m.RoomID, m.ThreadRoot = strings.TrimSpace(t.ParentConversationID), conv
+	case isDMConv(conv):
+		m.dmUser = strings.TrimPrefix(conv, sessionkey.DMPrefix) // its room is looked up when sending (resolveDM)
 	default:
 		return Message{}, fmt.Errorf("matrix: send %s: %w: conversation %q (parent %q) is neither a room nor a thread root in a room", d.ID, ErrRejected, t.ConversationID, t.ParentConversationID)
 	}
@@ -75,6 +82,9 @@ const liveBudget = MaxContentBytes - 4096
 // room's text command stops a run); other buttons are refused.
 func (s DeliverySender) PostLive(ctx context.Context, d delivery.Delivery, part int, text string, c delivery.Controls) (string, error) {
 	m, err := liveMessage(d, c)
+	if err == nil {
+		m, err = s.Client.resolveDM(ctx, m)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -86,6 +96,9 @@ func (s DeliverySender) PostLive(ctx context.Context, d delivery.Delivery, part 
 // edit repeated shows the same).
 func (s DeliverySender) EditLive(ctx context.Context, d delivery.Delivery, messageID, text string, c delivery.Controls) error {
 	m, err := liveMessage(d, c)
+	if err == nil {
+		m, err = s.Client.resolveDM(ctx, m)
+	}
 	if err != nil {
 		return err
 	}

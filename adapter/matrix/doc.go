@@ -1,7 +1,8 @@
 // Package matrix is the Matrix adapter (issue 21) over maunium.net/go/mautrix, an unmodified MPL-2.0 dependency.
-// It is the only package that imports mautrix. This is the groundwork: a client and sender (Client), its /sync loop
-// (Sync), inbound classification and a text-command parser. It is not wired into cmd/bot or core yet; that waits for
-// the house refactor (issue 18), which must provide what is listed under "Needs from core" below.
+// It is the only package that imports mautrix. Pieces: a client and sender (Client, DeliverySender), its /sync loop
+// (Sync), inbound classification (Classifier) and a text-command parser (ParseCommand); for the core: Directory
+// (core/authz.Directory), Threads (core/session.Threads), Typist (core/session.Typist) and Gateway (the Sync loop's
+// Handler, turning events into core calls). It is not wired into cmd/bot yet (see "Needs from core" below).
 //
 // Invariants:
 //   - The /sync token is saved (TokenStore) only after every event of its batch was handed to the Handler, and a
@@ -30,6 +31,21 @@
 //     404: unknown room; a thread root that is redacted or gone) yields an error wrapping ErrDestinationGone, which
 //     wraps core/delivery.ErrDestinationGone, so the core's "destination gone" path recognises it unchanged. A
 //     thread whose root is gone is never replaced by its room.
+//   - Permissions (Directory) are read from the room's state at each question, never cached: view = joined, send =
+//     joined with the power level m.room.message needs, operator-like (ManageGuild) = the power level that changes
+//     m.room.power_levels. A room the bot is not joined to does not exist for the authority; a failed read is an
+//     error (the authority refuses: fail closed). A thread is its room while its root stands.
+//   - A thread root is posted through Outbound (Threads), so the room's transcript holds it (Rule 1); one
+//     CreateThread call makes at most one root however its attempts fail (each retry is a resend that looks first;
+//     no blind retry of a transaction id), and two calls make two threads.
+//   - The bot's typing notice (Typist) is cleared by its next post into the room, as Discord's bot message does.
+//   - Inbound (Gateway): a message reaches the core in a DM, a bound conversation, or when it mentions the bot, with
+//     its text as displayed; a text command's reply goes through Outbound as "cmd:<event id>" and a command whose
+//     reply was delivered is not run again; the session manager dedupes messages by event id, so an event handed
+//     again after a crash starts no second turn; an edit counts only by the original's sender; a redacted bound
+//     thread root ends its binding; redactions are recorded as deletions.
+//   - A DM is its user ("user:@alice:server"); its rooms are the bot's m.direct, kept by the adapter from invites
+//     marked is_direct; the bot opens no DM on its own.
 //
 // Identifiers. Room ids (!opaque:server), event ids ($opaque, room v4+) and user ids (@local:server) contain ':'
 // and '$'; they are used verbatim. A thread is its root event: the conversation id of a thread is the root's event
@@ -47,8 +63,10 @@
 //     and Message.Since; Persona onto Message.Persona; the thread onto Message.ThreadRoot) and its LiveSender
 //     (PostLive posts one part with Send's transaction id and mark, EditLive edits with m.replace; DECISIONS 81).
 //     What is left is wiring it in cmd/bot (NewMux over the Discord and Matrix senders).
-//   - An inbound entry point taking a platform-neutral message (Inbound here), deduping by event id (the /sync
-//     batch after a crash is handed again), and thread lifecycle events (a redacted thread root ends its binding).
+//   - (Done: Gateway, DECISIONS 87.) Inbound: Sessions.HandleMessage (deduping by event id), Bindings for bound
+//     conversations and ending a redacted root's binding, ChatChanges for edits and redactions. What is left is
+//     wiring: a session manager for the "matrix" channel (session.Options.Channel is one platform per manager),
+//     a Commands over the core's command logic, and an access policy like discord.access.
 //   - A config "matrix" section: homeserver URL, bot user id, access token (secret), device id, appservice
 //     (as_token secret, ghost user prefix) and the sync token file path.
 package matrix

@@ -54,6 +54,8 @@ type Inbound struct {
 	Edits string
 	// Redacts is the event a redaction removes.
 	Redacts string
+	// IsDirect: an invite marked as a direct chat (the inviter's DM with the bot).
+	IsDirect bool
 }
 
 // Classifier decides what the bot does with an event: its own and its ghosts' events are dropped.

@@ -42,6 +42,8 @@ type Message struct {
 	Resend bool
 	// Since bounds the lookup: messages older than this (minus a minute of clock skew) are not scanned.
 	Since time.Time
+
+	dmUser string // a DM delivery's user, until resolveDM sets RoomID
 }
 
 // Receipt is the homeserver's confirmation: the event ids of the parts, in order.
@@ -128,6 +130,9 @@ func (c *Client) send(ctx context.Context, m Message, shown []string) (Receipt, 
 		}
 		rc.EventIDs = append(rc.EventIDs, resp.EventID.String())
 		displayed.WriteString(part)
+		if i == 0 {
+			c.clearTyping(ctx, m.RoomID) // the answer is shown: so the bot no longer types (as on Discord)
+		}
 	}
 	rc.Text = displayed.String()
 	return rc, nil
@@ -447,5 +452,6 @@ func (c *Client) postPart(ctx context.Context, m Message, part int) (string, err
 	if err != nil {
 		return "", classify(fmt.Sprintf("matrix: post %s part %d", m.DeliveryID, part+1), err)
 	}
+	c.clearTyping(ctx, m.RoomID)
 	return resp.EventID.String(), nil
 }

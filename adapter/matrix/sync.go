@@ -135,6 +135,12 @@ func (s *Sync) dispatch(ctx context.Context, resp *mautrix.RespSync, h Handler, 
 		for _, ev := range resp.Rooms.Invite[roomID].State.Events {
 			if ev.Type == event.StateMember && ev.StateKey != nil && *ev.StateKey == c.opt.UserID {
 				in.Sender = ev.Sender.String()
+				var mc struct {
+					IsDirect bool `json:"is_direct"`
+				}
+				if json.Unmarshal(ev.Content.VeryRaw, &mc) == nil {
+					in.IsDirect = mc.IsDirect
+				}
 			}
 		}
 		if c.class.own(in.Sender) {

@@ -9,7 +9,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/session"
 )
 
 func TestParseCommand(t *testing.T) {
@@ -220,4 +225,48 @@ func TestFileTokenStore(t *testing.T) {
 	if err := NewFileTokenStore(filepath.Join(p, "not-a-dir", "x")).SaveSyncToken(ctx, "t"); err == nil {
 		t.Fatal("save under a file succeeded")
 	}
+}
+
+// TestGatewayDefaultInvitePolicy: without an AcceptInvite hook the bot joins on invites from its own homeserver's
+// users only (anyone on a federated server could otherwise pull it into their rooms).
+func TestGatewayDefaultInvitePolicy(t *testing.T) {
+	c, err := New(Options{HomeserverURL: "http://127.0.0.1:1", UserID: "@bot:example.org", AccessToken: "tok"}, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewGateway(GatewayOptions{}, GatewayDeps{Client: c, Sessions: nopSessions{}, Bindings: nopBindings{}, Outbound: nopOutbound{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for inviter, want := range map[string]bool{"@alice:example.org": true, "@eve:evil.example": false, "@eve:example.org.evil": false, "": false, "alice": false} {
+		if got := g.d.AcceptInvite("!r:example.org", inviter); got != want {
+			t.Errorf("invite from %q accepted=%v, want %v", inviter, got, want)
+		}
+	}
+}
+
+type nopSessions struct{}
+
+func (nopSessions) HandleMessage(context.Context, session.Message) error { return nil }
+func (nopSessions) MessageDeleted(context.Context, string) bool          { return false }
+func (nopSessions) MessageEdited(string) bool                            { return false }
+
+type nopBindings struct{}
+
+func (nopBindings) ResolveByConversation(binding.ConversationRef) (binding.Record, bool) {
+	return binding.Record{}, false
+}
+func (nopBindings) Unbind(context.Context, binding.UnbindInput) ([]binding.Record, error) {
+	return nil, nil
+}
+func (nopBindings) Touch(string, time.Time) {}
+
+type nopOutbound struct{}
+
+func (nopOutbound) Deliver(context.Context, delivery.Delivery, delivery.CommitFunc) (delivery.Result, error) {
+	return delivery.Result{}, nil
+}
+func (nopOutbound) Delivered(context.Context, string) (bool, error) { return false, nil }
+func (nopOutbound) WithConversation(_ binding.ConversationRef, fn func() error) error {
+	return fn()
 }
