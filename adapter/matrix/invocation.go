@@ -13,7 +13,7 @@ import (
 // grammar), user ids as they are (every send carries "m.mentions": {}, so
 // naming a user pings no one), matrix.to links to rooms and threads, and
 // Matrix's words for where bindings live and what creating a thread needs.
-// threadBindings is the Matrix side's thread-bindings setting.
+// threadBindings is the process's thread-bindings setting (discord.threadBindings).
 func CommandPlatform(threadBindings bool) command.Platform {
 	return command.Platform{
 		Name:                  "Matrix",
@@ -22,7 +22,7 @@ func CommandPlatform(threadBindings bool) command.Platform {
 		SharedPlace:           "a room or a thread (not a direct chat)",
 		ThreadPermissions:     "the power to send messages in this room",
 		ThreadBindings:        threadBindings,
-		ThreadBindingsSetting: "matrix.threadBindings.enabled",
+		ThreadBindingsSetting: "discord.threadBindings.enabled", // one switch for the process (docs/DECISIONS.md)
 	}
 }
 

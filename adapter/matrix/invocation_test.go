@@ -49,7 +49,7 @@ func TestCommandPlatform(t *testing.T) {
 		{p.JobCommand(scheduler.HintJobRuns, "j1"), "`!cron runs j1`"},
 		{p.Link(binding.ConversationRef{ConversationID: "!r:example.org"}), "https://matrix.to/#/%21r:example.org"},
 		{p.Link(binding.ConversationRef{ConversationID: "$ev", ParentConversationID: "!r:example.org"}), "https://matrix.to/#/%21r:example.org/$ev"},
-		{p.ThreadBindingsSetting, "matrix.threadBindings.enabled"},
+		{p.ThreadBindingsSetting, "discord.threadBindings.enabled"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/agentbot/agentbot/acp"
 	"github.com/agentbot/agentbot/adapter/discord"
+	"github.com/agentbot/agentbot/adapter/matrix"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/console"
 	"github.com/agentbot/agentbot/core/authz"
@@ -49,6 +51,7 @@ type app struct {
 	router      *delivery.Router
 	sessions    *session.Manager
 	discord     *discord.Client
+	matrix      *matrixSide // nil: not on Matrix
 	auth        *authz.Authority
 	gateway     *discord.Gateway
 	sched       *schedulerBridge
@@ -140,19 +143,44 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		st.Close()
 		return nil, err
 	}
+	if a.matrix, err = newMatrixClient(cfg.Matrix, nil, log); err != nil {
+		a.cluster.close()
+		st.Close()
+		return nil, err
+	}
+	// Each platform's sender, permission directory, threads and typing;
+	// the core picks the one of the conversation's platform.
+	senders := map[string]delivery.Sender{"discord": a.discord}
+	directories := authz.Directories{"discord": a.discord}
+	threads := session.ThreadsByPlatform{"discord": a.discord}
+	typists := session.TypistsByPlatform{"discord": a.discord}
+	if a.matrix != nil {
+		senders["matrix"] = matrix.DeliverySender{Client: a.matrix.client}
+		directories["matrix"] = matrix.NewDirectory(a.matrix.client)
+		typists["matrix"] = matrix.NewTypist(a.matrix.client)
+	}
 	// Who may do what is asked of each conversation's own platform
-	// (invariant 13); operators come from discord.operators.
-	a.auth = authz.New(authz.Config{OperatorUsers: cfg.Discord.Operators.Users, OperatorRoles: cfg.Discord.Operators.Roles},
-		authz.Directories{"discord": a.discord})
+	// (invariant 13); operators come from discord.operators and
+	// matrix.operators (user ids of either platform).
+	a.auth = authz.New(authz.Config{OperatorUsers: slices.Concat(cfg.Discord.Operators.Users, cfg.Matrix.Operators), OperatorRoles: cfg.Discord.Operators.Roles},
+		directories)
 	a.outbound = delivery.NewOutbound(delivery.OutboundOptions{
 		DefaultAgent: agents[0].ID, Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
 	}, delivery.OutboundDeps{
-		Sender: delivery.NewMux(map[string]delivery.Sender{"discord": a.discord}), Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
+		Sender: delivery.NewMux(senders), Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
 		Clock: o.Clock, Log: log.With().Str("component", "outbound").Logger(),
 		Observe:  func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
 		Diagnose: func(d delivery.Diagnostic) { a.metrics.Rule1Exception(d.Reason) },
 		Claimer:  a.cluster.claimer(),
 	})
+	if a.matrix != nil {
+		if err := a.matrix.newThreads(a.outbound); err != nil {
+			a.cluster.close()
+			st.Close()
+			return nil, err
+		}
+		threads["matrix"] = a.matrix.threads
+	}
 	// MCP servers: started eagerly by Run, their tools offered per agent
 	// and user (docs/DECISIONS.md).
 	a.tools = newToolHub(cfg, a.auth, a.metrics, log, o.MCPBackoff)
@@ -170,7 +198,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		LiveAfter: o.LiveAfter,
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
-		Store: st, Threads: a.discord, Typist: a.discord, Fetcher: a.discord, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
+		Store: st, Threads: threads, Typist: typists, Fetcher: a.discord, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
 		Authority: a.auth, Toolbox: toolbox,
 	})
 	if cfg.Scheduler.Enabled {
@@ -193,7 +221,10 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		erasers = append(erasers, a.sched.Scheduler)
 	}
 	a.transcripts.SetErasers(erasers...)
-	var sessions discord.Sessions = a.sessions
+	var sessions interface {
+		discord.Sessions
+		matrix.Sessions
+	} = a.sessions
 	var acpDep discord.ACP
 	var acpCmds command.ACP
 	if a.acp = newACP(a); a.acp != nil {
@@ -202,7 +233,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	// The commands' logic is the core's; each platform's adapter parses
 	// and answers them.
 	commands := command.New(command.Options{}, command.Deps{
-		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.discord, Authority: a.auth, Jobs: jobs, ACP: acpCmds,
+		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: threads, Authority: a.auth, Jobs: jobs, ACP: acpCmds,
 	})
 	a.gateway = discord.NewGateway(discord.GatewayOptions{
 		Access: accessPolicy(cfg.Discord.Access), Limits: accessLimits(cfg.Discord.Access.RateLimit),
@@ -213,6 +244,15 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		Changes: a.transcripts,
 		Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger(),
 	})
+	if a.matrix != nil {
+		err := a.matrix.finish(matrixCore{outbound: a.outbound, sessions: sessions, bindings: a.bindings, changes: a.transcripts,
+			commands: commands, threadBindings: tb.Enabled, syncTokenFile: cfg.Matrix.SyncTokenFile})
+		if err != nil {
+			a.cluster.close()
+			st.Close()
+			return nil, err
+		}
+	}
 	a.bindings.OnEnded(a.sessions.OnBindingEnded)
 	if a.acp != nil {
 		a.bindings.OnEnded(a.acp.OnBindingEnded)
@@ -309,6 +349,10 @@ func (a *app) Run(ctx context.Context) error {
 	bindCtx, stopBindings := context.WithCancel(context.WithoutCancel(ctx))
 	var producers sync.WaitGroup
 	producers.Add(2)
+	if a.matrix != nil {
+		producers.Add(1)
+		g.Go(func() error { defer producers.Done(); return a.matrix.Run(gctx) })
+	}
 	go func() { producers.Wait(); stopSessions() }()
 	// MCP servers stop after the sessions drained (a draining turn may call a tool).
 	toolsCtx, stopTools := context.WithCancel(context.WithoutCancel(ctx))

@@ -46,6 +46,14 @@ func startBot(t *testing.T, p model.Provider, configure func(*config.Config)) *h
 // end of the test) for further checks.
 func finishBot(t *testing.T, h *harness, channels ...string) *bolt.Store {
 	t.Helper()
+	return finishBotOn(t, h, func() chatDisplay { return emulatorDisplay{h.emu} }, channels...)
+}
+
+// finishBotOn is finishBot over the display chat returns once the bot has
+// stopped (a multiDisplay of several platforms: the emulator's and a
+// homeserver's), channels naming conversations of any of them.
+func finishBotOn(t *testing.T, h *harness, chat func() chatDisplay, channels ...string) *bolt.Store {
+	t.Helper()
 	if err := h.stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
@@ -54,7 +62,7 @@ func finishBot(t *testing.T, h *harness, channels ...string) *bolt.Store {
 		t.Fatalf("reopen store: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	problems, err := rule1Check(context.Background(), emulatorDisplay{h.emu}, st, channels, h.refused)
+	problems, err := rule1Check(context.Background(), chat(), st, channels, h.refused)
 	if err != nil {
 		t.Fatal(err)
 	}

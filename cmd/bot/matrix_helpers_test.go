@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -140,12 +141,12 @@ type mxContent struct {
 }
 
 // timeline returns room's events oldest first (what a client shows, before
-// edits and redactions are applied).
+// edits and redactions are applied), read backwards from the newest.
 func (w *mxWorld) timeline(ctx context.Context, room string) ([]mxEvent, error) {
-	var out []mxEvent
+	var back []mxEvent
 	from := ""
 	for range 50 {
-		q := url.Values{"dir": {"f"}, "limit": {"100"}}
+		q := url.Values{"dir": {"b"}, "limit": {"100"}}
 		if from != "" {
 			q.Set("from", from)
 		}
@@ -156,20 +157,21 @@ func (w *mxWorld) timeline(ctx context.Context, room string) ([]mxEvent, error) 
 		if err := w.request(ctx, w.alice.AccessToken, "GET", "/rooms/"+url.PathEscape(room)+"/messages?"+q.Encode(), nil, &page); err != nil {
 			return nil, err
 		}
-		out = append(out, page.Chunk...)
+		back = append(back, page.Chunk...)
 		if page.End == "" || len(page.Chunk) == 0 {
-			return out, nil
+			break
 		}
 		from = page.End
 	}
-	return out, nil
+	slices.Reverse(back)
+	return back, nil
 }
 
 // mxDisplay is the homeserver as the Rule 1 check's chatDisplay: every
 // m.room.message of the world's rooms as a person's client shows it (the
 // latest m.replace edit's text; redacted events show nothing). A thread's
-// messages are displayed in conversation <room>/<root>, the root itself
-// in its room.
+// messages are displayed in conversation <root> (its own session's key
+// names <room>/<root>), the root itself in its room.
 type mxDisplay struct {
 	w     *mxWorld
 	msgs  map[string]shownMessage
@@ -203,16 +205,16 @@ func (w *mxWorld) display(t *testing.T, rooms ...string) mxDisplay {
 			if c.RelatesTo != nil && c.RelatesTo.RelType == "m.replace" {
 				continue
 			}
-			conv := room
+			conv, own := room, ":channel:"+room
 			if c.RelatesTo != nil && c.RelatesTo.RelType == "m.thread" {
-				conv = room + "/" + c.RelatesTo.EventID
+				conv, own = c.RelatesTo.EventID, ":channel:"+room+"/"+c.RelatesTo.EventID
 			}
 			body := c.Body
 			if b, ok := edits[e.EventID]; ok {
 				body = b
 			}
 			order++
-			m := shownMessage{ID: e.EventID, Conversation: conv, Content: body, Order: order,
+			m := shownMessage{ID: e.EventID, Conversation: conv, OwnKey: own, Content: body, Order: order,
 				FromBot: e.Sender == w.bot.UserID || strings.HasPrefix(e.Sender, "@"+w.as.UserPrefix) || strings.HasPrefix(e.Sender, "@"+w.as.SenderLocalpart+":")}
 			d.msgs[m.ID] = m
 			d.convs[conv] = append(d.convs[conv], m)

@@ -35,12 +35,15 @@ type bindingStore interface {
 // shownMessage is a message as a chat displays it, for the Rule 1 check.
 type shownMessage struct {
 	ID           string
-	Conversation string // the conversation id it is displayed in (a channel, a thread, a room)
-	Content      string
-	Order        uint64 // display order within its conversation
-	FromBot      bool   // the bot's own, or posted under one of its personas
-	OtherBot     bool   // another bot's
-	DM           bool   // displayed in a direct-message conversation
+	Conversation string // the conversation id it is displayed in (a channel, a thread, a room), as bindings hold it
+	// OwnKey is how the session key of that conversation's own session
+	// ends (":channel:<id>"; a Matrix thread's names its room too).
+	OwnKey   string
+	Content  string
+	Order    uint64 // display order within its conversation
+	FromBot  bool   // the bot's own, or posted under one of its personas
+	OtherBot bool   // another bot's
+	DM       bool   // displayed in a direct-message conversation
 }
 
 // chatDisplay is what a platform displays: the Discord emulator, a Matrix
@@ -58,7 +61,7 @@ type emulatorDisplay struct{ emu *discordtest.Emulator }
 
 func (d emulatorDisplay) shown(m discordtest.Message) shownMessage {
 	order, _ := strconv.ParseUint(m.ID, 10, 64) // snowflakes increase in display order
-	return shownMessage{ID: m.ID, Conversation: m.ChannelID, Content: m.Content, Order: order,
+	return shownMessage{ID: m.ID, Conversation: m.ChannelID, OwnKey: ":channel:" + m.ChannelID, Content: m.Content, Order: order,
 		FromBot: m.Author.ID == d.emu.BotUserID() || m.WebhookID != "", OtherBot: m.Author.Bot, DM: m.GuildID == ""}
 }
 
@@ -80,6 +83,37 @@ func (d emulatorDisplay) Messages(channel string) []shownMessage {
 
 func (d emulatorDisplay) Addressed(content string) bool {
 	return addressed(content, "<@"+d.emu.BotUserID()+">")
+}
+
+// multiDisplay is several platforms' displays as one (one process on
+// Discord and Matrix): ids and conversation ids do not collide across them.
+type multiDisplay []chatDisplay
+
+func (ds multiDisplay) Message(id string) (shownMessage, bool) {
+	for _, d := range ds {
+		if m, ok := d.Message(id); ok {
+			return m, true
+		}
+	}
+	return shownMessage{}, false
+}
+
+func (ds multiDisplay) Messages(conversation string) []shownMessage {
+	var out []shownMessage
+	for _, d := range ds {
+		out = append(out, d.Messages(conversation)...)
+	}
+	return out
+}
+
+// Addressed: a platform's mention markup means nothing on another.
+func (ds multiDisplay) Addressed(content string) bool {
+	for _, d := range ds {
+		if d.Addressed(content) {
+			return true
+		}
+	}
+	return false
 }
 
 // rule1Check compares what a chat displays with every transcript and
@@ -118,7 +152,7 @@ func rule1Check(ctx context.Context, chat chatDisplay, st entryStore, channels [
 		}
 	}
 	routable := func(key string, m shownMessage) bool {
-		if boundTo[m.Conversation][key] || strings.HasSuffix(key, ":channel:"+m.Conversation) {
+		if boundTo[m.Conversation][key] || strings.HasSuffix(key, m.OwnKey) {
 			return true
 		}
 		return m.DM && strings.Contains(key, ":dm:")
