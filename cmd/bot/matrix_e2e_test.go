@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/session"
 )
 
 // startMatrixBot runs the real bot on Discord (the emulator) and on the
@@ -86,4 +89,129 @@ func TestMatrixE2EMentionReply(t *testing.T) {
 		t.Errorf("the answer %q does not answer %q", reply.Content, asked)
 	}
 	finishMatrixBot(t, h, w, []string{w.room})
+}
+
+// threadsOf returns the thread roots of room that have messages.
+func (d mxDisplay) threadsOf(room string) []string {
+	var out []string
+	for _, m := range d.Messages(room) {
+		if len(d.Messages(m.ID)) > 0 {
+			out = append(out, m.ID)
+		}
+	}
+	return out
+}
+
+// TestMatrixE2ESpawnIntoThread: `!spawn ... thread=true` makes a thread
+// in the room; the subagent's intro and completion are displayed in the
+// thread only, under its persona (an appservice ghost), never in the room;
+// the command is answered in the room. Rule 1 holds for the room and the
+// thread (the root is a bot message of the room's transcript).
+func TestMatrixE2ESpawnIntoThread(t *testing.T) {
+	t.Parallel()
+	w := newMxWorld(t)
+	h := startMatrixBot(t, w)
+	w.say(t, w.room, "", "!spawn summarize the logs thread=true label=logs", false)
+	var root string
+	waitFor(t, "the subagent's thread with its completion", func() bool {
+		d := w.display(t, w.room)
+		for _, r := range d.threadsOf(w.room) {
+			for _, m := range d.Messages(r) {
+				if m.FromBot && strings.Contains(m.Content, "summarize the logs") && !strings.Contains(m.Content, "session active") {
+					root = r
+					return true
+				}
+			}
+		}
+		return false
+	})
+	d := w.display(t, w.room)
+	for _, m := range d.Messages(w.room) {
+		if m.FromBot && strings.Contains(m.Content, "finished") {
+			t.Errorf("the room displays the subagent's output %q: its completion belongs in the thread", m.Content)
+		}
+	}
+	ghost := false
+	for _, e := range mustTimeline(t, w, w.room) {
+		if strings.HasPrefix(e.Sender, "@"+w.as.UserPrefix) {
+			ghost = true
+		}
+	}
+	if !ghost {
+		t.Error("no message under an appservice ghost (the subagent's persona)")
+	}
+	finishMatrixBot(t, h, w, []string{w.room}, root)
+}
+
+func mustTimeline(t *testing.T, w *mxWorld, room string) []mxEvent {
+	t.Helper()
+	es, err := w.timeline(t.Context(), room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+// spawnThread runs `!spawn <task> thread=true` as alice and returns the
+// new thread's root once its intro is displayed.
+func (w *mxWorld) spawnThread(t *testing.T, task, label string) string {
+	t.Helper()
+	w.say(t, w.room, "", "!spawn "+task+" thread=true label="+label, false)
+	var root string
+	waitFor(t, "the "+label+" thread with its intro", func() bool {
+		d := w.display(t, w.room)
+		for _, r := range d.threadsOf(w.room) {
+			for _, m := range d.Messages(r) {
+				if m.FromBot && strings.Contains(m.Content, "session active") && strings.Contains(m.Content, task) {
+					root = r
+					return true
+				}
+			}
+		}
+		return false
+	})
+	return root
+}
+
+// TestMatrixE2ERedactedThreadRootFailsClosed: a moderator redacts a bound
+// thread's root; its binding ends (thread-delete); the completion that
+// follows is posted nowhere (not in the gone thread, not in the room),
+// the room gets a notice without the result, and the result is kept
+// (invariant 6), as on Discord when a thread is deleted.
+func TestMatrixE2ERedactedThreadRootFailsClosed(t *testing.T) {
+	t.Parallel()
+	w := newMxWorld(t)
+	g := newAdGatedModel(t)
+	h := startMatrixBot(t, w, g.configure)
+	ended := adWatchEnded(h)
+	root := w.spawnThread(t, "[hold] secret-result", "gone")
+	threadBefore := len(w.display(t, w.room).Messages(root))
+	w.do(t, w.alice.AccessToken, "PUT", "/rooms/"+url.PathEscape(w.room)+"/redact/"+url.PathEscape(root)+"/r1", map[string]any{"reason": "off topic"}, nil)
+	recs := ended.wait(t, 1)
+	if recs[0].EndedReason != binding.ReasonThreadDelete || recs[0].Conversation.ConversationID != root {
+		t.Fatalf("ended %+v, want the thread's binding with reason %s", recs[0], binding.ReasonThreadDelete)
+	}
+	g.release()
+	waitFor(t, "the notice in the room", func() bool {
+		for _, m := range w.display(t, w.room).Messages(w.room) {
+			if m.FromBot && strings.Contains(m.Content, "was not posted") {
+				return true
+			}
+		}
+		return false
+	})
+	info, _ := h.app.sessions.Info(recs[0].TargetSessionKey)
+	if info.Status != session.StatusUndeliver || !strings.Contains(info.Result, "secret-result") {
+		t.Fatalf("subagent info %s %q: the result must be kept", info.Status, info.Result)
+	}
+	d := w.display(t, w.room)
+	if n := len(d.Messages(root)); n != threadBefore {
+		t.Errorf("the gone thread got %d new messages", n-threadBefore)
+	}
+	for _, m := range d.Messages(w.room) {
+		if strings.Contains(m.Content, "secret-result") && m.FromBot && !strings.Contains(m.Content, "Started subagent") {
+			t.Errorf("the room shows the result: %q", m.Content)
+		}
+	}
+	finishMatrixBot(t, h, w, []string{w.room}, root)
 }
