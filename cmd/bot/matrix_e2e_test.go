@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/session"
+	"github.com/rs/zerolog"
 )
 
 // startMatrixBot runs the real bot on Discord (the emulator) and on the
@@ -214,4 +216,123 @@ func TestMatrixE2ERedactedThreadRootFailsClosed(t *testing.T) {
 		}
 	}
 	finishMatrixBot(t, h, w, []string{w.room}, root)
+}
+
+// command runs a text command as alice in room and returns the bot's
+// reply to it (the first bot message after the command that contains want).
+func (w *mxWorld) command(t *testing.T, room, text, want string) string {
+	t.Helper()
+	id := w.say(t, room, "", text, false)
+	var reply string
+	waitFor(t, "the reply to "+text, func() bool {
+		after := false
+		for _, m := range w.display(t, room).Messages(room) {
+			if m.ID == id {
+				after = true
+			} else if after && m.FromBot && strings.Contains(m.Content, want) {
+				reply = m.Content
+				return true
+			}
+		}
+		return false
+	})
+	return reply
+}
+
+// jobID is the id in a "⏰ Job `<id>` added" reply.
+func jobID(t *testing.T, reply string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(reply, "`")
+	id, _, ok2 := strings.Cut(rest, "`")
+	if !ok || !ok2 || id == "" {
+		t.Fatalf("no job id in %q", reply)
+	}
+	return id
+}
+
+// TestMatrixE2EJobs: on Matrix, `!cron add` makes a background job and an
+// in-chat one; `!cron run` runs each: the background run posts only its
+// result in the room, the in-chat run posts its trigger and the agent's
+// reply there. Rule 1 holds on both platforms (the runs' entries included).
+func TestMatrixE2EJobs(t *testing.T) {
+	t.Parallel()
+	w := newMxWorld(t)
+	h := startMatrixBot(t, w)
+	bg := jobID(t, w.command(t, w.room, `!cron add compile the digest schedule="every 1h" target=isolated`, "added (background)"))
+	w.command(t, w.room, "!cron run "+bg, "ran: ok")
+	results := 0
+	for _, m := range w.display(t, w.room).Messages(w.room) {
+		if m.FromBot && m.Content == "echo: compile the digest" {
+			results++
+		}
+	}
+	if results != 1 {
+		t.Errorf("the background result is displayed %d times, want once", results)
+	}
+	chat := jobID(t, w.command(t, w.room, `!cron add check the queue schedule="every 1h" target=main`, "added (in-chat)"))
+	w.command(t, w.room, "!cron run "+chat, "ran: ok")
+	waitFor(t, "the in-chat run's reply", func() bool {
+		for _, m := range w.display(t, w.room).Messages(w.room) {
+			if m.FromBot && strings.HasPrefix(m.Content, "echo: ") && strings.Contains(m.Content, "check the queue") {
+				return true
+			}
+		}
+		return false
+	})
+	list := w.command(t, w.room, "!cron list", bg)
+	if !strings.Contains(list, chat) {
+		t.Errorf("!cron list = %q, want both jobs", list)
+	}
+	finishMatrixBot(t, h, w, []string{w.room})
+}
+
+// TestMatrixE2ERestartMidBurstNoDuplicate: alice asks five questions in a
+// row; the bot is stopped while it answers them and started again on the
+// same store and /sync token: every question is answered exactly once (the
+// batch handed again after the restart starts no second turn, none is
+// lost), and Rule 1 holds.
+func TestMatrixE2ERestartMidBurstNoDuplicate(t *testing.T) {
+	t.Parallel()
+	w := newMxWorld(t)
+	dir := t.TempDir()
+	token := filepath.Join(dir, "matrix-sync.token")
+	run := func() *harness {
+		t.Helper()
+		h, err := newHarness(harnessOptions{Dir: dir, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Configure: func(c *config.Config) {
+			w.configure(c)
+			c.Matrix.SyncTokenFile = token
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = h.close() })
+		if err := h.start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	first := run()
+	waitFor(t, "the first /sync", func() bool { _, err := os.Stat(token); return err == nil })
+	const n = 5
+	for i := range n {
+		w.say(t, w.room, "", fmt.Sprintf("bot: question %d", i), true)
+	}
+	waitFor(t, "a first answer", func() bool { return len(w.botReplies(t, w.room, w.room)) >= 1 })
+	if err := first.close(); err != nil {
+		t.Fatalf("stop mid-burst: %v", err)
+	}
+	second := run()
+	waitFor(t, "every answer", func() bool { return len(w.botReplies(t, w.room, w.room)) >= n })
+	for i := range n {
+		q, answers := fmt.Sprintf("question %d", i), 0
+		for _, m := range w.botReplies(t, w.room, w.room) {
+			if strings.HasSuffix(m.Content, q) {
+				answers++
+			}
+		}
+		if answers != 1 {
+			t.Errorf("%q is answered %d times, want once", q, answers)
+		}
+	}
+	finishMatrixBot(t, second, w, []string{w.room})
 }
