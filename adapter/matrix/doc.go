@@ -51,22 +51,11 @@
 // and '$'; they are used verbatim. A thread is its root event: the conversation id of a thread is the root's event
 // id and its parent is the room id.
 //
-// Needs from core (the house refactor; see docs/DECISIONS.md, "Matrix adapter groundwork"):
-//   - Platform-neutral command handling: the adapter parses "!spawn ..." into a Command (ParseCommand) and needs a
-//     core entry point taking (conversation ref, invoking user, command name, sub-command, options) and returning
-//     the reply text, the same for Discord's slash commands and Matrix's text commands.
-//   - (Done: core/sessionkey, DECISIONS 79.) Session keys, targets (ParseTarget, scheduler.ParseTo) and
-//     conversation refs carry the platform and accept ids with ':' and '$' ("matrix:!room:server", thread
-//     "matrix:!room:server/$event", DM "matrix:@user:server").
-//   - (Done: delivery.Mux, DECISIONS 80.) Outbound dispatches each Delivery to the sender of its Target's platform;
-//     DeliverySender is Matrix's delivery.Sender over Client.Send (Resend and FirstAttempt map onto Message.Resend
-//     and Message.Since; Persona onto Message.Persona; the thread onto Message.ThreadRoot) and its LiveSender
-//     (PostLive posts one part with Send's transaction id and mark, EditLive edits with m.replace; DECISIONS 81).
-//     What is left is wiring it in cmd/bot (NewMux over the Discord and Matrix senders).
-//   - (Done: Gateway, DECISIONS 87.) Inbound: Sessions.HandleMessage (deduping by event id), Bindings for bound
-//     conversations and ending a redacted root's binding, ChatChanges for edits and redactions. What is left is
-//     wiring: a session manager for the "matrix" channel (session.Options.Channel is one platform per manager),
-//     a Commands over the core's command logic, and an access policy like discord.access.
-//   - A config "matrix" section: homeserver URL, bot user id, access token (secret), device id, appservice
-//     (as_token secret, ghost user prefix) and the sync token file path.
+// Wiring (cmd/bot, the config's matrix section): the Client is Outbound's sender for "matrix" targets (through
+// core/delivery.Mux; DECISIONS 80, 81), the Directory the authority's for Matrix conversations (authz.Directories),
+// Threads and Typist the sessions' for Matrix (session.ThreadsByPlatform, TypistsByPlatform), the core's commands
+// answer its text commands (core/command with CommandPlatform), and the Sync loop feeds the Gateway. Keys and
+// targets carry the platform and Matrix ids verbatim (core/sessionkey; DECISIONS 79). Not yet: an access policy
+// like discord.access, media, and catching up edits and redactions made while the bot was down beyond what /sync
+// replays.
 package matrix

@@ -52,6 +52,7 @@ type app struct {
 	sessions    *session.Manager
 	discord     *discord.Client
 	matrix      *matrixSide // nil: not on Matrix
+	threads     session.ThreadsByPlatform
 	auth        *authz.Authority
 	gateway     *discord.Gateway
 	sched       *schedulerBridge
@@ -152,7 +153,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	// the core picks the one of the conversation's platform.
 	senders := map[string]delivery.Sender{"discord": a.discord}
 	directories := authz.Directories{"discord": a.discord}
-	threads := session.ThreadsByPlatform{"discord": a.discord}
+	a.threads = session.ThreadsByPlatform{"discord": a.discord}
 	typists := session.TypistsByPlatform{"discord": a.discord}
 	if a.matrix != nil {
 		senders["matrix"] = matrix.DeliverySender{Client: a.matrix.client}
@@ -179,7 +180,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 			st.Close()
 			return nil, err
 		}
-		threads["matrix"] = a.matrix.threads
+		a.threads["matrix"] = a.matrix.threads
 	}
 	// MCP servers: started eagerly by Run, their tools offered per agent
 	// and user (docs/DECISIONS.md).
@@ -198,7 +199,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		LiveAfter: o.LiveAfter,
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
-		Store: st, Threads: threads, Typist: typists, Fetcher: a.discord, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
+		Store: st, Threads: a.threads, Typist: typists, Fetcher: a.discord, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
 		Authority: a.auth, Toolbox: toolbox,
 	})
 	if cfg.Scheduler.Enabled {
@@ -233,7 +234,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	// The commands' logic is the core's; each platform's adapter parses
 	// and answers them.
 	commands := command.New(command.Options{}, command.Deps{
-		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: threads, Authority: a.auth, Jobs: jobs, ACP: acpCmds,
+		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.threads, Authority: a.auth, Jobs: jobs, ACP: acpCmds,
 	})
 	a.gateway = discord.NewGateway(discord.GatewayOptions{
 		Access: accessPolicy(cfg.Discord.Access), Limits: accessLimits(cfg.Discord.Access.RateLimit),
