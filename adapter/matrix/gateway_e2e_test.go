@@ -264,7 +264,7 @@ func TestGatewayReplayAfterCrashNoSecondTurn(t *testing.T) {
 	s.tokens.(*memTokens).mu.Unlock()
 
 	evID := e.say(t, mention("bot: once please", e.bot.UserID))
-	es := k.waitEntries(t, room, 2)
+	k.waitEntries(t, room, 2)
 	k.g.Handle(context.Background(), Inbound{Kind: KindMessage, RoomID: e.room, EventID: evID, Sender: e.alice.UserID, MsgType: "m.text", Body: "bot: once please", MentionsBot: true})
 	k.stop(t)
 
@@ -278,7 +278,7 @@ func TestGatewayReplayAfterCrashNoSecondTurn(t *testing.T) {
 	}
 	// A later message's answer shows that the replay was handled (turns of one session run in order).
 	marker := e.say(t, mention("bot: marker", e.bot.UserID))
-	es = k2.waitEntries(t, room, 4)
+	es := k2.waitEntries(t, room, 4)
 	if len(es) != 4 || es[0].MessageIDs[0] != evID || es[2].MessageIDs[0] != marker || es[3].Text != "echo: bot: marker" {
 		t.Fatalf("room entries %+v; want the message and its answer once, then the marker and its answer", es)
 	}

@@ -121,11 +121,22 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	a.transcripts = transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: o.Clock})
 	a.router = delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: a.bindings})
 
-	agents, err := buildAgents(cfg, o.HTTPClient)
-	if err != nil {
+	if err := a.wire(o); err != nil {
 		a.cluster.close()
 		st.Close()
 		return nil, err
+	}
+	return a, nil
+}
+
+// wire builds every component over the opened store, each once, in one
+// direction: the platforms' clients, the send owner, the sessions, the
+// commands, the platforms' inbound sides.
+func (a *app) wire(o appOptions) error {
+	cfg, log, st := a.cfg, a.log, a.store
+	agents, err := buildAgents(cfg, o.HTTPClient)
+	if err != nil {
+		return err
 	}
 	if o.Provider != nil {
 		for i := range agents {
@@ -140,14 +151,10 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		BaseTransport: o.BaseTransport, RetryBackoff: o.RetryBackoff,
 	}, discord.ClientDeps{Webhooks: st, Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger()})
 	if err != nil {
-		a.cluster.close()
-		st.Close()
-		return nil, err
+		return err
 	}
 	if a.matrix, err = newMatrixClient(cfg.Matrix, nil, log); err != nil {
-		a.cluster.close()
-		st.Close()
-		return nil, err
+		return err
 	}
 	// Each platform's sender, permission directory, threads and typing;
 	// the core picks the one of the conversation's platform.
@@ -176,9 +183,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	})
 	if a.matrix != nil {
 		if err := a.matrix.newThreads(a.outbound); err != nil {
-			a.cluster.close()
-			st.Close()
-			return nil, err
+			return err
 		}
 		a.threads["matrix"] = a.matrix.threads
 	}
@@ -205,9 +210,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	if cfg.Scheduler.Enabled {
 		a.sched, err = newSchedulerBridge(a)
 		if err != nil {
-			a.cluster.close()
-			st.Close()
-			return nil, err
+			return err
 		}
 	}
 	var jobs command.Jobs
@@ -249,9 +252,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		err := a.matrix.finish(matrixCore{outbound: a.outbound, sessions: sessions, bindings: a.bindings, changes: a.transcripts,
 			commands: commands, threadBindings: tb.Enabled, syncTokenFile: cfg.Matrix.SyncTokenFile})
 		if err != nil {
-			a.cluster.close()
-			st.Close()
-			return nil, err
+			return err
 		}
 	}
 	a.bindings.OnEnded(a.sessions.OnBindingEnded)
@@ -272,7 +273,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	}
 	// A recovered completion goes through its live path (router, fail-closed).
 	a.outbound.HandleRecovery(transcript.SourceAnnounce, a.sessions.RecoverCompletion)
-	return a, nil
+	return nil
 }
 
 // accessPolicy maps discord.access onto the authority's policy.
