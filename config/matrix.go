@@ -34,6 +34,12 @@ type MatrixAppServiceConfig struct {
 // Enabled reports whether the bot runs on Matrix.
 func (m MatrixConfig) Enabled() bool { return strings.TrimSpace(m.Homeserver) != "" }
 
+// DiscordOn reports whether the bot runs on Discord: always, unless its
+// token is empty and the matrix section is on (a Matrix-only bot).
+func (c *Config) DiscordOn() bool {
+	return strings.TrimSpace(c.Discord.Token) != "" || !c.Matrix.Enabled()
+}
+
 // ServerName is the homeserver name of the bot's user id ("example.org" of "@agentbot:example.org").
 func (m MatrixConfig) ServerName() string {
 	_, server, _ := strings.Cut(m.UserID, ":")

@@ -46,6 +46,13 @@ func TestMatrixConfig(t *testing.T) {
 			t.Errorf("%s: err %v, want it to contain %q", c.name, err, c.want)
 		}
 	}
+	// Matrix only: no Discord token is needed to run; without either, the Discord token is asked for.
+	if err := cfg.ValidateForRun(); err != nil || cfg.DiscordOn() {
+		t.Errorf("a Matrix-only config: ValidateForRun %v, DiscordOn %v; want valid, Discord off", err, cfg.DiscordOn())
+	}
+	if none, _ := LoadBytes("t.yaml", []byte("store: {path: x.db}\n"), env); none.ValidateForRun() == nil || !none.DiscordOn() {
+		t.Error("a config on no platform: want ValidateForRun to ask for the Discord token")
+	}
 	// A bad file never echoes the secret.
 	_, err = LoadBytes("t.yaml", []byte(base+"  accessToken: \"${MATRIX_TOKEN} x\"\n"), env)
 	if err == nil || strings.Contains(err.Error(), "syt_secret_token_value") {

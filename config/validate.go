@@ -26,11 +26,14 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// ValidateForRun checks what `bot run` needs beyond Validate: a Discord token. The message never
-// contains the token.
+// ValidateForRun checks what `bot run` needs beyond Validate: a Discord token, unless the bot runs
+// on Matrix only (no discord.token, the matrix section on). The message never contains the token.
 func (c *Config) ValidateForRun() error {
 	if err := c.Validate(); err != nil {
 		return err
+	}
+	if !c.DiscordOn() {
+		return nil // Matrix only: matrix.accessToken was checked by Validate
 	}
 	const path = "discord.token"
 	token := c.Discord.Token

@@ -146,22 +146,28 @@ func (a *app) wire(o appOptions) error {
 	tb := cfg.Discord.ThreadBindings
 	// One way: the REST client, then the send owner over it, then the
 	// sessions, then the gateway that feeds them.
-	a.discord, err = discord.NewClient(discord.ClientOptions{
-		Token: cfg.Discord.Token, APIURL: cfg.Discord.APIURL, Guilds: cfg.Discord.Guilds,
-		BaseTransport: o.BaseTransport, RetryBackoff: o.RetryBackoff,
-	}, discord.ClientDeps{Webhooks: st, Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger()})
-	if err != nil {
-		return err
+	// Each platform's sender, permission directory, threads and typing;
+	// the core picks the one of the conversation's platform.
+	senders := map[string]delivery.Sender{}
+	directories := authz.Directories{}
+	a.threads = session.ThreadsByPlatform{}
+	typists := session.TypistsByPlatform{}
+	var modelText func(string) string
+	var fetcher session.Fetcher
+	if cfg.DiscordOn() {
+		a.discord, err = discord.NewClient(discord.ClientOptions{
+			Token: cfg.Discord.Token, APIURL: cfg.Discord.APIURL, Guilds: cfg.Discord.Guilds,
+			BaseTransport: o.BaseTransport, RetryBackoff: o.RetryBackoff,
+		}, discord.ClientDeps{Webhooks: st, Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger()})
+		if err != nil {
+			return err
+		}
+		senders["discord"], directories["discord"], a.threads["discord"], typists["discord"] = a.discord, a.discord, a.discord, a.discord
+		modelText, fetcher = a.discord.ModelText, a.discord
 	}
 	if a.matrix, err = newMatrixClient(cfg.Matrix, nil, log); err != nil {
 		return err
 	}
-	// Each platform's sender, permission directory, threads and typing;
-	// the core picks the one of the conversation's platform.
-	senders := map[string]delivery.Sender{"discord": a.discord}
-	directories := authz.Directories{"discord": a.discord}
-	a.threads = session.ThreadsByPlatform{"discord": a.discord}
-	typists := session.TypistsByPlatform{"discord": a.discord}
 	if a.matrix != nil {
 		senders["matrix"] = matrix.DeliverySender{Client: a.matrix.client}
 		directories["matrix"] = matrix.NewDirectory(a.matrix.client)
@@ -199,12 +205,12 @@ func (a *app) wire(o appOptions) error {
 		ThreadBindings: tb.Enabled, SpawnSubagentSessions: tb.SpawnSubagentSessions,
 		IdleTimeout: tb.IdleTimeout(), MaxAge: tb.MaxAge(),
 		MaxConcurrentSubagents: cfg.Subagents.MaxConcurrent, SubagentTimeout: cfg.Subagents.RunTimeout,
-		ModelText: a.discord.ModelText,
+		ModelText: modelText,
 		OnTurn:    func(d time.Duration) { a.metrics.Turn(d.Seconds()) },
 		LiveAfter: o.LiveAfter,
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
-		Store: st, Threads: a.threads, Typist: typists, Fetcher: a.discord, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
+		Store: st, Threads: a.threads, Typist: typists, Fetcher: fetcher, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
 		Authority: a.auth, Toolbox: toolbox,
 	})
 	if cfg.Scheduler.Enabled {
@@ -239,15 +245,17 @@ func (a *app) wire(o appOptions) error {
 	commands := command.New(command.Options{}, command.Deps{
 		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.threads, Authority: a.auth, Jobs: jobs, ACP: acpCmds,
 	})
-	a.gateway = discord.NewGateway(discord.GatewayOptions{
-		Access: accessPolicy(cfg.Discord.Access), Limits: accessLimits(cfg.Discord.Access.RateLimit),
-		ThreadBindings: tb.Enabled, Reconnect: true, SweepInterval: o.SweepInterval, Shard: shardOf(cfg.Discord.Shard),
-		ReprocessEdits: cfg.Discord.Edits == config.EditsReprocess,
-	}, discord.GatewayDeps{
-		Client: a.discord, Authority: a.auth, Sessions: sessions, Bindings: a.bindings, Outbound: a.outbound, Commands: commands, ACP: acpDep,
-		Changes: a.transcripts,
-		Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger(),
-	})
+	if a.discord != nil {
+		a.gateway = discord.NewGateway(discord.GatewayOptions{
+			Access: accessPolicy(cfg.Discord.Access), Limits: accessLimits(cfg.Discord.Access.RateLimit),
+			ThreadBindings: tb.Enabled, Reconnect: true, SweepInterval: o.SweepInterval, Shard: shardOf(cfg.Discord.Shard),
+			ReprocessEdits: cfg.Discord.Edits == config.EditsReprocess,
+		}, discord.GatewayDeps{
+			Client: a.discord, Authority: a.auth, Sessions: sessions, Bindings: a.bindings, Outbound: a.outbound, Commands: commands, ACP: acpDep,
+			Changes: a.transcripts,
+			Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger(),
+		})
+	}
 	if a.matrix != nil {
 		err := a.matrix.finish(matrixCore{outbound: a.outbound, sessions: sessions, bindings: a.bindings, changes: a.transcripts,
 			commands: commands, threadBindings: tb.Enabled, syncTokenFile: cfg.Matrix.SyncTokenFile})
@@ -262,13 +270,15 @@ func (a *app) wire(o appOptions) error {
 	// A message confirmed for one delivery is never taken for another's
 	// when an ambiguous send is reconciled: the adapter starts knowing the
 	// recent ones (the previous process's too).
-	lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if recs, err := st.Deliveries(lctx, "", confirmedSeed); err != nil {
-		log.Warn().Err(err).Msg("load recent deliveries")
-	} else {
-		for _, r := range recs {
-			a.discord.RememberConfirmed(r.MessageIDs...)
+	if a.discord != nil {
+		lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if recs, err := st.Deliveries(lctx, "", confirmedSeed); err != nil {
+			log.Warn().Err(err).Msg("load recent deliveries")
+		} else {
+			for _, r := range recs {
+				a.discord.RememberConfirmed(r.MessageIDs...)
+			}
 		}
 	}
 	// A recovered completion goes through its live path (router, fail-closed).
@@ -350,7 +360,7 @@ func (a *app) Run(ctx context.Context) error {
 	sessCtx, stopSessions := context.WithCancel(context.WithoutCancel(ctx))
 	bindCtx, stopBindings := context.WithCancel(context.WithoutCancel(ctx))
 	var producers sync.WaitGroup
-	producers.Add(2)
+	producers.Add(1) // the recovery and the scheduler, below
 	if a.matrix != nil {
 		producers.Add(1)
 		g.Go(func() error { defer producers.Done(); return a.matrix.Run(gctx) })
@@ -370,14 +380,21 @@ func (a *app) Run(ctx context.Context) error {
 		// Other processes' binding changes, within a second.
 		g.Go(func() error { return a.cluster.listener.Run(gctx) })
 	}
-	g.Go(func() error { defer producers.Done(); return a.gateway.Run(gctx) })
+	now := make(chan struct{})
+	close(now)
+	var connected <-chan struct{} = now // Matrix's REST needs no connection first
+	if a.gateway != nil {
+		producers.Add(1)
+		g.Go(func() error { defer producers.Done(); return a.gateway.Run(gctx) })
+		connected = a.gateway.Connected()
+	}
 	g.Go(func() error {
 		defer producers.Done()
 		// Finish deliveries a previous process left pending, once connected.
 		select {
 		case <-gctx.Done():
 			return nil
-		case <-a.gateway.Connected():
+		case <-connected:
 		}
 		n, err := a.outbound.Recover(context.WithoutCancel(gctx), a.started)
 		close(a.recovered)
@@ -404,11 +421,15 @@ func (a *app) Run(ctx context.Context) error {
 	return err
 }
 
+// ready: the Discord gateway's session is ready (a Matrix-only process has
+// no connection to wait for: its /sync loop retries on its own).
+func (a *app) ready() bool { return a.gateway == nil || a.gateway.Ready() }
+
 func (a *app) serveHTTP(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !a.gateway.Ready() {
+		if !a.ready() {
 			http.Error(w, "gateway not ready", http.StatusServiceUnavailable)
 			return
 		}
@@ -424,7 +445,7 @@ func (a *app) serveHTTP(ctx context.Context) error {
 	mux.Handle("GET /inspect/{what}", inspectHandler(inspector{a.store, redact.New(a.cfg.Secrets()...)}, a.cfg.HTTP.Token))
 	mux.Handle("GET /backup", backupHandler(a.store, a.cfg.HTTP.Token))
 	console.New(console.Options{Store: a.store, Location: a.cfg.HTTP.Location(), Token: a.cfg.HTTP.Token,
-		Status: func() console.State { return console.State{Ready: a.gateway.Ready(), Started: a.started} },
+		Status: func() console.State { return console.State{Ready: a.ready(), Started: a.started} },
 		Log:    a.log.With().Str("component", "console").Logger()}).Mount(mux) // read-only pages at /
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)
 	if err != nil {

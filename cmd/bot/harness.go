@@ -133,6 +133,9 @@ func (h *harness) start(ctx context.Context) error {
 	rctx, cancel := context.WithCancel(ctx)
 	h.cancel, h.done = cancel, make(chan error, 1)
 	go func() { h.done <- a.Run(rctx) }()
+	if a.gateway == nil {
+		return nil // on Matrix only: nothing to wait for on Discord
+	}
 	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer wcancel()
 	if err := h.emu.Wait(wctx, func() bool { return h.registrations() > puts }); err != nil {

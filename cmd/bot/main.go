@@ -192,7 +192,9 @@ func reloadOnHUP(ctx context.Context, path string, a *app, log zerolog.Logger, r
 				continue
 			}
 			red.Add(cfg.Secrets()...) // a rotated token is a secret from now on
-			a.discord.SetToken(cfg.Discord.Token)
+			if a.discord != nil {
+				a.discord.SetToken(cfg.Discord.Token)
+			}
 			log.Info().Msg("config reloaded: token applied; other changes take effect after a restart")
 		}
 	}

@@ -336,3 +336,22 @@ func TestMatrixE2ERestartMidBurstNoDuplicate(t *testing.T) {
 	}
 	finishMatrixBot(t, second, w, []string{w.room})
 }
+
+// TestMatrixE2EMatrixOnly: without a Discord token, the matrix section on,
+// the bot runs on Matrix alone: `bot run`'s config is valid, no Discord
+// gateway is started and Discord is never called, and the bot answers on
+// Matrix with Rule 1 holding.
+func TestMatrixE2EMatrixOnly(t *testing.T) {
+	t.Parallel()
+	w := newMxWorld(t)
+	h := startMatrixBot(t, w, func(c *config.Config) { c.Discord.Token = "" })
+	if h.app.gateway != nil || h.app.discord != nil {
+		t.Fatal("a Discord client or gateway without a Discord token")
+	}
+	w.say(t, w.room, "", "bot: are you there?", true)
+	waitFor(t, "the answer", func() bool { return len(w.botReplies(t, w.room, w.room)) == 1 })
+	if n := len(h.emu.Requests()); n != 0 {
+		t.Errorf("a Matrix-only bot made %d Discord requests", n)
+	}
+	finishMatrixBot(t, h, w, []string{w.room})
+}
