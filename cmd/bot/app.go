@@ -144,10 +144,10 @@ func (a *app) wire(o appOptions) error {
 		}
 	}
 	tb := cfg.Discord.ThreadBindings
-	// One way: the REST client, then the send owner over it, then the
-	// sessions, then the gateway that feeds them.
-	// Each platform's sender, permission directory, threads and typing;
-	// the core picks the one of the conversation's platform.
+	// One way: the platforms' REST clients, then the send owner over
+	// them, then the sessions, then the inbound sides that feed them.
+	// Each platform gives its sender, permission directory, threads and
+	// typing; the core picks the one of the conversation's platform.
 	senders := map[string]delivery.Sender{}
 	directories := authz.Directories{}
 	a.threads = session.ThreadsByPlatform{}
@@ -165,7 +165,7 @@ func (a *app) wire(o appOptions) error {
 		senders["discord"], directories["discord"], a.threads["discord"], typists["discord"] = a.discord, a.discord, a.discord, a.discord
 		modelText, fetcher = a.discord.ModelText, a.discord
 	}
-	if a.matrix, err = newMatrixClient(cfg.Matrix, nil, log); err != nil {
+	if a.matrix, err = newMatrixClient(cfg.Matrix, log); err != nil {
 		return err
 	}
 	if a.matrix != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	"github.com/rs/zerolog"
 
@@ -14,7 +13,7 @@ import (
 )
 
 // matrixSide is the bot on a Matrix homeserver (the matrix section),
-// beside Discord in the same process and over the same core: its sender
+// alone or beside Discord in the same process, over the same core: its sender
 // is one of Outbound's, its directory one of the authority's, its threads
 // and typing the sessions', its commands the core's.
 type matrixSide struct {
@@ -28,7 +27,7 @@ type matrixSide struct {
 // newMatrixClient builds the client (no I/O) when the matrix section is
 // on; nil otherwise. The rest is wired by (*matrixSide).finish once the
 // core exists.
-func newMatrixClient(cfg config.MatrixConfig, hc *http.Client, log zerolog.Logger) (*matrixSide, error) {
+func newMatrixClient(cfg config.MatrixConfig, log zerolog.Logger) (*matrixSide, error) {
 	if !cfg.Enabled() {
 		return nil, nil
 	}
@@ -37,7 +36,7 @@ func newMatrixClient(cfg config.MatrixConfig, hc *http.Client, log zerolog.Logge
 		opt.AppService = &matrix.AppServiceConfig{ASToken: as.ASToken, UserPrefix: as.UserPrefix, ServerName: cfg.ServerName(), SenderLocalpart: as.SenderLocalpart}
 	}
 	log = log.With().Str("component", "matrix").Logger()
-	c, err := matrix.New(opt, matrix.Deps{HTTPClient: hc, Log: log})
+	c, err := matrix.New(opt, matrix.Deps{Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("matrix: %w", err)
 	}
