@@ -78,8 +78,7 @@ func finishMatrixBot(t *testing.T, h *harness, w *mxWorld, rooms []string, convs
 // room's transcript is exactly what the room displays (and so is
 // #general's).
 func TestMatrixE2EMentionReply(t *testing.T) {
-	t.Parallel()
-	w := newMxWorld(t)
+	w := newMxWorld(t) // not parallel: one homeserver at a time beside the parallel suite
 	h := startMatrixBot(t, w)
 	w.say(t, w.room, "", "just chatting, no bot here", false)
 	asked := w.say(t, w.room, "", "bot: what is the plan?", true)
@@ -110,8 +109,7 @@ func (d mxDisplay) threadsOf(room string) []string {
 // the command is answered in the room. Rule 1 holds for the room and the
 // thread (the root is a bot message of the room's transcript).
 func TestMatrixE2ESpawnIntoThread(t *testing.T) {
-	t.Parallel()
-	w := newMxWorld(t)
+	w := newMxWorld(t) // not parallel: one homeserver at a time beside the parallel suite
 	h := startMatrixBot(t, w)
 	w.say(t, w.room, "", "!spawn summarize the logs thread=true label=logs", false)
 	var root string
@@ -181,8 +179,7 @@ func (w *mxWorld) spawnThread(t *testing.T, task, label string) string {
 // the room gets a notice without the result, and the result is kept
 // (invariant 6), as on Discord when a thread is deleted.
 func TestMatrixE2ERedactedThreadRootFailsClosed(t *testing.T) {
-	t.Parallel()
-	w := newMxWorld(t)
+	w := newMxWorld(t) // not parallel: one homeserver at a time beside the parallel suite
 	g := newAdGatedModel(t)
 	h := startMatrixBot(t, w, g.configure)
 	ended := adWatchEnded(h)
@@ -255,8 +252,7 @@ func jobID(t *testing.T, reply string) string {
 // result in the room, the in-chat run posts its trigger and the agent's
 // reply there. Rule 1 holds on both platforms (the runs' entries included).
 func TestMatrixE2EJobs(t *testing.T) {
-	t.Parallel()
-	w := newMxWorld(t)
+	w := newMxWorld(t) // not parallel: one homeserver at a time beside the parallel suite
 	h := startMatrixBot(t, w)
 	bg := jobID(t, w.command(t, w.room, `!cron add compile the digest schedule="every 1h" target=isolated`, "added (background)"))
 	w.command(t, w.room, "!cron run "+bg, "ran: ok")
@@ -292,8 +288,7 @@ func TestMatrixE2EJobs(t *testing.T) {
 // batch handed again after the restart starts no second turn, none is
 // lost), and Rule 1 holds.
 func TestMatrixE2ERestartMidBurstNoDuplicate(t *testing.T) {
-	t.Parallel()
-	w := newMxWorld(t)
+	w := newMxWorld(t) // not parallel: one homeserver at a time beside the parallel suite
 	dir := t.TempDir()
 	token := filepath.Join(dir, "matrix-sync.token")
 	run := func() *harness {
@@ -342,8 +337,7 @@ func TestMatrixE2ERestartMidBurstNoDuplicate(t *testing.T) {
 // gateway is started and Discord is never called, and the bot answers on
 // Matrix with Rule 1 holding.
 func TestMatrixE2EMatrixOnly(t *testing.T) {
-	t.Parallel()
-	w := newMxWorld(t)
+	w := newMxWorld(t) // not parallel: one homeserver at a time beside the parallel suite
 	h := startMatrixBot(t, w, func(c *config.Config) { c.Discord.Token = "" })
 	if h.app.gateway != nil || h.app.discord != nil {
 		t.Fatal("a Discord client or gateway without a Discord token")
