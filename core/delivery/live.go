@@ -264,13 +264,7 @@ func (l *Live) Shown() string {
 // records what is displayed (or leaves the record to Recover when a
 // request's outcome is unknown) and returns *FailedError.
 func (l *Live) Finish(ctx context.Context, text string) (Result, error) {
-	l.mu.Lock()
-	if !l.final {
-		l.want, l.final = text, true
-		l.wgen++
-	}
-	l.mu.Unlock()
-	return l.wait(ctx)
+	return l.finish(ctx, text, false)
 }
 
 // FinishShown finishes the message as the chat displays it once the
@@ -279,17 +273,18 @@ func (l *Live) Finish(ctx context.Context, text string) (Result, error) {
 // exactly that display. For a stopped turn: unlike Finish(ctx, l.Shown()),
 // it cannot undo an edit that was confirmed after Shown was read.
 func (l *Live) FinishShown(ctx context.Context) (Result, error) {
+	return l.finish(ctx, "", true)
+}
+
+// finish makes the text final (the first call wins; keep: what is shown)
+// and waits for the pump to finish.
+func (l *Live) finish(ctx context.Context, text string, keep bool) (Result, error) {
 	l.mu.Lock()
 	if !l.final {
-		l.final, l.keep = true, true
+		l.want, l.final, l.keep = text, true, keep
 		l.wgen++
 	}
 	l.mu.Unlock()
-	return l.wait(ctx)
-}
-
-// wait pokes the pump and waits for it to finish.
-func (l *Live) wait(ctx context.Context) (Result, error) {
 	l.poke()
 	select {
 	case <-l.done:
