@@ -205,6 +205,24 @@ func (a *manualAfter) after(d time.Duration) <-chan time.Time {
 	return c
 }
 
+// finishPaced runs finish on its own goroutine (then started, if set) and
+// fires the pacing clock every 10 ms until finish returns its error.
+func (a *manualAfter) finishPaced(finish func() error, started func()) error {
+	done := make(chan error, 1)
+	go func() { done <- finish() }()
+	if started != nil {
+		started()
+	}
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Millisecond):
+			a.fire(time.Second)
+		}
+	}
+}
+
 func (a *manualAfter) fire(d time.Duration) {
 	now := a.clk.Advance(d)
 	a.mu.Lock()
@@ -433,18 +451,8 @@ func TestLiveStopKeepsShown(t *testing.T) {
 	l.Update("Partial")
 	f.sender.waitReqs(t, 1)
 	l.Update("Partial answer not shown yet")
-	done := make(chan error, 1)
-	go func() { _, err := l.FinishShown(context.Background()); done <- err }()
-	for finished := false; !finished; {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			finished = true
-		case <-time.After(10 * time.Millisecond):
-			f.after.fire(time.Second)
-		}
+	if err := f.after.finishPaced(func() error { _, err := l.FinishShown(context.Background()); return err }, nil); err != nil {
+		t.Fatal(err)
 	}
 	f.checkRule1(t, "Partial")
 }
@@ -478,19 +486,8 @@ func TestLiveStopDuringEdit(t *testing.T) {
 			f.after.fire(time.Second)
 		}
 	}
-	done := make(chan error, 1)
-	go func() { _, err := l.FinishShown(context.Background()); done <- err }()
-	close(confirm)
-	for finished := false; !finished; {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			finished = true
-		case <-time.After(10 * time.Millisecond):
-			f.after.fire(time.Second)
-		}
+	if err := f.after.finishPaced(func() error { _, err := l.FinishShown(context.Background()); return err }, func() { close(confirm) }); err != nil {
+		t.Fatal(err)
 	}
 	for _, r := range f.sender.requests()[2:] {
 		if r.text != "Everything is connected" {
@@ -528,18 +525,8 @@ func TestLivePermanentFailureRecordsShown(t *testing.T) {
 		return nil
 	}
 	f.sender.mu.Unlock()
-	done := make(chan error, 1)
-	go func() { _, err := l.Finish(context.Background(), "Shown and more"); done <- err }()
-	for finished := false; !finished; {
-		select {
-		case err := <-done:
-			if !errors.Is(err, delivery.ErrPartlyDisplayed) {
-				t.Fatalf("err = %v, want partly displayed", err)
-			}
-			finished = true
-		case <-time.After(10 * time.Millisecond):
-			f.after.fire(time.Second)
-		}
+	if err := f.after.finishPaced(func() error { _, err := l.Finish(context.Background(), "Shown and more"); return err }, nil); !errors.Is(err, delivery.ErrPartlyDisplayed) {
+		t.Fatalf("err = %v, want partly displayed", err)
 	}
 	es := f.entries(t)
 	if len(es) != 1 || es[0].Text != "Shown" {
