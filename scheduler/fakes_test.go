@@ -182,7 +182,7 @@ func (e *env) newScheduler() *scheduler.Scheduler {
 	var mu sync.Mutex
 	return scheduler.New(scheduler.Options{Settings: e.set, DefaultAgent: "main"}, scheduler.Deps{
 		Store: e.store, Clock: e.clk, Runner: e.chat, Background: e.bg, Deliverer: e.out, History: e.hist, Outbox: e.store,
-		Log: zerolog.Nop(), Authorizer: e.auth, Hints: e.hints,
+		Log: zerolog.Nop(), Authorizer: e.auth, Hints: scheduler.HintsByPlatform{"discord": e.hints},
 		NewID: func() string { mu.Lock(); defer mu.Unlock(); n++; return fmt.Sprintf("id%d", n) },
 	})
 }

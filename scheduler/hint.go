@@ -1,6 +1,10 @@
 package scheduler
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/agentbot/agentbot/core/binding"
+)
 
 // Hint names what would help the reader of a scheduler text next, as an
 // action on jobs, never as a command: the scheduler does not know how its
@@ -23,6 +27,14 @@ const (
 // arguments on Discord, a tool's name for the model. "" means the reader has nothing for it; the
 // text then leaves the hint out.
 type HintText func(h Hint, jobID string) string
+
+// HintsByPlatform is each chat platform's HintText ("discord", "matrix").
+type HintsByPlatform map[string]HintText
+
+// For is the HintText of conv's platform (nil: none).
+func (p HintsByPlatform) For(conv binding.ConversationRef) HintText {
+	return p[conv.Normalize().Channel]
+}
 
 func (f HintText) render(h Hint, jobID string) string {
 	if f == nil || h == HintNone {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/scheduler"
 )
@@ -148,4 +149,28 @@ func TestNoticesNameNoCommand(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestHintsByPlatform: a notice's hints are rendered in the terms of the
+// platform of the chat it goes to (a Matrix room reads `!cron`, not
+// Discord's `/cron`); a platform without a renderer names no command.
+func TestHintsByPlatform(t *testing.T) {
+	hints := scheduler.HintsByPlatform{
+		"discord": func(scheduler.Hint, string) string { return "/cron list" },
+		"matrix":  func(scheduler.Hint, string) string { return "!cron list" },
+	}
+	for _, tc := range []struct {
+		platform, want string
+	}{{"discord", "/cron list"}, {"Matrix", "!cron list"}, {"slack", ""}} {
+		h := hints.For(binding.ConversationRef{Channel: tc.platform, ConversationID: "c"})
+		ue := &scheduler.UserError{Msg: "there is no job \"x\"", Hint: scheduler.HintListJobs}
+		got := ue.Render(h)
+		want := "there is no job \"x\""
+		if tc.want != "" {
+			want += ": " + tc.want + " shows the job ids"
+		}
+		if got != want {
+			t.Errorf("%s: %q, want %q", tc.platform, got, want)
+		}
+	}
 }

@@ -177,9 +177,10 @@ type Deps struct {
 	// Authorizer, if set, is asked before every run.
 	Authorizer Authorizer
 	// Hints renders the hints of the notices the scheduler posts (failure
-	// alerts, interrupted runs) in the chat's terms: which command shows a
-	// job's runs, runs or removes it. nil: notices name no command.
-	Hints HintText
+	// alerts, interrupted runs) in the terms of the chat they go to, by its
+	// platform: which command shows a job's runs, runs or removes it. A
+	// platform without one: its notices name no command.
+	Hints HintsByPlatform
 }
 
 // Scheduler runs jobs. Construct it with New; it is safe for concurrent use.
@@ -617,7 +618,7 @@ func (s *Scheduler) postNotice(ctx context.Context, j Job, r *Run, kind noticeKi
 		id = "job:" + j.ID + ":disabled:" + r.RunID
 		text = fmt.Sprintf("⚠️ Job %s (`%s`) failed %d times in a row and was turned off. Last failure (run at %s): %s",
 			j.Name, j.ID, j.State.ConsecutiveFailures, when, summaryOf(*r))
-		if hint := s.d.Hints.hintLine(j.ID, "See %s; to try again use %s, or remove it with %s and add it anew.",
+		if hint := s.d.Hints.For(target).hintLine(j.ID, "See %s; to try again use %s, or remove it with %s and add it anew.",
 			HintJobRuns, HintRunJob, HintRemoveJob); hint != "" {
 			text += "\n" + hint
 		}
@@ -625,7 +626,7 @@ func (s *Scheduler) postNotice(ctx context.Context, j Job, r *Run, kind noticeKi
 		id = "job:" + j.ID + ":alert:" + r.RunID
 		text = fmt.Sprintf("⚠️ Job %s (`%s`) failed %d times in a row. Last failure (run at %s): %s",
 			j.Name, j.ID, j.State.ConsecutiveFailures, when, summaryOf(*r))
-		if hint := s.d.Hints.hintLine(j.ID, "See %s.", HintJobRuns); hint != "" {
+		if hint := s.d.Hints.For(target).hintLine(j.ID, "See %s.", HintJobRuns); hint != "" {
 			text += "\n" + hint
 		}
 	}

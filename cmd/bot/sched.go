@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/adapter/discord"
+	"github.com/agentbot/agentbot/adapter/matrix"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/command"
@@ -38,7 +39,7 @@ func newSchedulerBridge(a *app) (*schedulerBridge, error) {
 	}, scheduler.Deps{
 		Store: a.store, Clock: a.clock, Runner: b, Background: b, Deliverer: a.outbound, Outbox: a.store,
 		History: a.transcripts, Routes: a.bindings, Log: a.log.With().Str("component", "scheduler").Logger(), Authorizer: b,
-		Hints: discord.JobCommand,
+		Hints: scheduler.HintsByPlatform{"discord": discord.JobCommand, "matrix": matrix.CommandPlatform(a.cfg.Discord.ThreadBindings.Enabled).JobCommand},
 	})
 	return b, nil
 }
