@@ -6,7 +6,8 @@ PKGS     := ./...
 SOAK_SEEDS   ?= 1-40
 SOAK_TIMEOUT ?= 60m
 
-.PHONY: help build run demo test vet fmtcheck bench load soak fuzz lint npm dendrite clean image image-test
+.PHONY: help build run demo test deps vet fmtcheck bench load soak fuzz lint npm dendrite clean image image-test
+SHELL := /bin/bash
 
 help: ## list targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z]+:.*## /{printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -22,8 +23,12 @@ run: build ## run the bot (needs DISCORD_TOKEN; copies config.example.yaml to co
 demo: build ## play the scripted demo against the built-in Discord emulator (no token)
 	./$(BIN) demo
 
-test: vet fmtcheck ## vet, gofmt check and the race-enabled test suite
-	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+test: vet fmtcheck deps ## set up what it can (deps), vet, gofmt check, the race-enabled suite; names what it skipped
+	@set -o pipefail; $(GO) test -race -count=1 -timeout 15m -json $(PKGS) | $(GO) run ./internal/testreport
+
+deps: ## install the test programs that need no root: npm packages and Dendrite into .cache (each skipped, and said so, when its tool is missing)
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory npm; else echo "deps: npm is not installed: the MCP and ACP end-to-end tests will skip (apt-get install -y nodejs npm)"; fi
+	@if command -v gcc >/dev/null; then $(MAKE) --no-print-directory dendrite; else echo "deps: gcc is not installed: Dendrite cannot be built and the Matrix tests will skip (apt-get install -y gcc)"; fi
 
 vet: ## go vet
 	$(GO) vet $(PKGS)
@@ -61,8 +66,10 @@ soak: ## long randomized scenario run; SOAK_SEEDS=1-200 picks the seeds (default
 	SOAK=1 SOAK_SEEDS=$(SOAK_SEEDS) $(GO) test -race -count=1 -timeout $(SOAK_TIMEOUT) -run '^TestScenario$$' ./cmd/bot/
 
 NPM_PKGS := $(shell grep -v '^\#' .ci/npm-packages 2>/dev/null)
-npm: ## install the npm programs some tests run (MCP servers, ACP agents; .ci/npm-packages) into .cache/npm
-	@if [ -n "$(NPM_PKGS)" ]; then mkdir -p .cache/npm && npm install --no-audit --no-fund --prefix .cache/npm $(NPM_PKGS); fi
+npm: ## install the npm programs some tests run (MCP servers, ACP agents; .ci/npm-packages) into .cache/npm (skipped if installed)
+	@if [ -n "$(NPM_PKGS)" ]; then \
+		if [ -f .cache/npm/.installed ] && [ "$$(cat .cache/npm/.installed)" = "$(NPM_PKGS)" ]; then echo "npm test programs already installed in .cache/npm"; \
+		else mkdir -p .cache/npm && npm install --no-audit --no-fund --prefix .cache/npm $(NPM_PKGS) && echo "$(NPM_PKGS)" > .cache/npm/.installed; fi; fi
 
 # Dendrite (Apache-2.0, github.com/matrix-org/dendrite; not element-hq's AGPL fork) is a test tool installed by
 # version, never a module dependency: adapter/matrix's tests start it (internal/dendritetest). cgo SQLite: needs gcc.

@@ -442,7 +442,7 @@ func (a *app) serveHTTP(ctx context.Context) error {
 		}
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
-	mux.Handle("GET /inspect/{what}", inspectHandler(inspector{a.store, redact.New(a.cfg.Secrets()...)}, a.cfg.HTTP.Token))
+	mux.Handle("GET /inspect/{what}", inspectHandler(inspector{a.store, redact.New(a.cfg.Secrets()...)}))
 	mux.Handle("GET /backup", backupHandler(a.store, a.cfg.HTTP.Token))
 	console.New(console.Options{Store: a.store, Location: a.cfg.HTTP.Location(), Token: a.cfg.HTTP.Token,
 		Status: func() console.State { return console.State{Ready: a.ready(), Started: a.started} },
@@ -452,7 +452,11 @@ func (a *app) serveHTTP(ctx context.Context) error {
 		return fmt.Errorf("http.listen %s: %w", a.cfg.HTTP.Listen, err)
 	}
 	a.httpAddr <- ln.Addr().String()
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// Every path, probes included, passes the Host check; everything but
+	// the probes needs the token when one is set (/metrics included).
+	guarded := console.Guard(console.GuardOptions{Listen: a.cfg.HTTP.Listen, Token: a.cfg.HTTP.Token,
+		Open: []string{"/healthz", "/readyz"}}, mux)
+	srv := &http.Server{Handler: guarded, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

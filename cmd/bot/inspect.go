@@ -268,12 +268,10 @@ func inspectRemote(ctx context.Context, listen, token, what string, args []strin
 }
 
 // inspectHandler serves /inspect/{what} on the running bot (read-only).
-func inspectHandler(in inspector, token string) http.Handler {
+// The token and the Host are checked by console.Guard around the whole
+// HTTP surface.
+func inspectHandler(in inspector) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		var buf strings.Builder
 		err := in.write(r.Context(), &buf, r.PathValue("what"), r.URL.Query()["arg"], r.URL.Query().Get("json") != "")
