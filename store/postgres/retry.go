@@ -150,8 +150,9 @@ func (e rolledBack) SafeToRetry() bool { return true }
 // back) - except a shutdown or connection error, which may arrive after
 // the server applied a COMMIT whose answer was lost.
 func notApplied(err error) bool {
-	if pgconn.SafeToRetry(err) {
-		return true
+	var ce *pgconn.ConnectError
+	if pgconn.SafeToRetry(err) || errors.As(err, &ce) {
+		return true // nothing reached the server, or no session was ever opened
 	}
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) {
@@ -195,8 +196,7 @@ func Transient(err error) bool {
 		errors.Is(err, net.ErrClosed) {
 		return true
 	}
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) {
+	if errors.As(err, new(*pgconn.ConnectError)) {
 		return true // dial failures, timeouts, a server that closed the connection while we logged in
 	}
 	if pgconn.Timeout(err) {
