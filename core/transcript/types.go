@@ -117,9 +117,9 @@ func ForStore(key string, e Entry) Entry {
 // Resetter is a Store shared by several processes (PostgreSQL) that orders
 // generations itself: ResetGeneration starts the next generation in one
 // atomic step and returns it, and Append stamps each entry with the
-// generation current when the store writes it (the caller's
-// Entry.Generation is not used), both under the session's own lock. So a
-// /reset in one process and an Append in another are ordered by the store,
+// generation current when the store writes it (or the caller's
+// Entry.Generation if that is later; Service leaves it 0), both under the
+// session's own lock. So a /reset in one process and an Append in another are ordered by the store,
 // not by the Service's in-process lock, and two resets never count once.
 type Resetter interface {
 	ResetGeneration(ctx context.Context, key string) (int, error)

@@ -72,7 +72,8 @@ func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (tra
 func appendTx(ctx context.Context, tx pgx.Tx, key string, e transcript.Entry) (transcript.Entry, bool, error) {
 	// Lock (creating if needed) the session row: every appender of this
 	// session, in any process, queues here until this transaction ends.
-	// The entry takes the generation current under that lock: a
+	// The entry takes the generation current under that lock (or the
+	// caller's, if later: an import or a test may give one): a
 	// ResetGeneration in any process is ordered before or after it.
 	var last, gen int64
 	err := tx.QueryRow(ctx, `INSERT INTO transcript_sessions AS s (session_key) VALUES ($1)
@@ -81,7 +82,7 @@ RETURNING s.last_seq, s.generation`, key).Scan(&last, &gen)
 	if err != nil {
 		return transcript.Entry{}, false, fmt.Errorf("postgres: lock session %q: %w", key, err)
 	}
-	e.Generation = int(gen)
+	e.Generation = max(e.Generation, int(gen))
 	var deliveryID *string
 	if e.DeliveryID != "" {
 		deliveryID = &e.DeliveryID
