@@ -53,10 +53,7 @@ func newCluster(ctx context.Context, st botStore, bindings *binding.Service, log
 	if !ok {
 		return nil, nil
 	}
-	turns, err := pg.NewTurnLocker(ctx, 0)
-	if err != nil {
-		return nil, err
-	}
+	turns := pg.NewTurnLocker(postgres.TurnLockOptions{Log: log})
 	c := &cluster{pg: pg, owner: processOwner(), turns: turns, log: log}
 	c.listener = pg.NewListener(bindings.Refresh, postgres.ListenerOptions{Log: log})
 	c.leader = pg.NewLeader(postgres.LeaderOptions{Log: log, OnChange: func(leading bool) {

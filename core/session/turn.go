@@ -138,7 +138,7 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) (waiting bool) {
 		}
 		return waiting
 	}
-	ids, err := m.reply(ctx, t, text, source)
+	ids, err := m.replyWaitingForStore(ctx, t, text, source)
 	if err != nil {
 		m.d.Log.Error().Err(err).Str("session", t.key).Msg("turn reply not delivered")
 	} else {

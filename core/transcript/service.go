@@ -54,14 +54,18 @@ func (s *Service) Append(ctx context.Context, key string, e Entry) (Entry, error
 	if key == "" {
 		return Entry{}, fmt.Errorf("append: empty session key")
 	}
-	s.resetMu.RLock()
-	defer s.resetMu.RUnlock()
-	gen, err := s.store.Generation(ctx, key)
-	if err != nil {
-		return Entry{}, fmt.Errorf("append to %s: %w", key, err)
-	}
 	e.SessionKey = key
-	e.Generation = gen
+	if _, ok := s.store.(Resetter); !ok {
+		// The store takes the caller's generation: stamp it here, ordered
+		// against Reset by resetMu (one process owns such a store).
+		s.resetMu.RLock()
+		defer s.resetMu.RUnlock()
+		gen, err := s.store.Generation(ctx, key)
+		if err != nil {
+			return Entry{}, fmt.Errorf("append to %s: %w", key, err)
+		}
+		e.Generation = gen
+	}
 	if e.At.IsZero() {
 		e.At = s.clock.Now()
 	}
@@ -293,6 +297,13 @@ func (s *Service) Delete(ctx context.Context, messageID string) (bool, error) {
 // Reset starts a new generation: earlier entries stay in the record but
 // leave the model's history. It returns the new generation.
 func (s *Service) Reset(ctx context.Context, key string) (int, error) {
+	if r, ok := s.store.(Resetter); ok {
+		gen, err := r.ResetGeneration(ctx, key)
+		if err != nil {
+			return 0, fmt.Errorf("reset %s: %w", key, err)
+		}
+		return gen, nil
+	}
 	s.resetMu.Lock()
 	defer s.resetMu.Unlock()
 	gen, err := s.store.Generation(ctx, key)

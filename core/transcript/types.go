@@ -114,6 +114,17 @@ func ForStore(key string, e Entry) Entry {
 	return e
 }
 
+// Resetter is a Store shared by several processes (PostgreSQL) that orders
+// generations itself: ResetGeneration starts the next generation in one
+// atomic step and returns it, and Append stamps each entry with the
+// generation current when the store writes it (or the caller's
+// Entry.Generation if that is later; Service leaves it 0), both under the
+// session's own lock. So a /reset in one process and an Append in another are ordered by the store,
+// not by the Service's in-process lock, and two resets never count once.
+type Resetter interface {
+	ResetGeneration(ctx context.Context, key string) (int, error)
+}
+
 // Store persists transcripts. Implementations are safe for concurrent use
 // and make Append atomic: sequence numbers are assigned by the store,
 // strictly increasing per session from 1, and an entry whose non-empty

@@ -42,7 +42,8 @@ ON CONFLICT (id) DO UPDATE SET data = excluded.data`, r.ID, raw)
 	if len(recs) == 0 {
 		return nil
 	}
-	return s.inTx(ctx, func(tx pgx.Tx) error { return tx.SendBatch(ctx, &b).Close() })
+	// Idempotent: upserts by id (a replay notifies again; listeners re-read).
+	return s.inTx(ctx, "put bindings", idempotent, func(tx pgx.Tx) error { return tx.SendBatch(ctx, &b).Close() })
 }
 
 // Bindings returns every stored record, ordered by ID.
@@ -67,23 +68,27 @@ func (s *Store) BindingsByID(ctx context.Context, ids ...string) ([]binding.Reco
 
 // queryRecords runs a query returning (id, data) rows and decodes each data.
 func queryRecords[T any](ctx context.Context, s *Store, what, sql string, args ...any) ([]T, error) {
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var (
-		out = []T{}
-		id  string
-		raw []byte
-	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &raw}, func() error {
-		v, err := decode[T](what, id, raw)
+	var out []T
+	err := s.do(ctx, "read "+what+"s", readOnly, func(ctx context.Context) error {
+		rows, err := s.pool.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}
-		out = append(out, v)
-		return nil
+		defer rows.Close()
+		var (
+			id  string
+			raw []byte
+		)
+		out = []T{}
+		_, err = pgx.ForEachRow(rows, []any{&id, &raw}, func() error {
+			v, err := decode[T](what, id, raw)
+			if err != nil {
+				return err
+			}
+			out = append(out, v)
+			return nil
+		})
+		return err
 	})
 	return out, err
 }

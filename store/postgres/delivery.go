@@ -36,10 +36,13 @@ func (s *Store) PutDelivery(ctx context.Context, r delivery.Record) error {
 		return err
 	}
 	sec, nsec := timeKey(r.CreatedAt)
-	_, err = s.pool.Exec(ctx, `INSERT INTO deliveries (id, state, created_sec, created_nsec, data) VALUES ($1, $2, $3, $4, $5)
+	// Idempotent: an upsert of the same record by id.
+	return s.do(ctx, "put delivery", idempotent, func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, `INSERT INTO deliveries (id, state, created_sec, created_nsec, data) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (id) DO UPDATE SET state = excluded.state, created_sec = excluded.created_sec,
 	created_nsec = excluded.created_nsec, data = excluded.data`, id, string(r.State), sec, nsec, raw)
-	return err
+		return err
+	})
 }
 
 // GetDelivery returns the record for id.
@@ -51,7 +54,9 @@ func (s *Store) GetDelivery(ctx context.Context, id string) (delivery.Record, bo
 		return delivery.Record{}, false, nil
 	}
 	var raw []byte
-	err := s.pool.QueryRow(ctx, `SELECT data FROM deliveries WHERE id = $1`, id).Scan(&raw)
+	err := s.do(ctx, "get delivery", readOnly, func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, `SELECT data FROM deliveries WHERE id = $1`, id).Scan(&raw)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return delivery.Record{}, false, nil
 	}
@@ -70,12 +75,16 @@ func (s *Store) ClaimDelivery(ctx context.Context, id, owner string, lease time.
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET owner = $2, lease_until = now() + $3::bigint * interval '1 microsecond'
+	// Idempotent by owner: a replay after a lost COMMIT finds the row
+	// already owner's and renews the lease again.
+	var claimed bool
+	err := s.do(ctx, "claim delivery", idempotent, func(ctx context.Context) error {
+		tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET owner = $2, lease_until = now() + $3::bigint * interval '1 microsecond'
 WHERE id = $1 AND (owner IS NULL OR owner = $2 OR lease_until < now())`, id, owner, lease.Microseconds())
-	if err != nil {
-		return false, err
-	}
-	return tag.RowsAffected() == 1, nil
+		claimed = err == nil && tag.RowsAffected() == 1
+		return err
+	})
+	return claimed, err
 }
 
 // Deliveries returns records in state ("" for all), newest CreatedAt first

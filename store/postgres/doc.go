@@ -78,11 +78,22 @@
 //     (re)connect and every Resync (30s) it re-reads everything, so a lost
 //     notice costs at most one Resync. Activity (Touch) reaches the store
 //     through Flush, so the bot flushes every second on PostgreSQL.
-//   - Turns: TurnLocker takes pg_advisory_lock(hashtextextended(
-//     "agentbot:turn:"+session key, 0)) on a connection of its own pool,
+//   - Turns: TurnLocker takes pg_try_advisory_lock(hashtextextended(
+//     "agentbot:turn:"+session key, 0)) on ONE dedicated connection that
+//     holds every turn lock of the process (trying again with backoff while
+//     another process holds the key; one holder per key in the process),
 //     held for the turn; core/session runs every queued task of a session
 //     under it, so one turn at a time per session across processes. A
-//     process that dies drops its locks with its connections.
+//     process that dies drops its locks with its connection.
+//
+// The database may go away (a restart, a failover): every call goes
+// through Store.do (retry.go), which retries transient failures with
+// bounded backoff (Options.Retry, 30 s by default) and then fails with
+// store.ErrUnavailable. Writes are replayed after a lost COMMIT only when
+// idempotent by key (see the effect constants); the others fail with
+// store.ErrUnavailable then. Transcript generations are ordered here too:
+// Append stamps the generation under the session row lock and
+// ResetGeneration increments it atomically (transcript.Resetter).
 //   - Scheduler: Leader holds pg_try_advisory_lock of LeaderLockName on a
 //     dedicated connection, runs the led function only while it holds it,
 //     pings the connection every Retry (3s) and cancels the function when

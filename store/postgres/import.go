@@ -43,7 +43,8 @@ func (s *Store) ImportEntries(ctx context.Context, key string, entries []transcr
 	if len(entries) == 0 {
 		return nil
 	}
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	// Once: a replay after a lost COMMIT would fail the dense-seq check.
+	return s.inTx(ctx, "import entries", once, func(tx pgx.Tx) error {
 		var last int64
 		err := tx.QueryRow(ctx, `INSERT INTO transcript_sessions AS s (session_key) VALUES ($1)
 ON CONFLICT (session_key) DO UPDATE SET last_seq = s.last_seq

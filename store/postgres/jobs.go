@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"time"
@@ -29,9 +31,11 @@ func (s *Store) PutJob(ctx context.Context, j scheduler.Job) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO jobs (id, data) VALUES ($1, $2)
+	return s.do(ctx, "put job", idempotent, func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, `INSERT INTO jobs (id, data) VALUES ($1, $2)
 ON CONFLICT (id) DO UPDATE SET data = excluded.data`, j.ID, raw)
-	return err
+		return err
+	})
 }
 
 // DeleteJob removes a job with its runs and ledger record.
@@ -42,7 +46,7 @@ func (s *Store) DeleteJob(ctx context.Context, id string) error {
 	if id == "" {
 		return nil
 	}
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	return s.inTx(ctx, "delete job", idempotent, func(tx pgx.Tx) error {
 		var b pgx.Batch
 		b.Queue(`DELETE FROM jobs WHERE id = $1`, id)
 		b.Queue(`DELETE FROM job_runs WHERE job_id = $1`, id)
@@ -60,7 +64,9 @@ func (s *Store) Job(ctx context.Context, id string) (scheduler.Job, bool, error)
 		return scheduler.Job{}, false, nil
 	}
 	var raw []byte
-	err := s.pool.QueryRow(ctx, `SELECT data FROM jobs WHERE id = $1`, id).Scan(&raw)
+	err := s.do(ctx, "read job", readOnly, func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, `SELECT data FROM jobs WHERE id = $1`, id).Scan(&raw)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return scheduler.Job{}, false, nil
 	}
@@ -93,7 +99,8 @@ func (s *Store) PutRun(ctx context.Context, r scheduler.Run, keep int) error {
 		return err
 	}
 	sec, nsec := timeKey(r.StartedAt)
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	// Idempotent: an upsert by (job, run) and a prune to the newest keep.
+	return s.inTx(ctx, "put run", idempotent, func(tx pgx.Tx) error {
 		var b pgx.Batch
 		b.Queue(`INSERT INTO job_runs (job_id, run_id, started_sec, started_nsec, data) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (job_id, run_id) DO UPDATE SET started_sec = excluded.started_sec,
@@ -126,7 +133,10 @@ ORDER BY started_sec DESC, started_nsec DESC, run_id DESC LIMIT $2`, jobID, lim)
 // ClaimInstant claims a job's scheduled instant once: it succeeds only when
 // the instant is after the newest one claimed for the job. The conditional
 // upsert locks the ledger row, so concurrent claimers in any process
-// serialise and the losers see the winner's instant.
+// serialise and the losers see the winner's instant. Each call writes a
+// random claim token beside the instant, so replaying it after a lost
+// COMMIT (store.ErrUnavailable retries) finds its own claim and still wins,
+// while another claimer of the same instant, with another token, loses.
 func (s *Store) ClaimInstant(ctx context.Context, jobID string, instant time.Time) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -135,11 +145,23 @@ func (s *Store) ClaimInstant(ctx context.Context, jobID string, instant time.Tim
 		return false, errors.New("postgres: claim with empty job id")
 	}
 	sec, nsec := timeKey(instant)
-	tag, err := s.pool.Exec(ctx, `INSERT INTO job_ledger AS l (job_id, instant_sec, instant_nsec) VALUES ($1, $2, $3)
-ON CONFLICT (job_id) DO UPDATE SET instant_sec = excluded.instant_sec, instant_nsec = excluded.instant_nsec
-WHERE (l.instant_sec, l.instant_nsec) < (excluded.instant_sec, excluded.instant_nsec)`, jobID, sec, nsec)
-	if err != nil {
-		return false, err
-	}
-	return tag.RowsAffected() == 1, nil
+	token := randToken()
+	var claimed bool
+	err := s.do(ctx, "claim instant", idempotent, func(ctx context.Context) error {
+		tag, err := s.pool.Exec(ctx, `INSERT INTO job_ledger AS l (job_id, instant_sec, instant_nsec, claim) VALUES ($1, $2, $3, $4)
+ON CONFLICT (job_id) DO UPDATE SET instant_sec = excluded.instant_sec, instant_nsec = excluded.instant_nsec, claim = excluded.claim
+WHERE (l.instant_sec, l.instant_nsec) < (excluded.instant_sec, excluded.instant_nsec)
+	OR ((l.instant_sec, l.instant_nsec) = (excluded.instant_sec, excluded.instant_nsec) AND l.claim = excluded.claim)`,
+			jobID, sec, nsec, token)
+		claimed = err == nil && tag.RowsAffected() == 1
+		return err
+	})
+	return claimed, err
+}
+
+// randToken is a random claim token (16 hex digits).
+func randToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

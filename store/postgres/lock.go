@@ -2,11 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 )
 
@@ -19,61 +20,177 @@ const (
 	LeaderLockName = "agentbot:scheduler-leader"
 )
 
-// DefaultTurnLockConns caps the connections a TurnLocker holds at once.
-const DefaultTurnLockConns = 32
+// Turn lock polling: how often a Lock whose key another process holds
+// tries again (doubling from the first to the max).
+const (
+	DefaultTurnLockPoll    = 25 * time.Millisecond
+	DefaultTurnLockPollMax = 500 * time.Millisecond
+)
 
-// TurnLocker serialises turns of one session across processes with
-// session-level advisory locks: Lock takes a connection from its own pool
-// (not the store's: a turn holds it while it runs and needs store
-// connections meanwhile) and waits in pg_advisory_lock; unlock releases
-// the lock and returns the connection. If the connection dies during the
-// turn the server drops the lock with it. It implements core/session's
-// TurnLocker.
-type TurnLocker struct {
-	pool *pgxpool.Pool
+// TurnLockOptions tunes a TurnLocker. The zero value is valid.
+type TurnLockOptions struct {
+	// Poll and PollMax: the waits of a Lock whose key another process
+	// holds (defaults DefaultTurnLockPoll, DefaultTurnLockPollMax).
+	Poll, PollMax time.Duration
+	// After waits d (default time.After); tests inject a fake.
+	After func(d time.Duration) <-chan time.Time
+	Log   zerolog.Logger
 }
 
-// NewTurnLocker opens the locker's pool (maxConns <= 0: DefaultTurnLockConns)
-// on the store's database. Close it after the sessions stopped.
-func (s *Store) NewTurnLocker(ctx context.Context, maxConns int32) (*TurnLocker, error) {
-	if maxConns <= 0 {
-		maxConns = DefaultTurnLockConns
+// TurnLocker serialises turns of one session across processes with
+// session-level advisory locks, all held on ONE connection of its own
+// (not the store's pool: a turn needs store connections meanwhile). A
+// lock never holds a connection of its own, so any number of sessions may
+// run slow turns at once without stalling the others (the old design
+// pinned one pooled connection per running turn and waited in
+// pg_advisory_lock: the 33rd concurrent turn of the process waited, with
+// no timeout, for one of 32 slow turns to end). Lock takes the key with
+// pg_try_advisory_lock and, while another process holds it, tries again
+// with backoff (cross-process contention on one session is rare: shards
+// serve disjoint conversations). Within the process a key is held by one
+// caller at a time (advisory locks are re-entrant per connection). If the
+// connection dies, the server frees every lock on it; the next Lock opens
+// a new connection (waiting out a database restart like every store
+// call), and the turns that held the old locks finish without them, as a
+// turn whose lock connection died always did. It implements core/session's
+// TurnLocker.
+type TurnLocker struct {
+	s   *Store
+	opt TurnLockOptions
+
+	mu   sync.Mutex // guards held
+	held map[string]chan struct{}
+
+	connMu sync.Mutex // guards conn and serialises its statements
+	conn   *pgx.Conn
+	epoch  int // counts connections opened: a lock taken on an older one is gone
+	closed bool
+}
+
+// NewTurnLocker returns the process's turn locker on the store's database.
+// It does no I/O: the connection is opened by the first Lock. Close it
+// after the sessions stopped.
+func (s *Store) NewTurnLocker(opt TurnLockOptions) *TurnLocker {
+	if opt.Poll <= 0 {
+		opt.Poll = DefaultTurnLockPoll
 	}
-	cfg := s.pool.Config().Copy()
-	cfg.MaxConns = maxConns
-	cfg.MinConns = 0
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: turn lock pool: %w", err)
+	if opt.PollMax <= 0 {
+		opt.PollMax = DefaultTurnLockPollMax
 	}
-	return &TurnLocker{pool: pool}, nil
+	if opt.After == nil {
+		opt.After = time.After
+	}
+	return &TurnLocker{s: s, opt: opt, held: map[string]chan struct{}{}}
 }
 
 // Lock blocks until this process holds key's turn lock or ctx ends.
 func (l *TurnLocker) Lock(ctx context.Context, key string) (unlock func(), err error) {
-	conn, err := l.pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: turn lock %s: %w", key, err)
-	}
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 0))`, turnLockPrefix+key); err != nil {
-		// A cancelled wait may leave the lock granted later: drop the connection.
-		_ = conn.Conn().Close(context.Background())
-		conn.Release()
-		return nil, fmt.Errorf("postgres: turn lock %s: %w", key, err)
-	}
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		var ok bool
-		if err := conn.QueryRow(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, turnLockPrefix+key).Scan(&ok); err != nil || !ok {
-			_ = conn.Conn().Close(ctx) // closing the session frees its locks
+	// In the process: one holder per key.
+	for {
+		l.mu.Lock()
+		busy, ok := l.held[key]
+		if !ok {
+			l.held[key] = make(chan struct{})
+			l.mu.Unlock()
+			break
 		}
-		conn.Release()
-	}, nil
+		l.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("postgres: turn lock %s: %w", key, ctx.Err())
+		}
+	}
+	release := func() {
+		l.mu.Lock()
+		close(l.held[key])
+		delete(l.held, key)
+		l.mu.Unlock()
+	}
+	// Across processes.
+	wait := l.opt.Poll
+	for {
+		got, epoch, err := l.try(ctx, key)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("postgres: turn lock %s: %w", key, err)
+		}
+		if got {
+			var once sync.Once
+			return func() { once.Do(func() { l.unlock(key, epoch); release() }) }, nil
+		}
+		select {
+		case <-ctx.Done():
+			release()
+			return nil, fmt.Errorf("postgres: turn lock %s: %w", key, ctx.Err())
+		case <-l.opt.After(wait):
+		}
+		wait = min(wait*2, l.opt.PollMax)
+	}
 }
 
-// Close closes the locker's pool.
-func (l *TurnLocker) Close() { l.pool.Close() }
+// try takes key's advisory lock on the shared connection if it is free,
+// (re)connecting first when needed, through the store's retry loop.
+func (l *TurnLocker) try(ctx context.Context, key string) (got bool, epoch int, err error) {
+	err = l.s.do(ctx, "turn lock", readOnly, func(ctx context.Context) error {
+		l.connMu.Lock()
+		defer l.connMu.Unlock()
+		if l.closed {
+			return errors.New("turn locker closed")
+		}
+		if l.conn == nil || l.conn.IsClosed() {
+			conn, err := pgx.ConnectConfig(ctx, l.s.pool.Config().ConnConfig.Copy())
+			if err != nil {
+				return err
+			}
+			if l.conn != nil {
+				l.opt.Log.Warn().Msg("turn lock connection lost: the turns that held locks finish without them")
+			}
+			l.conn, l.epoch = conn, l.epoch+1
+		}
+		epoch = l.epoch
+		err := l.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 0))`, turnLockPrefix+key).Scan(&got)
+		if err != nil {
+			// A cancelled or failed statement may leave the connection (and
+			// a lock granted in the meantime) in doubt: start over.
+			_ = l.conn.Close(context.Background())
+			l.conn = nil
+		}
+		return err
+	})
+	return got, epoch, err
+}
+
+// unlock releases key's advisory lock if it is still held on the
+// connection it was taken on (a lost connection freed it already).
+func (l *TurnLocker) unlock(key string, epoch int) {
+	l.connMu.Lock()
+	defer l.connMu.Unlock()
+	if l.conn == nil || l.epoch != epoch || l.conn.IsClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var ok bool
+	if err := l.conn.QueryRow(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, turnLockPrefix+key).Scan(&ok); err != nil || !ok {
+		// In doubt: closing the session frees its locks (and every other
+		// turn's lock of this process: they finish without theirs).
+		l.opt.Log.Warn().Err(err).Str("session", key).Msg("turn unlock failed; closing the turn lock connection")
+		_ = l.conn.Close(ctx)
+		l.conn = nil
+	}
+}
+
+// Close closes the locker's connection (freeing its locks).
+func (l *TurnLocker) Close() {
+	l.connMu.Lock()
+	defer l.connMu.Unlock()
+	l.closed = true
+	if l.conn != nil {
+		_ = l.conn.Close(context.Background())
+		l.conn = nil
+	}
+}
 
 // DefaultLeaderRetry is how often a Leader that is not leading tries again,
 // and how often the leader checks its connection.

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentbot/agentbot/core/binding"
@@ -52,6 +51,9 @@ type Options struct {
 	// MaxConns caps the pool (default 8). A DSN's pool_max_conns wins when
 	// Options.MaxConns is zero.
 	MaxConns int32
+	// Retry tunes how every store call waits out a restart or failover of
+	// the database (bounded backoff, then store.ErrUnavailable).
+	Retry RetryOptions
 }
 
 // Store is one PostgreSQL database holding every core store's tables. It
@@ -61,6 +63,7 @@ type Options struct {
 type Store struct {
 	pool      *pgxpool.Pool
 	version   int
+	retry     RetryOptions
 	closeOnce sync.Once
 }
 
@@ -107,7 +110,7 @@ func open(ctx context.Context, dsn string, opts Options, migs []migration) (*Sto
 		pool.Close()
 		return nil, err
 	}
-	return &Store{pool: pool, version: version}, nil
+	return &Store{pool: pool, version: version, retry: opts.Retry.withDefaults()}, nil
 }
 
 // redact names the server without credentials, for error messages (the
@@ -129,12 +132,4 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 func (s *Store) Close() error {
 	s.closeOnce.Do(s.pool.Close)
 	return nil
-}
-
-// inTx runs fn in a transaction (READ COMMITTED), committing when it returns nil.
-func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return pgx.BeginFunc(ctx, s.pool, fn)
 }

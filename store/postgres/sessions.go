@@ -21,9 +21,11 @@ func (s *Store) PutSessionInfo(ctx context.Context, in sess.Info) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO session_infos (key, data) VALUES ($1, $2)
+	return s.do(ctx, "put session info", idempotent, func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, `INSERT INTO session_infos (key, data) VALUES ($1, $2)
 ON CONFLICT (key) DO UPDATE SET data = excluded.data`, in.Key, raw)
-	return err
+		return err
+	})
 }
 
 // SessionInfos returns every session registry record, ordered by key.
@@ -40,9 +42,11 @@ func (s *Store) PutWebhook(ctx context.Context, channelID, id, token string) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO webhooks (channel_id, webhook_id, token) VALUES ($1, $2, $3)
+	return s.do(ctx, "put webhook", idempotent, func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, `INSERT INTO webhooks (channel_id, webhook_id, token) VALUES ($1, $2, $3)
 ON CONFLICT (channel_id) DO UPDATE SET webhook_id = excluded.webhook_id, token = excluded.token`, channelID, id, token)
-	return err
+		return err
+	})
 }
 
 // Webhook returns the stored webhook of a channel.
@@ -50,7 +54,9 @@ func (s *Store) Webhook(ctx context.Context, channelID string) (id, token string
 	if err := ctx.Err(); err != nil {
 		return "", "", false, err
 	}
-	err = s.pool.QueryRow(ctx, `SELECT webhook_id, token FROM webhooks WHERE channel_id = $1`, channelID).Scan(&id, &token)
+	err = s.do(ctx, "read webhook", readOnly, func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, `SELECT webhook_id, token FROM webhooks WHERE channel_id = $1`, channelID).Scan(&id, &token)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", "", false, nil
 	}
@@ -65,6 +71,8 @@ func (s *Store) DeleteWebhook(ctx context.Context, channelID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err := s.pool.Exec(ctx, `DELETE FROM webhooks WHERE channel_id = $1`, channelID)
-	return err
+	return s.do(ctx, "delete webhook", idempotent, func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, `DELETE FROM webhooks WHERE channel_id = $1`, channelID)
+		return err
+	})
 }

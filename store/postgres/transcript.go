@@ -50,7 +50,14 @@ func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (tra
 		out     transcript.Entry
 		existed bool
 	)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	// Idempotent by delivery id: a replay after a lost COMMIT finds the
+	// entry and returns it (existed). An entry without a delivery id has no
+	// key to find it by, so it is replayed only when surely not applied.
+	eff := idempotent
+	if e.DeliveryID == "" {
+		eff = once
+	}
+	err := s.inTx(ctx, "append", eff, func(tx pgx.Tx) error {
 		var err error
 		out, existed, err = appendTx(ctx, tx, key, e)
 		return err
@@ -65,13 +72,17 @@ func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (tra
 func appendTx(ctx context.Context, tx pgx.Tx, key string, e transcript.Entry) (transcript.Entry, bool, error) {
 	// Lock (creating if needed) the session row: every appender of this
 	// session, in any process, queues here until this transaction ends.
-	var last int64
+	// The entry takes the generation current under that lock (or the
+	// caller's, if later: an import or a test may give one): a
+	// ResetGeneration in any process is ordered before or after it.
+	var last, gen int64
 	err := tx.QueryRow(ctx, `INSERT INTO transcript_sessions AS s (session_key) VALUES ($1)
 ON CONFLICT (session_key) DO UPDATE SET last_seq = s.last_seq
-RETURNING s.last_seq`, key).Scan(&last)
+RETURNING s.last_seq, s.generation`, key).Scan(&last, &gen)
 	if err != nil {
 		return transcript.Entry{}, false, fmt.Errorf("postgres: lock session %q: %w", key, err)
 	}
+	e.Generation = max(e.Generation, int(gen))
 	var deliveryID *string
 	if e.DeliveryID != "" {
 		deliveryID = &e.DeliveryID
@@ -113,23 +124,27 @@ ON CONFLICT (session_key, message_id) DO NOTHING`, key, id, last+1)
 
 // queryEntries runs a query returning (seq, data) rows of session key.
 func (s *Store) queryEntries(ctx context.Context, key, sql string, args ...any) ([]transcript.Entry, error) {
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []transcript.Entry{}
-	var (
-		seq int64
-		raw []byte
-	)
-	_, err = pgx.ForEachRow(rows, []any{&seq, &raw}, func() error {
-		e, err := decodeEntry(key, seq, raw)
+	var out []transcript.Entry
+	err := s.do(ctx, "read transcript", readOnly, func(ctx context.Context) error {
+		rows, err := s.pool.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}
-		out = append(out, e)
-		return nil
+		defer rows.Close()
+		out = []transcript.Entry{}
+		var (
+			seq int64
+			raw []byte
+		)
+		_, err = pgx.ForEachRow(rows, []any{&seq, &raw}, func() error {
+			e, err := decodeEntry(key, seq, raw)
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -195,7 +210,9 @@ func (s *Store) Generation(ctx context.Context, key string) (int, error) {
 		return 0, err
 	}
 	var gen int64
-	err := s.pool.QueryRow(ctx, `SELECT generation FROM transcript_sessions WHERE session_key = $1`, key).Scan(&gen)
+	err := s.do(ctx, "read generation", readOnly, func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, `SELECT generation FROM transcript_sessions WHERE session_key = $1`, key).Scan(&gen)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -211,9 +228,34 @@ func (s *Store) SetGeneration(ctx context.Context, key string, gen int) error {
 	if key == "" {
 		return errors.New("postgres: empty session key")
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO transcript_sessions (session_key, generation) VALUES ($1, $2)
+	return s.do(ctx, "set generation", idempotent, func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, `INSERT INTO transcript_sessions (session_key, generation) VALUES ($1, $2)
 ON CONFLICT (session_key) DO UPDATE SET generation = excluded.generation`, key, int64(gen))
-	return err
+		return err
+	})
+}
+
+// ResetGeneration starts the session's next generation in one statement
+// and returns it (transcript.Resetter). It takes the session row's lock, as
+// Append does, so across processes every entry is stamped with the
+// generation current when it was written: an Append after the reset
+// belongs to the new generation, one before it to the old, and two resets
+// count twice. Replayed only when surely not applied: a lost COMMIT fails
+// with store.ErrUnavailable rather than skipping a generation.
+func (s *Store) ResetGeneration(ctx context.Context, key string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if key == "" {
+		return 0, errors.New("postgres: empty session key")
+	}
+	var gen int64
+	err := s.do(ctx, "reset generation", once, func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, `INSERT INTO transcript_sessions AS s (session_key, generation) VALUES ($1, 1)
+ON CONFLICT (session_key) DO UPDATE SET generation = s.generation + 1
+RETURNING s.generation`, key).Scan(&gen)
+	})
+	return int(gen), err
 }
 
 // Sessions lists the session keys that have a transcript, in key order.
@@ -221,11 +263,15 @@ func (s *Store) Sessions(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT session_key FROM transcript_sessions ORDER BY session_key`)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	var keys []string
+	err := s.do(ctx, "list sessions", readOnly, func(ctx context.Context) error {
+		rows, err := s.pool.Query(ctx, `SELECT session_key FROM transcript_sessions ORDER BY session_key`)
+		if err != nil {
+			return err
+		}
+		keys, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -242,8 +288,10 @@ func (s *Store) LocateMessage(ctx context.Context, messageID string) (string, bo
 		return "", false, err
 	}
 	var key string
-	err := s.pool.QueryRow(ctx, `SELECT session_key FROM transcript_messages WHERE message_id = $1 ORDER BY session_key LIMIT 1`,
-		messageID).Scan(&key)
+	err := s.do(ctx, "locate message", readOnly, func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, `SELECT session_key FROM transcript_messages WHERE message_id = $1 ORDER BY session_key LIMIT 1`,
+			messageID).Scan(&key)
+	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", false, nil
@@ -260,7 +308,8 @@ func (s *Store) Erase(ctx context.Context, key string, seqs []uint64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	// Idempotent: an erased entry stays erased.
+	return s.inTx(ctx, "erase", idempotent, func(tx pgx.Tx) error {
 		for _, seq := range seqs {
 			var raw []byte
 			err := tx.QueryRow(ctx, `SELECT data FROM transcript_entries WHERE session_key = $1 AND seq = $2 FOR UPDATE`,

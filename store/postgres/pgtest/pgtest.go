@@ -58,6 +58,9 @@ type server struct {
 
 	// Private server only.
 	dir    string
+	bin    string
+	port   int
+	cred   *syscall.Credential
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when the server process has exited
 }
@@ -214,12 +217,11 @@ func startPrivate() (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{dir: dir}
+	s := &server{dir: dir, bin: bin}
 	fail := func(err error) (*server, error) {
 		s.stop()
 		return nil, err
 	}
-	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -230,38 +232,48 @@ func startPrivate() (*server, error) {
 		if err := os.Chown(dir, uid, gid); err != nil {
 			return fail(err)
 		}
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
 	data := filepath.Join(dir, "data")
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust",
 		"-E", "UTF8", "--no-locale", "--no-sync")
 	initdb.Dir = dir
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("initdb: %v\n%s", err, out))
 	}
-	port, err := freePort()
-	if err != nil {
+	if s.port, err = freePort(); err != nil {
 		return fail(err)
 	}
-	logf, err := os.Create(filepath.Join(dir, "postgres.log"))
-	if err != nil {
+	s.base = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port)
+	if err := s.launch(); err != nil {
 		return fail(err)
+	}
+	return s, nil
+}
+
+// launch starts the private server's process on its data directory and
+// port and waits until it accepts connections (then s.admin is set).
+func (s *server) launch() error {
+	logf, err := os.OpenFile(filepath.Join(s.dir, "postgres.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o666)
+	if err != nil {
+		return err
 	}
 	defer logf.Close()
-	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", dir,
+	s.cmd = exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(s.dir, "data"), "-p", strconv.Itoa(s.port), "-k", s.dir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off", "-c", "max_connections=200")
-	s.cmd.Dir = dir
+	s.cmd.Dir = s.dir
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	// The server dies with the test binary even when Main does not run.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGQUIT}
 	if err := s.cmd.Start(); err != nil {
-		return fail(fmt.Errorf("start postgres: %w", err))
+		return fmt.Errorf("start postgres: %w", err)
 	}
-	s.exited = make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(s.exited) }()
-	s.base = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	exited := make(chan struct{})
+	s.exited = exited
+	cmd := s.cmd
+	go func() { _ = cmd.Wait(); close(exited) }()
 	type result struct {
 		pool *pgxpool.Pool
 		err  error
@@ -274,13 +286,104 @@ func startPrivate() (*server, error) {
 	select {
 	case r := <-ready:
 		if r.err != nil {
-			return fail(fmt.Errorf("postgres did not accept connections: %v\n%s", r.err, tail(filepath.Join(dir, "postgres.log"))))
+			return fmt.Errorf("postgres did not accept connections: %v\n%s", r.err, tail(filepath.Join(s.dir, "postgres.log")))
 		}
 		s.admin = r.pool
-	case <-s.exited:
-		return fail(fmt.Errorf("postgres exited at start:\n%s", tail(filepath.Join(dir, "postgres.log"))))
+	case <-exited:
+		return fmt.Errorf("postgres exited at start:\n%s", tail(filepath.Join(s.dir, "postgres.log")))
 	}
-	return s, nil
+	return nil
+}
+
+// halt stops the server process (fast shutdown: sessions are terminated
+// with 57P01, as in a restart or failover; kill after 10s) and keeps its
+// data directory.
+func (s *server) halt() {
+	if s.admin != nil {
+		s.admin.Close()
+		s.admin = nil
+	}
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-s.exited:
+		case <-time.After(10 * time.Second):
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+		}
+	}
+	s.cmd = nil
+}
+
+// Server is a private PostgreSQL server of one test, which the test may
+// stop and start again (a restart or failover of the database, at a point
+// the test chooses). Its databases keep their data across a restart.
+type Server struct {
+	mu  sync.Mutex
+	srv *server
+}
+
+// NewServer starts a private server for t (skipping t, or failing it
+// under CI=true, when PostgreSQL cannot be started; an external
+// $AGENTBOT_TEST_DSN server cannot be restarted by a test, so it is not
+// used here). The server is stopped and removed when t ends.
+func NewServer(t testing.TB) *Server {
+	t.Helper()
+	srv, err := startPrivate()
+	if err != nil {
+		if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
+			t.Fatalf("pgtest: PostgreSQL is required under CI: %v", err)
+		}
+		t.Skipf("pgtest: PostgreSQL not available, skipping (install postgresql): %v", err)
+	}
+	s := &Server{srv: srv}
+	t.Cleanup(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.srv.stop()
+	})
+	return s
+}
+
+// DSN creates an empty database on the server and returns its DSN.
+func (s *Server) DSN(t testing.TB) string {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv.admin == nil {
+		t.Fatal("pgtest: DSN while the server is stopped")
+	}
+	name := "t_" + randHex(6)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.srv.admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+	dsn, err := withDatabase(s.srv.base, name)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return dsn
+}
+
+// Stop shuts the server down (fast shutdown: open sessions end with
+// 57P01 admin_shutdown; new connections are refused) and returns once it
+// has exited. The data stays for Start.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.srv.halt()
+}
+
+// Start starts a stopped server again on the same port and data and
+// returns once it accepts connections.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv.cmd != nil {
+		return nil
+	}
+	return s.srv.launch()
 }
 
 func tail(path string) string {
@@ -303,18 +406,7 @@ func freePort() (int, error) {
 // stop closes the admin pool, stops a private server (fast shutdown, then
 // kill after 10s) and removes its directory.
 func (s *server) stop() {
-	if s.admin != nil {
-		s.admin.Close()
-	}
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-s.exited:
-		case <-time.After(10 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-		}
-	}
+	s.halt()
 	if s.dir != "" {
 		_ = os.RemoveAll(s.dir)
 	}
