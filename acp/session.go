@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -174,11 +173,21 @@ func (s *session) ensure(ctx context.Context) (*conn, error) {
 		case <-s.m.opt.After(s.m.opt.Backoff(crashes)):
 		}
 	}
-	ws, err := NewWorkspace(filepath.Join(s.ac.Workspace, s.rec.Dir))
+	// The directories are made from the conversation id each time (never
+	// from the record's Dir, which an older version wrote unescaped).
+	wsDir, err := sessionDir(s.ac, s.rec.Conversation.ConversationID)
 	if err != nil {
 		return nil, err
 	}
-	home, err := NewWorkspace(filepath.Join(s.ac.Workspace, ".agentbot-home", s.rec.Dir))
+	homeDir, err := homeDir(s.ac, s.rec.Conversation.ConversationID)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := NewWorkspace(wsDir)
+	if err != nil {
+		return nil, err
+	}
+	home, err := NewWorkspace(homeDir)
 	if err != nil {
 		return nil, err
 	}
