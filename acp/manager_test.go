@@ -488,3 +488,32 @@ func TestHostileConversationIDStaysInWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A graceful stop (SIGTERM: the manager's context ends) in the middle of
+// a turn ends it visibly: the thread shows that the turn was interrupted,
+// that line is recorded like the turn's other messages (Rule 1), and the
+// next start does not report it a second time.
+func TestShutdownMidTurnEndsItVisibly(t *testing.T) {
+	f := newFixture(t)
+	res := f.spawn()
+	f.say(res, "alice", "say partial\nwait")
+	f.waitShown("partial")
+	f.stop()
+	if _, ok := f.live.find("turn here was interrupted"); !ok {
+		t.Fatalf("no interrupted notice after a graceful stop; displayed %q", texts(f.live.snapshot()))
+	}
+	f.waitEntries(res.SessionKey, 2)
+	f.checkRule1(res.SessionKey)
+	recPath := filepath.Join(f.ac.Workspace, ".agentbot-sessions", res.Thread.ConversationID+".json")
+	if b, err := os.ReadFile(recPath); err != nil || strings.Contains(string(b), "turnInFlight") {
+		t.Errorf("record after the stop: %s %v (the turn was told; it must not be told again)", b, err)
+	}
+	f.start()
+	f.stop()
+	for _, n := range f.notices.all() {
+		if strings.Contains(n.text, "interrupted") {
+			t.Errorf("reported twice: %q", n.text)
+		}
+	}
+	f.start()
+}

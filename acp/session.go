@@ -290,8 +290,17 @@ func (s *session) run(ctx context.Context, t *turn) {
 		s.mu.Lock()
 		s.turn = nil
 		s.mu.Unlock()
-		t.finish(ctx)
-		if !p.warm {
+		// A shutdown (SIGTERM, the manager's context ended) is a terminal,
+		// visible state of the turn (invariant 16): it ends with a notice,
+		// as a SIGKILL's turn does at the next start. The in-flight marker
+		// is cleared only once everything, the notice included, is
+		// displayed and recorded; otherwise the next start reports it.
+		stopping := ctx.Err() != nil && !p.warm
+		if stopping {
+			t.line(context.WithoutCancel(ctx), fmt.Sprintf("⚠️ The bot is shutting down: **%s**'s turn here was interrupted. Send your message again once the bot is back.", s.ac.Name))
+		}
+		err := t.finish(ctx)
+		if !p.warm && (!stopping || err == nil) {
 			s.clearInFlight(t.seq)
 		}
 	}()
@@ -338,6 +347,9 @@ func (s *session) run(ctx context.Context, t *turn) {
 		default:
 		}
 	}
+	if ctx.Err() != nil {
+		return // shutting down: the deferred notice says so
+	}
 	t.resolvePerms()
 	switch {
 	case crashed:
@@ -360,9 +372,6 @@ func (s *session) run(ctx context.Context, t *turn) {
 			t.line(ctx, fmt.Sprintf("⚠️ **%s** stopped unexpectedly (%s); this turn ended. Your next message starts it again.", s.ac.Name, why))
 		}
 	case perr != nil:
-		if ctx.Err() != nil {
-			return
-		}
 		s.m.log.Warn().Err(perr).Str("session", s.rec.Key).Msg("acp prompt failed")
 		t.line(ctx, fmt.Sprintf("⚠️ **%s** answered with an error; this turn ended. The bot logged the details.", s.ac.Name))
 	default:
