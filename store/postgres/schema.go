@@ -9,7 +9,7 @@ import (
 )
 
 // SchemaVersion is the schema this binary writes: len(migrations).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // migrationLockKey is the pg_advisory_xact_lock key migrations run under, so
 // two processes starting together migrate one after the other. It is the
@@ -110,6 +110,12 @@ ALTER TABLE deliveries ADD COLUMN owner text, ADD COLUMN lease_until timestamptz
 `},
 	{name: "message id lookup across sessions", sql: `
 CREATE INDEX transcript_messages_by_id ON transcript_messages (message_id);
+`},
+	{name: "child process groups", sql: `
+CREATE TABLE processes (
+	key  text COLLATE "C" PRIMARY KEY,
+	data bytea NOT NULL
+);
 `},
 }
 
