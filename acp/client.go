@@ -117,12 +117,13 @@ func (c *client) WriteTextFile(ctx context.Context, p sdk.WriteTextFileRequest) 
 }
 
 // fsError is a file request's error as the protocol names it: a missing
-// file is "Resource not found" (-32002), a refused path "Invalid params".
+// file is "Resource not found" (-32002), a refused path or a file over the
+// read limit "Invalid params" (its data says which, in words).
 func fsError(err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return &sdk.RequestError{Code: -32002, Message: "Resource not found", Data: map[string]any{"error": err.Error()}}
-	case errors.Is(err, ErrOutsideWorkspace):
+	case errors.Is(err, ErrOutsideWorkspace), errors.Is(err, ErrTooLarge):
 		return sdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
 	return err

@@ -12,8 +12,12 @@
 //     and a HOME of its own): never the bot's token or other secrets.
 //   - The client capabilities fs/read_text_file and fs/write_text_file are
 //     served inside the session's workspace directory only: paths outside
-//     it, ".." elements and symlinks leading out are refused. The terminal
-//     capability is off.
+//     it, ".." elements and symlinks leading out are refused, and the file
+//     is opened one component at a time with O_NOFOLLOW (openBeneath), so
+//     a symlink swapped in after the check is not followed. A read is capped
+//     at MaxReadBytes (regular files only). The terminal capability is off.
+//   - A session's directories are one safe component made from the
+//     conversation id (safeComponent), never the id itself (invariant 18).
 //   - What the thread displays is the bound session's transcript (Rule 1):
 //     each of a turn's messages (answer text, tool call and plan status
 //     lines, permission requests with their buttons) is a core/delivery

@@ -242,10 +242,14 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 		thread, created = th, true
 	}
 	key := SessionKey(ac.Name, thread.ConversationID)
-	if _, err := NewWorkspace(filepath.Join(ac.Workspace, thread.ConversationID)); err != nil {
+	dir, err := sessionDir(ac, thread.ConversationID)
+	if err != nil {
 		return StartResult{}, fmt.Errorf("start %s: %w", ac.Name, err)
 	}
-	rec := sessionRecord{Key: key, Agent: ac.Name, Conversation: thread, BoundBy: req.UserID, Dir: thread.ConversationID, CreatedAt: m.d.Clock.Now()}
+	if _, err := NewWorkspace(dir); err != nil {
+		return StartResult{}, fmt.Errorf("start %s: %w", ac.Name, err)
+	}
+	rec := sessionRecord{Key: key, Agent: ac.Name, Conversation: thread, BoundBy: req.UserID, Dir: filepath.Base(dir), CreatedAt: m.d.Clock.Now()}
 	if err := m.saveRecord(ac, rec); err != nil {
 		return StartResult{}, fmt.Errorf("start %s: %w", ac.Name, err)
 	}
@@ -447,12 +451,11 @@ type sessionRecord struct {
 	CreatedAt    time.Time `json:"createdAt"`
 }
 
-func recordPath(ac AgentConfig, thread string) string {
-	return filepath.Join(ac.Workspace, ".agentbot-sessions", thread+".json")
-}
-
 func (m *Manager) saveRecord(ac AgentConfig, rec sessionRecord) error {
-	p := recordPath(ac, rec.Conversation.ConversationID)
+	p, err := recordPath(ac, rec.Conversation.ConversationID)
+	if err != nil {
+		return fmt.Errorf("save session record: %w", err)
+	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return fmt.Errorf("save session record: %w", err)
 	}
@@ -471,8 +474,16 @@ func (m *Manager) saveRecord(ac AgentConfig, rec sessionRecord) error {
 }
 
 func (m *Manager) loadRecord(ac AgentConfig, thread string) (sessionRecord, error) {
+	p, err := recordPath(ac, thread)
+	if err != nil {
+		return sessionRecord{}, fmt.Errorf("load session record: %w", err)
+	}
+	return loadRecordFile(p)
+}
+
+func loadRecordFile(p string) (sessionRecord, error) {
 	var rec sessionRecord
-	b, err := os.ReadFile(recordPath(ac, thread))
+	b, err := os.ReadFile(p)
 	if err != nil {
 		return rec, fmt.Errorf("load session record: %w", err)
 	}
@@ -496,7 +507,7 @@ func (m *Manager) reportInterrupted(ctx context.Context) {
 	for _, ac := range m.opt.Agents {
 		paths, _ := filepath.Glob(filepath.Join(ac.Workspace, ".agentbot-sessions", "*.json"))
 		for _, p := range paths {
-			rec, err := m.loadRecord(ac, strings.TrimSuffix(filepath.Base(p), ".json"))
+			rec, err := loadRecordFile(p)
 			if err != nil || rec.TurnInFlight == "" {
 				continue
 			}

@@ -3,6 +3,7 @@ package acp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/agentbot/agentbot/acp"
 	"github.com/agentbot/agentbot/core/authz"
+	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
 )
 
@@ -442,6 +444,76 @@ func TestInterruptedTurnIsReportedAfterRestart(t *testing.T) {
 	f.stop() // Run returns after the report is done
 	if b, err := os.ReadFile(recPath); err != nil || strings.Contains(string(b), "turnInFlight") {
 		t.Errorf("record after the report: %s %v (want the turn cleared, so it is told once)", b, err)
+	}
+	f.start()
+}
+
+// A conversation id is not a path: a Matrix thread "root" of $/../../x
+// (the sender's content) binds a session whose workspace, home and record
+// stay under the agent's workspace root, and the agent's writes land there
+// (invariant 18).
+func TestHostileConversationIDStaysInWorkspace(t *testing.T) {
+	f := newFixture(t)
+	parent := filepath.Dir(f.ac.Workspace)
+	for i, id := range []string{"$/../../x", "..", "../escape", "a/../../../b"} {
+		thread := binding.ConversationRef{Channel: "matrix", AccountID: "default", ConversationID: id, ParentConversationID: "!room:hs"}
+		res, err := f.m.Start(context.Background(), acp.StartRequest{Agent: f.ac.Name, Where: thread, UserID: "alice"})
+		if err != nil {
+			t.Fatalf("start in %q: %v", id, err)
+		}
+		done := fmt.Sprintf("session %d wrote", i)
+		f.say(res, "alice", "write notes.txt hello\nsay "+done)
+		f.waitShown(done)
+	}
+	// Nothing outside the root: the parent holds only ws and the agent log.
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() != filepath.Base(f.ac.Workspace) && e.Name() != filepath.Base(f.log) {
+			t.Errorf("%s created beside the workspace root", e.Name())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(parent, "x")); err == nil {
+		t.Error("a workspace was made outside the root")
+	}
+	err = filepath.WalkDir(f.ac.Workspace, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "notes.txt" && filepath.Dir(filepath.Dir(p)) != f.ac.Workspace {
+			t.Errorf("agent file at %s, not in a session directory directly under the root", p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A graceful stop (SIGTERM: the manager's context ends) in the middle of
+// a turn ends it visibly: the thread shows that the turn was interrupted,
+// that line is recorded like the turn's other messages (Rule 1), and the
+// next start does not report it a second time.
+func TestShutdownMidTurnEndsItVisibly(t *testing.T) {
+	f := newFixture(t)
+	res := f.spawn()
+	f.say(res, "alice", "say partial\nwait")
+	f.waitShown("partial")
+	f.stop()
+	if _, ok := f.live.find("turn here was interrupted"); !ok {
+		t.Fatalf("no interrupted notice after a graceful stop; displayed %q", texts(f.live.snapshot()))
+	}
+	f.waitEntries(res.SessionKey, 2)
+	f.checkRule1(res.SessionKey)
+	recPath := filepath.Join(f.ac.Workspace, ".agentbot-sessions", res.Thread.ConversationID+".json")
+	if b, err := os.ReadFile(recPath); err != nil || strings.Contains(string(b), "turnInFlight") {
+		t.Errorf("record after the stop: %s %v (the turn was told; it must not be told again)", b, err)
+	}
+	f.start()
+	f.stop()
+	for _, n := range f.notices.all() {
+		if strings.Contains(n.text, "interrupted") {
+			t.Errorf("reported twice: %q", n.text)
+		}
 	}
 	f.start()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -174,11 +173,21 @@ func (s *session) ensure(ctx context.Context) (*conn, error) {
 		case <-s.m.opt.After(s.m.opt.Backoff(crashes)):
 		}
 	}
-	ws, err := NewWorkspace(filepath.Join(s.ac.Workspace, s.rec.Dir))
+	// The directories are made from the conversation id each time (never
+	// from the record's Dir, which an older version wrote unescaped).
+	wsDir, err := sessionDir(s.ac, s.rec.Conversation.ConversationID)
 	if err != nil {
 		return nil, err
 	}
-	home, err := NewWorkspace(filepath.Join(s.ac.Workspace, ".agentbot-home", s.rec.Dir))
+	homeDir, err := homeDir(s.ac, s.rec.Conversation.ConversationID)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := NewWorkspace(wsDir)
+	if err != nil {
+		return nil, err
+	}
+	home, err := NewWorkspace(homeDir)
 	if err != nil {
 		return nil, err
 	}
@@ -281,8 +290,17 @@ func (s *session) run(ctx context.Context, t *turn) {
 		s.mu.Lock()
 		s.turn = nil
 		s.mu.Unlock()
-		t.finish(ctx)
-		if !p.warm {
+		// A shutdown (SIGTERM, the manager's context ended) is a terminal,
+		// visible state of the turn (invariant 16): it ends with a notice,
+		// as a SIGKILL's turn does at the next start. The in-flight marker
+		// is cleared only once everything, the notice included, is
+		// displayed and recorded; otherwise the next start reports it.
+		stopping := ctx.Err() != nil && !p.warm
+		if stopping {
+			t.line(context.WithoutCancel(ctx), fmt.Sprintf("⚠️ The bot is shutting down: **%s**'s turn here was interrupted. Send your message again once the bot is back.", s.ac.Name))
+		}
+		err := t.finish(ctx)
+		if !p.warm && (!stopping || err == nil) {
 			s.clearInFlight(t.seq)
 		}
 	}()
@@ -329,6 +347,9 @@ func (s *session) run(ctx context.Context, t *turn) {
 		default:
 		}
 	}
+	if ctx.Err() != nil {
+		return // shutting down: the deferred notice says so
+	}
 	t.resolvePerms()
 	switch {
 	case crashed:
@@ -351,9 +372,6 @@ func (s *session) run(ctx context.Context, t *turn) {
 			t.line(ctx, fmt.Sprintf("⚠️ **%s** stopped unexpectedly (%s); this turn ended. Your next message starts it again.", s.ac.Name, why))
 		}
 	case perr != nil:
-		if ctx.Err() != nil {
-			return
-		}
 		s.m.log.Warn().Err(perr).Str("session", s.rec.Key).Msg("acp prompt failed")
 		t.line(ctx, fmt.Sprintf("⚠️ **%s** answered with an error; this turn ended. The bot logged the details.", s.ac.Name))
 	default:

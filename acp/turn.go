@@ -159,8 +159,9 @@ func (t *turn) line(ctx context.Context, text string) {
 // finish shows every message's final text and ends each one, in display
 // order: core/delivery writes its entry once, with the text it displays,
 // after the last edit is confirmed (a crash before that leaves the record
-// to Outbound.Recover, which finishes and writes it).
-func (t *turn) finish(ctx context.Context) {
+// to Outbound.Recover, which finishes and writes it). The error is the
+// first message that could not be finished.
+func (t *turn) finish(ctx context.Context) error {
 	// A permission request answered as the turn ended shows its answer
 	// before its entry is written.
 	t.mu.Lock()
@@ -179,14 +180,22 @@ func (t *turn) finish(ctx context.Context) {
 		}
 	}
 	m := t.s.m
+	var first error
 	for _, lm := range t.msgs {
 		if lm.live == nil {
+			if strings.TrimSpace(lm.text) != "" && first == nil {
+				first = fmt.Errorf("message %d was never posted", lm.n)
+			}
 			continue
 		}
 		if _, err := lm.live.Finish(ctx, lm.text); err != nil {
 			m.log.Error().Err(err).Str("session", t.s.rec.Key).Str("delivery", t.deliveryID(lm.n)).Msg("acp turn message not finished")
+			if first == nil {
+				first = err
+			}
 		}
 	}
+	return first
 }
 
 // permission shows the request with one button per option and waits for

@@ -3,6 +3,7 @@ package acp
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,10 +15,21 @@ import (
 // outside it, one with a ".." element, or one whose symlinks lead out.
 var ErrOutsideWorkspace = errors.New("path is outside the session's workspace")
 
+// ErrTooLarge is a file the agent may not read whole: over MaxReadBytes.
+var ErrTooLarge = errors.New("the file is larger than the read limit")
+
+// MaxReadBytes caps one fs/read_text_file: the whole file is read (and
+// held) to answer it, so a huge file would cost the bot its memory.
+const MaxReadBytes = 10 << 20
+
 // Workspace is one session's directory: the only place the agent's
 // fs/read_text_file and fs/write_text_file requests may touch.
 type Workspace struct {
-	root string // absolute, symlinks resolved
+	root    string // absolute, symlinks resolved
+	maxRead int64
+	// resolved, if set, runs between the path check and the open (tests:
+	// a symlink swapped in there must not be followed).
+	resolved func(full string)
 }
 
 // NewWorkspace creates dir (0700) if needed and returns it as a workspace.
@@ -33,7 +45,7 @@ func NewWorkspace(dir string) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", dir, err)
 	}
-	return &Workspace{root: real}, nil
+	return &Workspace{root: real, maxRead: MaxReadBytes}, nil
 }
 
 // Root is the workspace's absolute path (symlinks resolved).
@@ -90,15 +102,31 @@ func (w *Workspace) Resolve(p string) (string, error) {
 }
 
 // ReadText reads a text file inside the workspace; line (1-based) and
-// limit select lines when set.
+// limit select lines when set. The file is opened by openBeneath (no
+// symlink followed between the check and the open), must be a regular
+// file, and at most MaxReadBytes long.
 func (w *Workspace) ReadText(p string, line, limit *int) (string, error) {
-	full, err := w.Resolve(p)
+	f, full, err := w.open(p, openRead, false)
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(full)
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", w.rel(full), err)
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("read %s: not a regular file", w.rel(full))
+	}
+	if st.Size() > w.maxRead {
+		return "", fmt.Errorf("read %s: %d bytes, over the %d-byte limit: %w", w.rel(full), st.Size(), w.maxRead, ErrTooLarge)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, w.maxRead+1)) // it may grow meanwhile
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", w.rel(full), err)
+	}
+	if int64(len(b)) > w.maxRead {
+		return "", fmt.Errorf("read %s: over the %d-byte limit: %w", w.rel(full), w.maxRead, ErrTooLarge)
 	}
 	text := string(b)
 	if line == nil && limit == nil {
@@ -117,24 +145,11 @@ func (w *Workspace) ReadText(p string, line, limit *int) (string, error) {
 }
 
 // WriteText writes a text file inside the workspace (0600), creating its
-// parent directories. A symlink as the last element is refused (Resolve
-// followed it already; O_NOFOLLOW closes the race with a new one).
+// parent directories (0700), through openBeneath like ReadText.
 func (w *Workspace) WriteText(p, content string) error {
-	full, err := w.Resolve(p)
+	f, full, err := w.open(p, openWrite, true)
 	if err != nil {
 		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
-		return fmt.Errorf("write %s: %w", w.rel(full), err)
-	}
-	// The directories just made are inside; check again in case a
-	// symlink appeared meanwhile.
-	if again, err := w.Resolve(full); err != nil || again != full {
-		return fmt.Errorf("write %s: %w", w.rel(full), ErrOutsideWorkspace)
-	}
-	f, err := os.OpenFile(full, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|noFollow, 0o600)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", w.rel(full), err)
 	}
 	if _, err := f.WriteString(content); err != nil {
 		f.Close()
@@ -144,6 +159,28 @@ func (w *Workspace) WriteText(p, content string) error {
 		return fmt.Errorf("write %s: %w", w.rel(full), err)
 	}
 	return nil
+}
+
+// open checks p (Resolve: inside, symlinks that stay inside resolved) and
+// opens what it resolved to without following any symlink: the check and
+// the open name the same file.
+func (w *Workspace) open(p string, flag int, mkdirs bool) (*os.File, string, error) {
+	full, err := w.Resolve(p)
+	if err != nil {
+		return nil, "", err
+	}
+	if w.resolved != nil {
+		w.resolved(full)
+	}
+	rel, err := filepath.Rel(w.root, full)
+	if err != nil {
+		return nil, "", fmt.Errorf("%q: %w", p, ErrOutsideWorkspace)
+	}
+	f, err := openBeneath(w.root, rel, flag, 0o600, mkdirs)
+	if err != nil {
+		return nil, full, fmt.Errorf("open %s: %w", w.rel(full), err)
+	}
+	return f, full, nil
 }
 
 // rel names a path relative to the root (error texts do not show where

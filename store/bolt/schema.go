@@ -20,12 +20,13 @@ var (
 	bucketSessions    = []byte("sessions")
 	bucketWebhooks    = []byte("webhooks")
 	bucketMsgSessions = []byte("message_sessions") // Discord message id -> session key (transcript.go)
+	bucketProcesses   = []byte("processes")        // host/pgid -> running child process group (procs.go)
 
 	keySchemaVersion = []byte("schemaVersion")
 )
 
 // SchemaVersion is the schema this binary writes: len(migrations).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // A migration moves the schema from version i to i+1, where i is its index
 // in migrations. Migrations run in order inside one read-write transaction
@@ -54,6 +55,10 @@ var migrations = []migration{
 		return nil
 	}},
 	{name: "message id index across sessions", fn: backfillMessageSessions},
+	{name: "child process groups", fn: func(tx *bbolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketProcesses)
+		return err
+	}},
 }
 
 // schemaVersion reads the recorded version (0 for a new file).

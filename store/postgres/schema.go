@@ -114,6 +114,12 @@ CREATE INDEX transcript_messages_by_id ON transcript_messages (message_id);
 	{name: "job ledger claim token", sql: `
 ALTER TABLE job_ledger ADD COLUMN claim text;
 `},
+	{name: "child process groups", sql: `
+CREATE TABLE processes (
+	key  text COLLATE "C" PRIMARY KEY,
+	data bytea NOT NULL
+);
+`},
 }
 
 // ErrSchemaTooNew: the database was migrated by a newer binary.

@@ -143,6 +143,7 @@ type server struct {
 	pid      int
 	inFlight int
 
+	toldDown  int // restarts+1 when a turn was last told the server is not up
 	refresh   chan struct{}
 	attempted chan struct{} // closed after the first start attempt
 	attemptMu sync.Once
@@ -268,7 +269,12 @@ func (h *Hub) ToolSpecs(name string) []model.Tool {
 }
 
 // Tools lists the tools agentID's sessions may use acting for actor: those
-// of its servers that are up and whose grant admits the actor.
+// of its servers that are up and whose grant admits the actor. It first
+// waits for the first start attempt of each of the agent's servers (each
+// wait bounded by that server's Timeout, which bounds the attempt too): a
+// turn right after the bot starts (a mention answered at READY, catch-up)
+// gets the tools of a server that is still starting. A server that is not
+// up is named in a warning with its last error, once per failure.
 func (h *Hub) Tools(ctx context.Context, agentID string, actor authz.Actor) []model.Tool {
 	var out []model.Tool
 	for _, name := range h.agents[agentID] {
@@ -276,9 +282,51 @@ func (h *Hub) Tools(ctx context.Context, agentID string, actor authz.Actor) []mo
 		if !ok || h.permit(ctx, s, actor) != nil {
 			continue
 		}
-		out = append(out, h.ToolSpecs(name)...)
+		s.waitFirst(ctx)
+		tools := h.ToolSpecs(name)
+		if len(tools) == 0 {
+			s.reportUnavailable(agentID)
+		}
+		out = append(out, tools...)
 	}
 	return out
+}
+
+// waitFirst waits until the server's first start attempt has ended (up
+// or failed), at most its Timeout, or ctx.
+func (s *server) waitFirst(ctx context.Context) {
+	select {
+	case <-s.attempted:
+		return
+	default:
+	}
+	select {
+	case <-s.attempted:
+	case <-s.h.d.After(s.cfg.Timeout):
+	case <-ctx.Done():
+	}
+}
+
+// reportUnavailable logs that a turn of agentID gets none of the server's
+// tools because it is not up: once per failed start or crash, not per turn.
+func (s *server) reportUnavailable(agentID string) {
+	s.mu.Lock()
+	state, lastErr, n := s.state, s.lastErr, s.restarts
+	told := s.toldDown == n+1
+	s.toldDown = n + 1
+	s.mu.Unlock()
+	if state == StateUp || told {
+		return
+	}
+	s.h.d.Log.Warn().Str("mcp", s.cfg.Name).Str("agent", agentID).Str("state", state).Str("error", orNone(lastErr)).
+		Msg("mcp server not up: a turn runs without its tools")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no answer within its timeout yet"
+	}
+	return s
 }
 
 func (h *Hub) permit(ctx context.Context, s *server, actor authz.Actor) error {

@@ -426,3 +426,81 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	return w.b.Write(p)
 }
+
+// A turn right after the start waits for its agent's servers' first start
+// attempt (bounded by the server's timeout): a server still starting gives
+// the turn its tools once up; one whose start failed, or that did not
+// answer within its timeout, gives none and is named in a warning.
+func TestToolsWaitForFirstStart(t *testing.T) {
+	cases := []struct {
+		name      string
+		fail      error
+		timeout   bool // the server never answers: the timeout ends the wait
+		wantTools bool
+		wantLog   string
+	}{
+		{name: "slow start", wantTools: true},
+		{name: "failed start", fail: errors.New("exec: npx: not found"), wantLog: "exec: npx: not found"},
+		{name: "no answer", timeout: true, wantLog: "no answer within its timeout yet"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeServer(t)
+			f.fail = c.fail
+			gate := make(chan struct{})
+			var gateOnce sync.Once
+			open := func() { gateOnce.Do(func() { close(gate) }) }
+			slow := func() (sdk.Transport, error) { <-gate; return f.transport() }
+			a := &manualAfter{}
+			var lmu sync.Mutex
+			var logs strings.Builder
+			h := New(Options{Servers: []Server{{Name: "fake", Transport: slow, Timeout: 7 * time.Second}}, Agents: map[string][]string{"main": {"fake"}}},
+				Deps{After: a.after, Log: zerolog.New(lockedWriter{&lmu, &logs})})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { _ = h.Run(ctx); close(done) }()
+			t.Cleanup(func() { open(); cancel(); <-done })
+
+			got := make(chan []model.Tool, 1)
+			go func() { got <- h.Tools(context.Background(), "main", alice) }()
+			// The turn is waiting (its bounded wait's timer is set), not
+			// served with whatever exists now.
+			waitFor(t, "the turn to wait for the server", func() bool {
+				select {
+				case ts := <-got:
+					t.Fatalf("the turn got %v before the server's first start ended", names(ts))
+				default:
+				}
+				return a.pending() > 0
+			})
+			if c.timeout {
+				a.mu.Lock()
+				d := a.delays[0]
+				a.mu.Unlock()
+				if d != 7*time.Second {
+					t.Errorf("the wait is bounded by %s, want the server's timeout", d)
+				}
+				a.fire()
+			} else {
+				open()
+			}
+			var ts []model.Tool
+			select {
+			case ts = <-got:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Tools did not return")
+			}
+			if (len(ts) > 0) != c.wantTools {
+				t.Fatalf("tools %v, want some=%v", names(ts), c.wantTools)
+			}
+			if c.wantLog != "" {
+				lmu.Lock()
+				l := logs.String()
+				lmu.Unlock()
+				if !strings.Contains(l, `"mcp":"fake"`) || !strings.Contains(l, c.wantLog) || !strings.Contains(l, "without its tools") {
+					t.Errorf("log does not name the server and why: %s", l)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package procs
+
+import "syscall"
+
+// SysProcAttr: nothing to set here.
+func SysProcAttr() *syscall.SysProcAttr { return nil }
