@@ -223,6 +223,25 @@ func (a *manualAfter) finishPaced(finish func() error, started func()) error {
 	}
 }
 
+// waitPending waits until a wait is registered (not yet fired).
+func (a *manualAfter) waitPending(t *testing.T) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		a.mu.Lock()
+		n := len(a.chans)
+		a.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		select {
+		case <-a.registered:
+		case <-deadline:
+			t.Fatal("nothing waits on the pacing clock")
+		}
+	}
+}
+
 func (a *manualAfter) fire(d time.Duration) {
 	now := a.clk.Advance(d)
 	a.mu.Lock()
