@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 )
 
 // LiveSender is what a Sender offers for live messages (a reply streamed
@@ -214,10 +215,31 @@ func (l *Live) Update(text string) {
 		l.mu.Unlock()
 		return
 	}
-	l.want = text
+	l.want = l.o.redactLive(text, false)
 	l.wgen++
 	l.mu.Unlock()
 	l.poke()
+}
+
+// heldBack is the length from which the last word of a growing live text
+// waits for the next one: it may be the start of a secret, which
+// redaction can only recognise whole.
+const heldBack = 8
+
+// redactLive is the text a live message shows for text (invariant 14):
+// redacted; while it grows, without a trailing word of heldBack bytes or
+// more (shown with the next word or Finish).
+func (o *Outbound) redactLive(text string, final bool) string {
+	if o.redact == nil {
+		return text
+	}
+	if !final {
+		i := strings.LastIndexFunc(text, unicode.IsSpace) + 1
+		if len(text)-i >= heldBack {
+			text = text[:i]
+		}
+	}
+	return o.redact(text)
 }
 
 // SetControls replaces the controls the growing part carries (none:
@@ -286,7 +308,7 @@ func (l *Live) FinishShown(ctx context.Context) (Result, error) {
 func (l *Live) finish(ctx context.Context, text string, keep bool) (Result, error) {
 	l.mu.Lock()
 	if !l.final {
-		l.want, l.final, l.keep = text, true, keep
+		l.want, l.final, l.keep = l.o.redactLive(text, true), true, keep
 		l.wgen++
 	}
 	l.mu.Unlock()

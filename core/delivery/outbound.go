@@ -86,6 +86,7 @@ type Outbound struct {
 	observe      func(Record)
 	diagnose     func(Diagnostic)
 	claimer      Claimer
+	redact       func(string) string
 	owner        string
 	lease        time.Duration
 
@@ -166,6 +167,11 @@ type OutboundDeps struct {
 	// process recovering the outbox never sends what another live process
 	// is sending. nil: one process owns the outbox (bbolt).
 	Claimer Claimer
+	// Redact, if set, removes the configured secrets (and secret shapes)
+	// from every text sent to a chat (invariant 14): the log redactor's.
+	// Outbound applies it before a delivery is first recorded, so its
+	// fixed text, the display and the transcript hold the same text.
+	Redact func(string) string
 }
 
 // NewOutbound returns the send owner. It does no I/O.
@@ -185,7 +191,7 @@ func NewOutbound(opt OutboundOptions, d OutboundDeps) *Outbound {
 	return &Outbound{
 		sender: d.Sender, outbox: d.Outbox, transcripts: d.Transcripts, bindings: d.Bindings,
 		defaultAgent: opt.DefaultAgent, clock: d.Clock, log: d.Log, observe: d.Observe, diagnose: d.Diagnose,
-		claimer: d.Claimer, owner: opt.Owner, lease: opt.Lease,
+		claimer: d.Claimer, redact: d.Redact, owner: opt.Owner, lease: opt.Lease,
 	}
 }
 
@@ -226,6 +232,11 @@ func (o *Outbound) deliver(ctx context.Context, d Delivery, commit CommitFunc, r
 		return Result{}, fmt.Errorf("deliver %q: %w", d.ID, ErrInvalidDelivery)
 	}
 	d.Target = d.Target.Normalize()
+	if o.redact != nil {
+		// Before the first attempt fixes the text (invariant 14); a
+		// resend sends the recorded, already redacted text.
+		d.Text = o.redact(d.Text)
+	}
 	held := &heldLock{locks: &o.locks, key: d.Target.Key()}
 	held.unlock = o.locks.lock(held.key)
 	defer func() { held.unlock() }()
