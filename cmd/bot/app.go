@@ -83,6 +83,10 @@ type appOptions struct {
 	MCPBackoff time.Duration
 	// LiveAfter, if set, paces streamed replies' edits (tests).
 	LiveAfter func(time.Duration) <-chan time.Time
+	// Redactor is the log's redactor (its secrets grow on SIGHUP): every
+	// text sent to a chat passes it too (invariant 14). nil: one made
+	// from cfg.Secrets().
+	Redactor *redact.Redactor
 }
 
 // newApp opens the store and builds every component. It connects to
@@ -90,6 +94,9 @@ type appOptions struct {
 func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
+	}
+	if o.Redactor == nil {
+		o.Redactor = redact.New(cfg.Secrets()...)
 	}
 	if cfg.HTTP.Enabled() {
 		// The console refuses a non-loopback listener without a token (exit 2).
@@ -186,6 +193,7 @@ func (a *app) wire(o appOptions) error {
 		Observe:  func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
 		Diagnose: func(d delivery.Diagnostic) { a.metrics.Rule1Exception(d.Reason) },
 		Claimer:  a.cluster.claimer(),
+		Redact:   o.Redactor.String,
 	})
 	if a.matrix != nil {
 		if err := a.matrix.newThreads(a.outbound); err != nil {

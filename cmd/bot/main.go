@@ -148,7 +148,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	red := redact.New(cfg.Secrets()...)
 	log := newLogger(cfg.Log, stderr, red)
-	a, err := newApp(cfg, log, appOptions{})
+	a, err := newApp(cfg, log, appOptions{Redactor: red})
 	if err != nil {
 		fmt.Fprintln(stderr, "bot:", red.Error(err))
 		if errors.Is(err, bolt.ErrLocked) || errors.Is(err, config.ErrInvalid) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 )
 
 // LiveSender is what a Sender offers for live messages (a reply streamed
@@ -176,6 +177,8 @@ type Live struct {
 	last      map[int]time.Time
 	attempted map[int]bool // parts a post was attempted for
 	claimedAt time.Time
+	renewAt   time.Time // when the claim is renewed next (with a Claimer)
+	release   func()    // ends this process's ownership (Outbound.hold)
 	failed    error
 	unlock    func()
 	recovered bool
@@ -196,6 +199,9 @@ func (o *Outbound) Live(ctx context.Context, d Delivery, opt LiveOptions) *Live 
 	l := &Live{o: o, d: d, opt: opt, kick: make(chan struct{}, 1), done: make(chan struct{}), last: map[int]time.Time{}, attempted: map[int]bool{},
 		ctls: opt.Controls, cgen: 1, tried: make(chan struct{})}
 	l.ls, l.lsErr = o.liveSenderFor(d.Target)
+	// This process owns the delivery while the pump runs: Recover leaves
+	// it alone, however old it grows (invariant 19).
+	l.release = o.hold(d.ID)
 	go l.run(context.WithoutCancel(ctx))
 	return l
 }
@@ -209,10 +215,31 @@ func (l *Live) Update(text string) {
 		l.mu.Unlock()
 		return
 	}
-	l.want = text
+	l.want = l.o.redactLive(text, false)
 	l.wgen++
 	l.mu.Unlock()
 	l.poke()
+}
+
+// heldBack is the length from which the last word of a growing live text
+// waits for the next one: it may be the start of a secret, which
+// redaction can only recognise whole.
+const heldBack = 8
+
+// redactLive is the text a live message shows for text (invariant 14):
+// redacted; while it grows, without a trailing word of heldBack bytes or
+// more (shown with the next word or Finish).
+func (o *Outbound) redactLive(text string, final bool) string {
+	if o.redact == nil {
+		return text
+	}
+	if !final {
+		i := strings.LastIndexFunc(text, unicode.IsSpace) + 1
+		if len(text)-i >= heldBack {
+			text = text[:i]
+		}
+	}
+	return o.redact(text)
 }
 
 // SetControls replaces the controls the growing part carries (none:
@@ -281,7 +308,7 @@ func (l *Live) FinishShown(ctx context.Context) (Result, error) {
 func (l *Live) finish(ctx context.Context, text string, keep bool) (Result, error) {
 	l.mu.Lock()
 	if !l.final {
-		l.want, l.final, l.keep = text, true, keep
+		l.want, l.final, l.keep = l.o.redactLive(text, true), true, keep
 		l.wgen++
 	}
 	l.mu.Unlock()
@@ -377,6 +404,7 @@ const finalAttempts = 3
 // run is the pump: one goroutine does every request, in order.
 func (l *Live) run(ctx context.Context) {
 	defer close(l.done)
+	defer l.release()
 	defer func() {
 		l.mu.Lock()
 		l.tgen = l.wgen
@@ -406,6 +434,7 @@ func (l *Live) loop(ctx context.Context) {
 			<-l.kick
 			continue
 		}
+		l.renew(ctx) // when due (a wait for it may have ended by a kick)
 		var ops []op
 		switch {
 		case l.failed != nil || l.skip:
@@ -430,7 +459,13 @@ func (l *Live) loop(ctx context.Context) {
 				l.res, l.err = l.finalize(ctx)
 				return
 			}
-			<-l.kick
+			// Idle (a turn waits for its model, an ACP agent for a
+			// permission): the claim is still renewed while it lives.
+			select {
+			case <-l.kick:
+			case <-l.renewal():
+				l.renew(ctx)
+			}
 			continue
 		}
 		next := ops[0]
@@ -447,6 +482,8 @@ func (l *Live) loop(ctx context.Context) {
 				case <-l.opt.After(wait):
 				case <-l.kick:
 					// Newer text: plan again (still paced).
+				case <-l.renewal():
+					l.renew(ctx)
 				}
 				continue
 			}
@@ -477,10 +514,12 @@ func (l *Live) noteTried(ops []op, wgen int) {
 	}
 }
 
-// start takes the conversation's send lock and records the delivery.
+// start takes the conversation's send lock and records the delivery. It
+// counts as started only once it succeeded: a failed start has displayed
+// and recorded nothing, and finalize writes nothing for it (the outbox
+// may hold an earlier attempt it could not read).
 func (l *Live) start(ctx context.Context) error {
-	l.started = true
-	if !l.opt.NoSendLock {
+	if !l.opt.NoSendLock && l.unlock == nil {
 		l.unlock = l.o.locks.lock(l.d.Target.Key())
 	}
 	prev, found, err := l.o.outbox.GetDelivery(ctx, l.d.ID)
@@ -489,21 +528,59 @@ func (l *Live) start(ctx context.Context) error {
 	}
 	if found {
 		// Confirmed (or being finished) before: never displayed twice.
-		l.skip, l.rec = true, prev
+		l.started, l.skip, l.rec = true, true, prev
 		return nil
 	}
 	now := l.o.clock.Now()
-	l.rec = Record{Delivery: l.d, State: StatePending, Live: true, CreatedAt: now, UpdatedAt: now}
+	rec := Record{Delivery: l.d, State: StatePending, Live: true, CreatedAt: now, UpdatedAt: now}
 	if l.o.claimer == nil {
 		// The first request's intent is the first write (one store write
 		// before the first post: the first words show sooner).
+		l.started, l.rec = true, rec
 		return nil
 	}
-	if err := l.o.outbox.PutDelivery(ctx, l.rec); err != nil {
+	if err := l.o.outbox.PutDelivery(ctx, rec); err != nil {
 		return fmt.Errorf("live delivery %s: record pending: %w", l.d.ID, err)
 	}
-	l.claimedAt = now
-	return l.o.claim(ctx, l.d.ID)
+	if err := l.o.claim(ctx, l.d.ID); err != nil {
+		return err
+	}
+	l.started, l.rec, l.claimedAt, l.renewAt = true, rec, now, now.Add(l.o.lease/3)
+	return nil
+}
+
+// renewal returns a channel that fires when the claim is due for renewal
+// (nil without a claim to renew: one process, or nothing recorded yet).
+// The pump renews it while the message lives, whether or not it sends.
+func (l *Live) renewal() <-chan time.Time {
+	if l.o.claimer == nil || !l.started || l.skip || l.recovered || l.failed != nil {
+		return nil
+	}
+	return l.opt.After(max(l.renewAt.Sub(l.o.clock.Now()), 0))
+}
+
+// renew renews the claim once a third of the lease has passed. A claim
+// another process took stops the delivery where it is (that process
+// finishes it); a store error is retried soon.
+func (l *Live) renew(ctx context.Context) {
+	if l.o.claimer == nil || !l.started || l.skip || l.recovered || l.failed != nil {
+		return
+	}
+	now := l.o.clock.Now()
+	if now.Before(l.renewAt) {
+		return
+	}
+	if err := l.o.claim(ctx, l.d.ID); err != nil {
+		if errors.Is(err, ErrClaimed) {
+			l.o.log.Error().Err(err).Str("delivery", l.d.ID).Msg("live delivery: claim lost")
+			l.failed = err
+			return
+		}
+		l.o.log.Warn().Err(err).Str("delivery", l.d.ID).Msg("live delivery: renew claim")
+		l.renewAt = now.Add(max(l.o.lease/10, time.Second))
+		return
+	}
+	l.claimedAt, l.renewAt = now, now.Add(l.o.lease/3)
 }
 
 // do runs one request: the record first says what the part is about to
@@ -518,14 +595,8 @@ func (l *Live) do(ctx context.Context, p op) error {
 		intent[p.part] = p.text
 	}
 	l.last[p.part] = l.o.clock.Now()
-	if l.o.claimer != nil && !l.recovered && l.o.clock.Now().Sub(l.claimedAt) > l.o.lease/3 {
-		// A stream can outlast the claim's lease: renew it, so a process
-		// recovering the outbox never takes a message still streaming.
-		if err := l.o.claim(ctx, l.d.ID); err != nil {
-			l.failed = err
-			return nil
-		}
-		l.claimedAt = l.o.clock.Now()
+	if l.renew(ctx); l.failed != nil {
+		return nil
 	}
 	l.rec.LiveParts, l.rec.MessageIDs, l.rec.UpdatedAt = intent, slices.Clone(l.ids), l.o.clock.Now()
 	if err := l.o.outbox.PutDelivery(ctx, l.rec); err != nil {
@@ -654,25 +725,47 @@ func (l *Live) unfinished(ctx context.Context, err error) (Result, error) {
 // earlier attempt's): it matches no text, so the part is edited.
 const unknownText = "\x00unknown"
 
-// recoverLive finishes a live delivery a previous process left: every
-// part shows its recorded text, the last with InterruptedMark, none with
+// recoverLive finishes a live delivery whose owner is gone: every part
+// shows its recorded text, the last with InterruptedMark, none with
 // controls; a part whose id was not recorded is posted again under its
 // idempotency key (the sender returns the one displayed, if any). Then the
 // entry is written once.
-func (o *Outbound) recoverLive(ctx context.Context, rec Record) error {
-	ls, err := o.liveSenderFor(rec.Delivery.Target)
+//
+// rec is what Recover listed, maybe long before: under the conversation's
+// lock (and the claim, with several processes) the record is read again,
+// and one that its owner is still working on, or that was finished
+// meanwhile, is left alone (errOwned).
+func (o *Outbound) recoverLive(ctx context.Context, listed Record) error {
+	id := listed.Delivery.ID
+	ls, err := o.liveSenderFor(listed.Delivery.Target)
 	if err != nil {
-		return fmt.Errorf("recover live delivery %s: %w", rec.Delivery.ID, err)
+		return fmt.Errorf("recover live delivery %s: %w", id, err)
+	}
+	unlock := o.locks.lock(listed.Delivery.Target.Normalize().Key())
+	defer unlock()
+	if o.busy(id) {
+		return errOwned
 	}
 	if o.claimer != nil {
-		if err := o.claim(ctx, rec.Delivery.ID); err != nil {
+		if err := o.claim(ctx, id); err != nil {
 			return err
 		}
 	}
+	rec, found, err := o.outbox.GetDelivery(ctx, id)
+	if err != nil {
+		return fmt.Errorf("recover live delivery %s: read outbox: %w", id, err)
+	}
+	if !found || !rec.Live || rec.State != StatePending {
+		return errOwned // finished meanwhile
+	}
 	if len(rec.LiveParts) == 0 {
 		// Nothing was about to be displayed.
-		_, err := o.Abandon(ctx, rec.Delivery.ID, "live-nothing-shown")
-		return err
+		rec.State, rec.Reason, rec.UpdatedAt = StateSkipped, "live-nothing-shown", o.clock.Now()
+		if err := o.outbox.PutDelivery(ctx, rec); err != nil {
+			return fmt.Errorf("abandon live delivery %s: %w", id, err)
+		}
+		o.observe(rec)
+		return nil
 	}
 	// The parts without a recorded id may have been displayed: a sender
 	// whose idempotency key does not outlive its platform's restarts looks
@@ -682,6 +775,7 @@ func (o *Outbound) recoverLive(ctx context.Context, rec Record) error {
 	l := &Live{o: o, ls: ls, d: d, rec: rec, started: true, recovered: true,
 		opt: LiveOptions{Interval: DefaultLiveInterval, After: time.After}, kick: make(chan struct{}, 1), last: map[int]time.Time{}, attempted: map[int]bool{},
 		cgen: 1, tried: make(chan struct{})}
+	defer o.hold(id)()
 	l.ids = slices.Clone(rec.MessageIDs)
 	if len(l.ids) > len(rec.LiveParts) {
 		l.ids = l.ids[:len(rec.LiveParts)]
@@ -692,8 +786,6 @@ func (o *Outbound) recoverLive(ctx context.Context, rec Record) error {
 	}
 	l.fixed = slices.Clone(rec.LiveParts[:len(rec.LiveParts)-1])
 	l.want, l.final = strings.Join(rec.LiveParts, "")+InterruptedMark, true
-	l.unlock = o.locks.lock(rec.Delivery.Target.Normalize().Key())
-	defer l.unlock()
 	l.loop(ctx)
 	if l.err != nil {
 		return l.err

@@ -223,6 +223,25 @@ func (a *manualAfter) finishPaced(finish func() error, started func()) error {
 	}
 }
 
+// waitPending waits until a wait is registered (not yet fired).
+func (a *manualAfter) waitPending(t *testing.T) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		a.mu.Lock()
+		n := len(a.chans)
+		a.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		select {
+		case <-a.registered:
+		case <-deadline:
+			t.Fatal("nothing waits on the pacing clock")
+		}
+	}
+}
+
 func (a *manualAfter) fire(d time.Duration) {
 	now := a.clk.Advance(d)
 	a.mu.Lock()
@@ -655,6 +674,17 @@ func TestLiveButtonsAndSharedConversation(t *testing.T) {
 // limit), while each is still posted at once.
 func TestLivePacerSharedByMessages(t *testing.T) {
 	f := newLiveFixture(t, 2000)
+	// The second edit's response is still in transit when the messages
+	// are finished (what a loaded machine does: the request is counted
+	// before the pump learns it was confirmed).
+	inTransit := make(chan struct{})
+	nEdits := 0
+	f.sender.slow = func(liveReq) <-chan struct{} {
+		if nEdits++; nEdits == 2 {
+			return inTransit
+		}
+		return nil
+	}
 	p := delivery.NewPacer()
 	opt := delivery.LiveOptions{NoSendLock: true, After: f.after.after, Pacer: p}
 	a := f.out.Live(context.Background(), liveDelivery("acp:a"), opt)
@@ -686,9 +716,28 @@ func TestLivePacerSharedByMessages(t *testing.T) {
 	if len(edits) != 2 || edits[1].Sub(edits[0]) < time.Second {
 		t.Fatalf("edits at %v, want two a second apart", edits)
 	}
+	// Finish as displayed: Finish(l.Shown()) would read the text before
+	// the edit in transit was confirmed and edit it back, paced by a clock
+	// nobody fires any more (the 15-minute hang of issue 27.9).
+	done := make(chan error, 2)
 	for _, l := range []*delivery.Live{a, b} {
-		if _, err := l.Finish(context.Background(), l.Shown()); err != nil {
-			t.Fatal(err)
+		go func() {
+			_, err := l.FinishShown(context.Background())
+			done <- err
+		}()
+	}
+	close(inTransit)
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("finishing the live messages hangs")
 		}
+	}
+	if n := len(f.sender.requests()); n != 4 {
+		t.Fatalf("%d requests, want 4 (finishing edits nothing back): %+v", n, f.sender.requests())
 	}
 }

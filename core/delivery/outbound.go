@@ -86,10 +86,17 @@ type Outbound struct {
 	observe      func(Record)
 	diagnose     func(Diagnostic)
 	claimer      Claimer
+	redact       func(string) string
 	owner        string
 	lease        time.Duration
 
 	locks keyedMutex
+
+	// active counts the deliveries this process is working on (a Deliver
+	// in progress, a Live whose pump runs): their owner is alive, so
+	// Recover leaves them alone (invariant 19).
+	activeMu sync.Mutex
+	active   map[string]int
 
 	recoverMu  sync.RWMutex
 	recoverers map[transcript.Source]RecoverFunc
@@ -160,6 +167,11 @@ type OutboundDeps struct {
 	// process recovering the outbox never sends what another live process
 	// is sending. nil: one process owns the outbox (bbolt).
 	Claimer Claimer
+	// Redact, if set, removes the configured secrets (and secret shapes)
+	// from every text sent to a chat (invariant 14): the log redactor's.
+	// Outbound applies it before a delivery is first recorded, so its
+	// fixed text, the display and the transcript hold the same text.
+	Redact func(string) string
 }
 
 // NewOutbound returns the send owner. It does no I/O.
@@ -179,7 +191,7 @@ func NewOutbound(opt OutboundOptions, d OutboundDeps) *Outbound {
 	return &Outbound{
 		sender: d.Sender, outbox: d.Outbox, transcripts: d.Transcripts, bindings: d.Bindings,
 		defaultAgent: opt.DefaultAgent, clock: d.Clock, log: d.Log, observe: d.Observe, diagnose: d.Diagnose,
-		claimer: d.Claimer, owner: opt.Owner, lease: opt.Lease,
+		claimer: d.Claimer, redact: d.Redact, owner: opt.Owner, lease: opt.Lease,
 	}
 }
 
@@ -210,13 +222,29 @@ func (o *Outbound) WithConversation(ref binding.ConversationRef, fn func() error
 // sending; after a crash between send and write it finishes the write.
 // commit, if not nil, is called for turn replies (see CommitFunc).
 func (o *Outbound) Deliver(ctx context.Context, d Delivery, commit CommitFunc) (Result, error) {
+	return o.deliver(ctx, d, commit, false)
+}
+
+// deliver is Deliver; recovering: called by Recover, which must not take
+// a delivery this process is still working on.
+func (o *Outbound) deliver(ctx context.Context, d Delivery, commit CommitFunc, recovering bool) (Result, error) {
 	if d.ID == "" || !d.Target.Valid() || (d.Text == "" && !d.Native) {
 		return Result{}, fmt.Errorf("deliver %q: %w", d.ID, ErrInvalidDelivery)
 	}
 	d.Target = d.Target.Normalize()
+	if o.redact != nil {
+		// Before the first attempt fixes the text (invariant 14); a
+		// resend sends the recorded, already redacted text.
+		d.Text = o.redact(d.Text)
+	}
 	held := &heldLock{locks: &o.locks, key: d.Target.Key()}
 	held.unlock = o.locks.lock(held.key)
 	defer func() { held.unlock() }()
+	if recovering && o.busy(d.ID) {
+		// Its Deliver runs (paused by a rate limit, the lock released).
+		return Result{}, fmt.Errorf("deliver %s: %w", d.ID, errOwned)
+	}
+	defer o.hold(d.ID)()
 	ctx = context.WithValue(ctx, heldLockKey{}, held)
 	if d.Interaction != nil && d.Interaction.Settle != nil {
 		in := *d.Interaction
@@ -462,11 +490,15 @@ func authorOf(d Delivery) string {
 // Outbound itself (its turn is gone), so the chat still shows nothing the
 // transcript lacks.
 //
-// Only deliveries created before `before` (this process's start) are
-// taken: later ones belong to live work of this process. With a Claimer
-// (several processes), a delivery another live process holds the claim of
-// is skipped, so Recover may run periodically in any process: what a dead
-// process left is finished once its lease has run out.
+// Only deliveries created before `before` are taken, and only once their
+// owner is gone (invariant 19): a delivery this process is still working
+// on (a Deliver paused by a rate limit, a live message whose pump runs,
+// however old) is never taken; with a Claimer (several processes), one
+// whose claim another process holds is skipped: a live message's pump
+// renews its claim while it lives, so what a dead process left is
+// finished once its lease has run out. A record is read again under the
+// conversation's lock (and the claim) before it is touched. So Recover
+// may run periodically in any process.
 func (o *Outbound) Recover(ctx context.Context, before time.Time) (recovered int, err error) {
 	var todo []Record
 	for _, st := range []PendingState{StatePending, StateSent} {
@@ -482,9 +514,13 @@ func (o *Outbound) Recover(ctx context.Context, before time.Time) (recovered int
 	}
 	slices.SortFunc(todo, func(a, b Record) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	for _, rec := range todo {
+		if o.busy(rec.Delivery.ID) {
+			// Its owner is this process, still at work on it.
+			continue
+		}
 		if rec.Live && rec.State == StatePending {
 			if err := o.recoverLive(ctx, rec); err != nil {
-				if errors.Is(err, ErrClaimed) {
+				if errors.Is(err, ErrClaimed) || errors.Is(err, errOwned) {
 					continue
 				}
 				o.log.Warn().Err(err).Str("delivery", rec.Delivery.ID).Msg("recovered live delivery failed")
@@ -505,7 +541,10 @@ func (o *Outbound) Recover(ctx context.Context, before time.Time) (recovered int
 				continue
 			}
 		}
-		if _, err := o.Deliver(ctx, rec.Delivery, nil); err != nil {
+		if _, err := o.deliver(ctx, rec.Delivery, nil, true); err != nil {
+			if errors.Is(err, errOwned) {
+				continue
+			}
 			if errors.Is(err, ErrClaimed) {
 				o.log.Debug().Str("delivery", rec.Delivery.ID).Msg("recover: another process is finishing it")
 				continue
@@ -516,6 +555,35 @@ func (o *Outbound) Recover(ctx context.Context, before time.Time) (recovered int
 		recovered++
 	}
 	return recovered, nil
+}
+
+// errOwned: Recover met a delivery whose owner is alive (this process
+// works on it) or that was finished meanwhile; it is left alone.
+var errOwned = errors.New("delivery owned by live work")
+
+// hold marks delivery id as in progress in this process until the
+// returned func is called.
+func (o *Outbound) hold(id string) (release func()) {
+	o.activeMu.Lock()
+	if o.active == nil {
+		o.active = map[string]int{}
+	}
+	o.active[id]++
+	o.activeMu.Unlock()
+	return func() {
+		o.activeMu.Lock()
+		if o.active[id]--; o.active[id] <= 0 {
+			delete(o.active, id)
+		}
+		o.activeMu.Unlock()
+	}
+}
+
+// busy reports whether this process is working on delivery id.
+func (o *Outbound) busy(id string) bool {
+	o.activeMu.Lock()
+	defer o.activeMu.Unlock()
+	return o.active[id] > 0
 }
 
 // heldLock is the conversation lock a Deliver holds, as its Sender sees it
