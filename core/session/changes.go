@@ -197,7 +197,7 @@ func (m *Manager) Reanswer(ctx context.Context, msg Message, editKey string) (bo
 		return false, nil // not in this session's window: the edit is history only
 	}
 	p := PendingTurn{Message: msg, DeliveryID: "turn:" + msg.MessageID + ":edit:" + editKey}
-	if done, err := m.d.Outbound.Delivered(ctx, p.DeliveryID); err == nil && done {
+	if done, err := m.answered(ctx, p.DeliveryID); err == nil && done {
 		return false, nil
 	}
 	return true, m.queueTurn(ctx, key, rec.ID, bound, p, entry.Seq)
@@ -218,7 +218,7 @@ func (m *Manager) queueTurn(ctx context.Context, key, bindingID string, bound bo
 		waiting := true
 		// Another process sharing the store (or the one before a crash)
 		// may have answered while this turn waited for its lock.
-		if done, err := m.d.Outbound.Delivered(ctx, t.deliveryID); err != nil || !done {
+		if done, err := m.answered(ctx, t.deliveryID); err != nil || !done {
 			waiting = m.runTurn(ctx, t)
 		}
 		m.doneTrigger(msg.MessageID, waiting)

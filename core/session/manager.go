@@ -193,9 +193,15 @@ func (m *Manager) Resume(ctx context.Context) (turns, runs int) {
 			continue
 		}
 		for _, p := range in.Pending {
+			if p.Rounds > 0 {
+				// A streamed turn a crash interrupted between rounds: its
+				// first messages are displayed, its last is not.
+				m.endInterrupted(ctx, in.Key, p)
+				continue
+			}
 			if p.DeliveryID != "" { // a re-answer of an edited message
 				m.dropPending(ctx, in.Key, func(q PendingTurn) bool { return q.deliveryID() == p.deliveryID() })
-				if done, err := m.d.Outbound.Delivered(ctx, p.DeliveryID); err == nil && done {
+				if done, err := m.answered(ctx, p.DeliveryID); err == nil && done {
 					continue
 				}
 				editKey := strings.TrimPrefix(p.DeliveryID, "turn:"+p.Message.MessageID+":edit:")
@@ -296,7 +302,7 @@ func (m *Manager) seen(ctx context.Context, messageID string) bool {
 	if queued {
 		return true
 	}
-	done, err := m.d.Outbound.Delivered(ctx, "turn:"+messageID)
+	done, err := m.answered(ctx, "turn:"+messageID)
 	return err == nil && done
 }
 
@@ -487,6 +493,13 @@ func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 	m.ensureMain(ctx, key, msg.Conversation)
 	if m.seen(ctx, msg.MessageID) {
 		return nil // a catch-up or a replayed event: already taken
+	}
+	if p, owner, ok := m.pendingTurn("turn:" + msg.MessageID); ok && p.Rounds > 0 {
+		// Owed by the previous process, which crashed between the
+		// streamed rounds of its answer (a catch-up takes it again
+		// before Resume): it ends with a notice, never runs again.
+		m.endInterrupted(ctx, owner, p)
+		return nil
 	}
 	m.imu.Lock()
 	m.queued[msg.MessageID] = true

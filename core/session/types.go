@@ -90,6 +90,12 @@ type PendingTurn struct {
 	// DeliveryID is set for a re-answer of an edited message (discord.edits:
 	// reprocess); "" is the message's own turn, "turn:<message id>".
 	DeliveryID string `json:"deliveryId,omitempty"`
+	// Rounds is the turn's state (invariant 19): how many rounds of a
+	// streamed reply were closed as intermediate messages (text before a
+	// tool call), recorded before each is finished. The turn's last
+	// delivery is roundID(deliveryID, Rounds); only its confirmation
+	// answers the turn (turnstate.go).
+	Rounds int `json:"rounds,omitempty"`
 }
 
 func (p PendingTurn) deliveryID() string {
