@@ -174,6 +174,8 @@ type fixtureOptions struct {
 	stream        bool // the agent streams its replies (models.<name>.stream)
 	// live: the sender shows live messages (delivery.LiveSender).
 	live bool
+	// budget is the users' turn budget (nil: none).
+	budget session.Budget
 	// store, if set, is the store (outbox, transcripts) instead of a new
 	// one: a second fixture on the first's store is the bot after a restart.
 	store *memory.Store
@@ -248,6 +250,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		reg = o.regStore
 	}
 	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: bs}), Bindings: bs, Transcripts: tr, Store: reg, Turns: o.turns, Clock: clk, Log: zerolog.Nop(),
+		Budget:    o.budget,
 		Authority: o.authority, Typist: o.typist, After: o.after, Fetcher: o.fetcher, Toolbox: o.toolbox}
 	if !o.noThreads {
 		deps.Threads = o.threads

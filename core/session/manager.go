@@ -70,6 +70,10 @@ type Deps struct {
 	Fetcher Fetcher
 	// Typist shows the typing indicator while work runs (nil: none).
 	Typist Typist
+	// Budget is the users' turn budget (core/authz.Limiter): a re-run of
+	// a turn after an edit of its message takes a turn of it (nil: re-runs
+	// are only capped, MaxEditReruns).
+	Budget Budget
 	// After paces typing renewals (nil: time.After).
 	After After
 	Clock clock.Clock

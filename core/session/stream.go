@@ -154,6 +154,12 @@ func (m *Manager) streamTurn(ctx, wctx context.Context, end func(), unwatch func
 			n++
 			live = open()
 		}
+		if sideEffects(resp.ToolCalls, req.Tools) && !show() {
+			// The message changed before a tool with effects ran: the
+			// attempt ends here (once past this, it stands: an edit no
+			// longer runs it again, so no effect happens twice).
+			break
+		}
 		req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		for _, call := range resp.ToolCalls {
 			out := m.runTool(mctx, t, req.Tools, call)

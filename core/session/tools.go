@@ -26,6 +26,18 @@ var str = map[string]any{"type": "string"}
 // builtinTool names the bot's own tools (everything else offered is the Toolbox's).
 var builtinTool = map[string]bool{"send_message": true, "spawn_subagent": true, "schedule_job": true, "list_jobs": true, "cancel_job": true}
 
+// readOnlyTool are the bot's tools with no effect outside the turn.
+var readOnlyTool = map[string]bool{"list_jobs": true}
+
+// sideEffects reports whether any of calls runs an offered tool that may
+// act outside the turn (posts, schedules, spawns; every MCP tool counts).
+// A turn past such a call is not run again after an edit (invariant 20).
+func sideEffects(calls []model.ToolCall, offered []model.Tool) bool {
+	return slices.ContainsFunc(calls, func(c model.ToolCall) bool {
+		return !readOnlyTool[c.Name] && slices.ContainsFunc(offered, func(tl model.Tool) bool { return tl.Name == c.Name })
+	})
+}
+
 // tools are offered to main sessions only; subagents get none.
 func (m *Manager) tools(key string) []model.Tool {
 	if sessionkey.KindOf(key) != KindMain {

@@ -193,6 +193,13 @@ type Jobs interface {
 	CancelJob(ctx context.Context, actor authz.Actor, id string) (string, error)
 }
 
+// Budget is the users' turn budget (core/authz.Limiter.Take): work an
+// admitted message causes beyond its own turn takes a turn of its user's
+// budget (invariant 20). guildID "" charges the user's budget alone.
+type Budget interface {
+	Take(userID, guildID string) authz.Decision
+}
+
 // Authority is what the tools need of core/authz.Authority.
 type Authority interface {
 	// CanPost refuses (an authz.Refusal) unless userID can view and send
