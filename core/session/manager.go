@@ -47,6 +47,11 @@ type Options struct {
 	// LiveAfter paces a streamed reply's edits (nil: time.After; tests
 	// fire it by hand).
 	LiveAfter func(time.Duration) <-chan time.Time
+	// AttachmentCacheBytes caps the fetched attachments kept in memory
+	// (default DefaultAttachmentCacheBytes); RequestAttachmentBytes caps
+	// the attachment bytes of one model request (default
+	// DefaultRequestAttachmentBytes).
+	AttachmentCacheBytes, RequestAttachmentBytes int64
 }
 
 // Deps are the manager's collaborators.
@@ -95,6 +100,7 @@ type Manager struct {
 	opt    Options
 	d      Deps
 	agents map[string]Agent
+	attach *attachCache // fetched attachments (attachcache.go)
 
 	baseMu sync.Mutex
 	base   context.Context // cancelled when Run stops
@@ -140,8 +146,15 @@ func New(opt Options, d Deps) *Manager {
 	if opt.Channel == "" {
 		opt.Channel = "discord"
 	}
+	if opt.AttachmentCacheBytes <= 0 {
+		opt.AttachmentCacheBytes = DefaultAttachmentCacheBytes
+	}
+	if opt.RequestAttachmentBytes <= 0 {
+		opt.RequestAttachmentBytes = DefaultRequestAttachmentBytes
+	}
 	m := &Manager{opt: opt, d: d, agents: map[string]Agent{}, sessions: map[string]Info{}, queued: map[string]bool{}, typing: map[string]*typingLoop{}, runs: map[string]*running{}, trig: map[string]*trigger{}, base: context.Background()}
 	m.tasks = newSerial(m.runSafely)
+	m.attach = newAttachCache(opt.AttachmentCacheBytes)
 	for _, a := range opt.Agents {
 		m.agents[a.ID] = a
 	}

@@ -97,6 +97,13 @@ func (m *Manager) tool(ctx context.Context, t turnInput, call model.ToolCall) (s
 	case "send_message":
 		return m.sendMessage(ctx, t, args.To, args.Text, call.ID)
 	case "spawn_subagent":
+		// A subagent is more model work than the turn that spawned it: it
+		// takes a turn of the spawner's budget (invariant 20).
+		if m.d.Budget != nil {
+			if d := m.d.Budget.Take(t.requester, ""); !d.OK {
+				return "", &authz.Refusal{Msg: "the requesting user's turn budget is used up; no subagent was started"}
+			}
+		}
 		res, err := m.Spawn(ctx, SpawnRequest{Task: args.Task, Label: args.Label, Thread: args.Thread, Requester: t.conv, RequestedBy: t.requester, ParentKey: t.key})
 		if err != nil {
 			return "", err

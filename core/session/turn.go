@@ -292,15 +292,24 @@ func noticeText(err error) string {
 func (m *Manager) toMessages(ctx context.Context, t turnInput, history []transcript.Entry) []model.Message {
 	out := make([]model.Message, 0, len(history))
 	agent := m.agentFor(t.key)
-	for _, e := range history {
+	// Attachments count against one byte budget per request, the newest
+	// messages' first (invariant 20).
+	left := m.opt.RequestAttachmentBytes
+	withFiles := map[int]model.Message{}
+	for i := len(history) - 1; i >= 0; i-- {
+		if e := history[i]; e.Role == transcript.RoleUser && len(e.Attachments) > 0 {
+			withFiles[i] = m.withAttachments(ctx, agent, model.Message{}, e.Attachments, &left)
+		}
+	}
+	for i, e := range history {
 		msg := model.Message{Role: model.RoleUser, Text: e.Text, Name: e.Author}
 		if e.Role == transcript.RoleAssistant {
 			msg.Role = model.RoleAssistant
 		} else if m.opt.ModelText != nil {
 			msg.Text = m.opt.ModelText(msg.Text)
 		}
-		if e.Role == transcript.RoleUser && len(e.Attachments) > 0 {
-			msg = m.withAttachments(ctx, agent, msg, e.Attachments)
+		if files, ok := withFiles[i]; ok {
+			msg.Text, msg.Images = model.JoinText(msg.Text, files.Text), files.Images
 		}
 		if note := provenance(e); note != "" {
 			msg.Text = note + "\n" + msg.Text
