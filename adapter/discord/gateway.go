@@ -65,6 +65,9 @@ type Bindings interface {
 	ResolveByConversation(ref binding.ConversationRef) (binding.Record, bool)
 	Unbind(ctx context.Context, in binding.UnbindInput) ([]binding.Record, error)
 	Active() []binding.Record
+	// All is every binding, ended ones included: a deleted thread erases
+	// what it displayed for sessions it was bound to before.
+	All(ctx context.Context) ([]binding.Record, error)
 	Touch(id string, at time.Time)
 }
 

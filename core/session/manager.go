@@ -524,7 +524,7 @@ func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 	m.addPending(ctx, key, PendingTurn{Message: msg})
 	var entry transcript.Entry
 	err := m.d.Outbound.WithConversation(msg.Conversation, func() error {
-		meta := map[string]string{"authorId": msg.AuthorID}
+		meta := map[string]string{"authorId": msg.AuthorID, transcript.MetaDisplayedIn: msg.Conversation.ConversationID}
 		if msg.ReplyTo != "" {
 			meta["replyTo"] = msg.ReplyTo
 		}
