@@ -21,7 +21,9 @@ type ChatChanges interface {
 	// Locate finds the session whose transcript holds a message.
 	Locate(ctx context.Context, messageID string) (string, transcript.Entry, bool, error)
 	Delete(ctx context.Context, messageID string) (bool, error)
-	DeleteDisplayed(ctx context.Context, key string, since time.Time) (int, error)
+	// DeleteConversation erases what a deleted conversation displayed, by
+	// message id, in the given sessions (transcript.Service).
+	DeleteConversation(ctx context.Context, convID string, keys []string, legacyKey string, legacySince time.Time) (int, error)
 	// Displayed is the session's newest entries the chat still displays,
 	// every generation (edits applied).
 	Displayed(ctx context.Context, key string, n int) ([]transcript.Entry, error)
@@ -176,28 +178,46 @@ func (g *Gateway) conversationOfChannel(guildID, channelID string) (binding.Conv
 }
 
 // onConversationDeleted applies the deletion of a whole thread or channel:
-// every message the session routed to it displayed there is deleted. For a
-// bound thread that is what the session displayed since the binding (its
-// earlier entries were displayed elsewhere); for an unbound channel or
-// thread, its own session's displayed messages. It runs before the binding
-// ends, while the route still names the session.
+// every message it displayed leaves the history, by message id, in
+// whichever session holds it (invariant 17): its own session's, the
+// session it is bound to, and the sessions it was bound to before (an
+// ended subagent binding's intro and completion); nothing another
+// conversation displays (a /focus'ed session's entries shown in its
+// channel) is touched. It runs before the binding ends.
 func (g *Gateway) onConversationDeleted(ctx context.Context, channelID, parentID string) {
 	if g.d.Changes == nil || g.d.Outbound == nil {
 		return
 	}
 	ref := g.c.ref(channelID, parentID)
 	// A barrier, as for a message deletion: a send still committing there
-	// has written its entry before the session is read.
+	// has written its entry before the sessions are read.
 	_ = g.d.Outbound.WithConversation(ref, func() error { return nil })
 	key, rec, bound := g.d.Outbound.SessionFor(ref)
 	if key == "" {
 		return
 	}
+	keys := []string{key}
+	if g.d.Sessions != nil {
+		keys = append(keys, sessionkey.ForConversation(g.d.Sessions.DefaultAgent().ID, ref))
+	}
+	if g.d.Bindings != nil {
+		recs, err := g.d.Bindings.All(ctx)
+		if err != nil {
+			g.log.Error().Err(err).Str("channel", channelID).Msg("deleted conversation: list its bindings")
+		}
+		norm := ref.Normalize()
+		for _, r := range recs {
+			if c := r.Conversation.Normalize(); c.Channel == norm.Channel && c.ConversationID == norm.ConversationID {
+				keys = append(keys, r.TargetSessionKey)
+			}
+		}
+	}
+	// Entries written before they named their conversation: the route rule.
 	var since time.Time
 	if bound {
 		since = rec.BoundAt
 	}
-	n, err := g.d.Changes.DeleteDisplayed(ctx, key, since)
+	n, err := g.d.Changes.DeleteConversation(ctx, ref.Normalize().ConversationID, keys, key, since)
 	if err != nil {
 		g.log.Error().Err(err).Str("channel", channelID).Msg("record deletion of a conversation")
 		return

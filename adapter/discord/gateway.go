@@ -65,6 +65,9 @@ type Bindings interface {
 	ResolveByConversation(ref binding.ConversationRef) (binding.Record, bool)
 	Unbind(ctx context.Context, in binding.UnbindInput) ([]binding.Record, error)
 	Active() []binding.Record
+	// All is every binding, ended ones included: a deleted thread erases
+	// what it displayed for sessions it was bound to before.
+	All(ctx context.Context) ([]binding.Record, error)
 	Touch(id string, at time.Time)
 }
 
@@ -99,7 +102,11 @@ type GatewayDeps struct {
 	Changes ChatChanges
 	// ACP answers the permission buttons of external coding agents (nil:
 	// none configured).
-	ACP     ACP
+	ACP ACP
+	// Limiter is the users' turn budget (nil: one of its own from
+	// GatewayOptions.Limits); shared with the session manager, which
+	// charges a turn's re-runs after edits to it.
+	Limiter *authz.Limiter
 	Metrics *metrics.Metrics
 	Clock   clock.Clock
 	Log     zerolog.Logger
@@ -145,7 +152,10 @@ func NewGateway(opt GatewayOptions, d GatewayDeps) *Gateway {
 		opt.DrainTimeout = 15 * time.Second
 	}
 	g := &Gateway{opt: opt, d: d, c: d.Client, log: d.Log, ctx: context.Background(), connected: make(chan struct{})}
-	g.limiter = authz.NewLimiter(opt.Limits, d.Clock)
+	g.limiter = d.Limiter
+	if g.limiter == nil {
+		g.limiter = authz.NewLimiter(opt.Limits, d.Clock)
+	}
 	g.shard = Shard{ID: opt.Shard.ID}
 	if !opt.Shard.Auto {
 		g.shard.Count = max(opt.Shard.Count, 1)

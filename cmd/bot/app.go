@@ -208,6 +208,9 @@ func (a *app) wire(o appOptions) error {
 	if a.tools != nil {
 		toolbox = a.tools
 	}
+	// One turn budget: admission takes a turn of it per message, the
+	// session manager one per re-run after an edit (invariant 20).
+	limiter := authz.NewLimiter(accessLimits(cfg.Discord.Access.RateLimit), o.Clock)
 	a.sessions = session.New(session.Options{
 		Channel: "discord", AccountID: "default", Agents: agents,
 		ThreadBindings: tb.Enabled, SpawnSubagentSessions: tb.SpawnSubagentSessions,
@@ -219,7 +222,7 @@ func (a *app) wire(o appOptions) error {
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
 		Store: st, Threads: a.threads, Typist: typists, Fetcher: fetcher, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
-		Authority: a.auth, Toolbox: toolbox,
+		Authority: a.auth, Toolbox: toolbox, Budget: limiter,
 	})
 	if cfg.Scheduler.Enabled {
 		a.sched, err = newSchedulerBridge(a)
@@ -260,7 +263,7 @@ func (a *app) wire(o appOptions) error {
 			ReprocessEdits: cfg.Discord.Edits == config.EditsReprocess,
 		}, discord.GatewayDeps{
 			Client: a.discord, Authority: a.auth, Sessions: sessions, Bindings: a.bindings, Outbound: a.outbound, Commands: commands, ACP: acpDep,
-			Changes: a.transcripts,
+			Changes: a.transcripts, Limiter: limiter,
 			Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger(),
 		})
 	}

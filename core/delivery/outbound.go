@@ -395,7 +395,7 @@ func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, comm
 	if rec.DisplayedText != "" {
 		text = rec.DisplayedText
 	}
-	receipt.Text, receipt.Recovered = text, recovered
+	receipt.Text, receipt.Recovered, receipt.DisplayedIn = text, recovered, d.Target.ConversationID
 	key, b, bound := o.SessionFor(d.Target)
 	res := Result{MessageIDs: slices.Clone(rec.MessageIDs)}
 	if bound {
@@ -425,7 +425,7 @@ func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, comm
 			MessageIDs: slices.Clone(rec.MessageIDs),
 			Source:     d.Producer.Source,
 			DeliveryID: d.ID,
-			Meta:       metaFor(d.Producer.Meta, recovered),
+			Meta:       metaFor(d.Producer.Meta, recovered, d.Target.ConversationID),
 		})
 		if err != nil {
 			return res, fmt.Errorf("deliver %s: %w", d.ID, err)
@@ -463,15 +463,20 @@ func (o *Outbound) exception(rec Record, res Result, key string) {
 	o.diagnose(diag)
 }
 
-func metaFor(m map[string]string, recovered bool) map[string]string {
-	if !recovered {
+func metaFor(m map[string]string, recovered bool, displayedIn string) map[string]string {
+	if !recovered && displayedIn == "" {
 		return m
 	}
-	out := make(map[string]string, len(m)+1)
+	out := make(map[string]string, len(m)+2)
 	for k, v := range m {
 		out[k] = v
 	}
-	out["recovered"] = "true"
+	if recovered {
+		out["recovered"] = "true"
+	}
+	if displayedIn != "" {
+		out[transcript.MetaDisplayedIn] = displayedIn
+	}
 	return out
 }
 

@@ -97,12 +97,16 @@ type Receipt struct {
 	// now, possibly after entries of messages displayed later, and is
 	// marked with EntryMeta.
 	Recovered bool
+	// DisplayedIn is set by Outbound on the receipt it hands to a
+	// CommitFunc: the id of the conversation the messages are displayed in.
+	DisplayedIn string
 }
 
 // EntryMeta returns the meta for the transcript entry of this receipt: m,
-// plus recovered=true for a recovered delivery.
+// plus recovered=true for a recovered delivery, plus the conversation that
+// displays it (transcript.MetaDisplayedIn).
 func (r Receipt) EntryMeta(m map[string]string) map[string]string {
-	return metaFor(m, r.Recovered)
+	return metaFor(m, r.Recovered, r.DisplayedIn)
 }
 
 // Failure kinds a Sender reports by wrapping these sentinels.

@@ -67,9 +67,20 @@ func describeAttachment(a transcript.Attachment) string {
 
 // withAttachments adds a user entry's attachments to its model message:
 // text-like files inlined (whatever vision says), images as image parts
-// for a vision model and named otherwise, anything else named.
-func (m *Manager) withAttachments(ctx context.Context, agent Agent, msg model.Message, as []transcript.Attachment) model.Message {
+// for a vision model and named otherwise, anything else named. Fetched
+// bytes come from the manager's cache (fetched once) and count against
+// *left, the request's remaining attachment bytes: a file that does not
+// fit is named only.
+func (m *Manager) withAttachments(ctx context.Context, agent Agent, msg model.Message, as []transcript.Attachment, left *int64) model.Message {
 	var notes []string
+	over := func(kind string, a transcript.Attachment) bool {
+		if a.Size > *left {
+			notes = append(notes, fmt.Sprintf("[%s %s: not shown, over this request's attachment limit]", kind, describeAttachment(a)))
+			return true
+		}
+		return false
+	}
+	take := func(data []byte) { *left -= int64(len(data)) }
 	for _, a := range as {
 		switch {
 		case IsImage(a) && !agent.Vision:
@@ -77,7 +88,15 @@ func (m *Manager) withAttachments(ctx context.Context, agent Agent, msg model.Me
 		case IsImage(a) && a.Size > MaxImageBytes:
 			notes = append(notes, fmt.Sprintf("[image %s: not shown, over the %d MiB limit]", describeAttachment(a), MaxImageBytes>>20))
 		case IsImage(a):
+			if over("image", a) {
+				continue
+			}
 			data, err := m.fetch(ctx, a, MaxImageBytes)
+			if err == nil && int64(len(data)) > *left {
+				notes = append(notes, fmt.Sprintf("[image %s: not shown, over this request's attachment limit]", describeAttachment(a)))
+				continue
+			}
+			take(data)
 			if err != nil {
 				notes = append(notes, "[image "+describeAttachment(a)+": could not be fetched]")
 				continue
@@ -87,7 +106,15 @@ func (m *Manager) withAttachments(ctx context.Context, agent Agent, msg model.Me
 		case IsText(a) && a.Size > MaxInlineText:
 			notes = append(notes, fmt.Sprintf("[file %s: not shown, over the %d KiB limit]", describeAttachment(a), MaxInlineText>>10))
 		case IsText(a):
+			if over("file", a) {
+				continue
+			}
 			data, err := m.fetch(ctx, a, MaxInlineText)
+			if err == nil && int64(len(data)) > *left {
+				notes = append(notes, fmt.Sprintf("[file %s: not shown, over this request's attachment limit]", describeAttachment(a)))
+				continue
+			}
+			take(data)
 			if err != nil || !utf8.Valid(data) {
 				notes = append(notes, "[file "+describeAttachment(a)+": could not be read as text]")
 				continue
@@ -103,11 +130,13 @@ func (m *Manager) withAttachments(ctx context.Context, agent Agent, msg model.Me
 	return msg
 }
 
+// fetch returns an attachment's bytes, fetched once per attachment
+// (attachcache.go), not once per turn whose history holds it.
 func (m *Manager) fetch(ctx context.Context, a transcript.Attachment, max int64) ([]byte, error) {
 	if m.d.Fetcher == nil {
 		return nil, fmt.Errorf("fetch attachment %s: no fetcher", a.Filename)
 	}
-	data, err := m.d.Fetcher.Fetch(ctx, a, max)
+	data, err := m.attach.get(ctx, a, max, func() ([]byte, error) { return m.d.Fetcher.Fetch(ctx, a, max) })
 	if err != nil {
 		m.d.Log.Warn().Err(err).Str("file", a.Filename).Msg("attachment not fetched")
 		return nil, err

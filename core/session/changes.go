@@ -26,25 +26,32 @@ var (
 	errEdited = errors.New("its message was edited")
 )
 
+// MaxEditReruns caps how often one admitted message's turn runs its model
+// again because the message was edited (invariant 20): after that an edit
+// only updates the history, and the running attempt answers.
+const MaxEditReruns = 3
+
 type trigger struct {
-	key     string // the session the message's entry is in
-	turns   int    // queued or running turns of this message
-	waiting int    // of those, the ones whose model call has not returned yet
-	deleted bool
-	edits   int // edits seen, so an attempt knows whether one came since it read history
-	cancels map[uint64]context.CancelCauseFunc
+	key       string // the session the message's entry is in
+	requester string // the message's author, whose budget re-runs are charged to
+	reruns    int    // model calls cancelled and run again for an edit
+	turns     int    // queued or running turns of this message
+	waiting   int    // of those, the ones whose model call has not returned yet
+	deleted   bool
+	edits     int // edits seen, so an attempt knows whether one came since it read history
+	cancels   map[uint64]context.CancelCauseFunc
 }
 
 var attemptSeq atomic.Uint64
 
 // addTrigger registers a turn of messageID (in session key) before it is
 // queued; the turn calls doneTrigger when it ends.
-func (m *Manager) addTrigger(messageID, key string) {
+func (m *Manager) addTrigger(messageID, key, requester string) {
 	m.rmu.Lock()
 	defer m.rmu.Unlock()
 	tr := m.trig[messageID]
 	if tr == nil {
-		tr = &trigger{key: key, cancels: map[uint64]context.CancelCauseFunc{}}
+		tr = &trigger{key: key, requester: requester, cancels: map[uint64]context.CancelCauseFunc{}}
 		m.trig[messageID] = tr
 	}
 	tr.turns++
@@ -154,15 +161,31 @@ func (m *Manager) MessageDeleted(ctx context.Context, messageID string) bool {
 // MessageEdited tells the manager that a user message now shows new text
 // (the edit is already recorded in the transcript). A turn it started
 // that is still waiting reads the new text when it starts; one whose model
-// call is running is cancelled and runs again on the new text. It reports
-// whether such a turn existed (then nothing else is owed to the edit); a
-// turn already sending its reply does not count.
+// call is running is cancelled and runs again on the new text, at most
+// MaxEditReruns times per message and each re-run charged to the author's
+// turn budget: past the cap or the budget the edit only updates the
+// history and the running call answers. It reports whether such a turn
+// existed (then nothing else is owed to the edit); a turn already sending
+// its reply, or past its first side-effecting tool call, does not count.
 func (m *Manager) MessageEdited(messageID string) bool {
 	m.rmu.Lock()
 	defer m.rmu.Unlock()
 	tr := m.trig[messageID]
 	if tr == nil || tr.waiting <= 0 || tr.deleted {
 		return false
+	}
+	if len(tr.cancels) > 0 { // a model call runs: the edit would cost another
+		if tr.reruns >= MaxEditReruns {
+			m.d.Log.Info().Str("session", tr.key).Str("message", messageID).Int("reruns", tr.reruns).Msg("edit only updates history: the turn's re-runs are used up")
+			return true
+		}
+		if m.d.Budget != nil {
+			if d := m.d.Budget.Take(tr.requester, ""); !d.OK {
+				m.d.Log.Info().Str("session", tr.key).Str("message", messageID).Str("user", tr.requester).Msg("edit only updates history: the user's turn budget is spent")
+				return true
+			}
+		}
+		tr.reruns++
 	}
 	tr.edits++
 	for _, cancel := range tr.cancels {
@@ -197,7 +220,7 @@ func (m *Manager) Reanswer(ctx context.Context, msg Message, editKey string) (bo
 		return false, nil // not in this session's window: the edit is history only
 	}
 	p := PendingTurn{Message: msg, DeliveryID: "turn:" + msg.MessageID + ":edit:" + editKey}
-	if done, err := m.d.Outbound.Delivered(ctx, p.DeliveryID); err == nil && done {
+	if done, err := m.answered(ctx, p.DeliveryID); err == nil && done {
 		return false, nil
 	}
 	return true, m.queueTurn(ctx, key, rec.ID, bound, p, entry.Seq)
@@ -213,12 +236,12 @@ func (m *Manager) queueTurn(ctx context.Context, key, bindingID string, bound bo
 	if bound {
 		t.bindingID = bindingID
 	}
-	m.addTrigger(msg.MessageID, key)
+	m.addTrigger(msg.MessageID, key, msg.AuthorID)
 	err := m.enqueue(key, func(ctx context.Context) {
 		waiting := true
 		// Another process sharing the store (or the one before a crash)
 		// may have answered while this turn waited for its lock.
-		if done, err := m.d.Outbound.Delivered(ctx, t.deliveryID); err != nil || !done {
+		if done, err := m.answered(ctx, t.deliveryID); err != nil || !done {
 			waiting = m.runTurn(ctx, t)
 		}
 		m.doneTrigger(msg.MessageID, waiting)

@@ -172,6 +172,13 @@ type fixtureOptions struct {
 	after         session.After
 	toolbox       session.Toolbox
 	stream        bool // the agent streams its replies (models.<name>.stream)
+	// live: the sender shows live messages (delivery.LiveSender).
+	live bool
+	// budget is the users' turn budget (nil: none).
+	budget session.Budget
+	// store, if set, is the store (outbox, transcripts) instead of a new
+	// one: a second fixture on the first's store is the bot after a restart.
+	store *memory.Store
 }
 
 // fakeAuthority refuses posting into the conversations in deny (by id) and
@@ -213,11 +220,18 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		o.registry = memory.NewSessions()
 	}
 	clk := clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
-	st := memory.New()
+	st := o.store
+	if st == nil {
+		st = memory.New()
+	}
 	tr := transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clk})
 	bs := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
 	sender := &fakeSender{ids: map[string][]string{}, fail: map[string]error{}}
-	out := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: sender, Outbox: st, Transcripts: tr, Bindings: bs, Clock: clk, Log: zerolog.Nop()})
+	var snd delivery.Sender = sender
+	if o.live {
+		snd = &liveSender{fakeSender: sender, at: map[string]int{}}
+	}
+	out := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: snd, Outbox: st, Transcripts: tr, Bindings: bs, Clock: clk, Log: zerolog.Nop()})
 	opt := o.opts
 	opt.AccountID = "default"
 	opt.Agents = []session.Agent{{ID: "main", Name: "Assistant", SystemPrompt: "You are helpful.", Provider: o.provider, MaxHistory: 50, MaxToolSteps: o.maxToolSteps, Vision: o.vision, Stream: o.stream}}
@@ -236,6 +250,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		reg = o.regStore
 	}
 	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: bs}), Bindings: bs, Transcripts: tr, Store: reg, Turns: o.turns, Clock: clk, Log: zerolog.Nop(),
+		Budget:    o.budget,
 		Authority: o.authority, Typist: o.typist, After: o.after, Fetcher: o.fetcher, Toolbox: o.toolbox}
 	if !o.noThreads {
 		deps.Threads = o.threads

@@ -47,6 +47,11 @@ type Options struct {
 	// LiveAfter paces a streamed reply's edits (nil: time.After; tests
 	// fire it by hand).
 	LiveAfter func(time.Duration) <-chan time.Time
+	// AttachmentCacheBytes caps the fetched attachments kept in memory
+	// (default DefaultAttachmentCacheBytes); RequestAttachmentBytes caps
+	// the attachment bytes of one model request (default
+	// DefaultRequestAttachmentBytes).
+	AttachmentCacheBytes, RequestAttachmentBytes int64
 }
 
 // Deps are the manager's collaborators.
@@ -70,6 +75,10 @@ type Deps struct {
 	Fetcher Fetcher
 	// Typist shows the typing indicator while work runs (nil: none).
 	Typist Typist
+	// Budget is the users' turn budget (core/authz.Limiter): a re-run of
+	// a turn after an edit of its message takes a turn of it (nil: re-runs
+	// are only capped, MaxEditReruns).
+	Budget Budget
 	// After paces typing renewals (nil: time.After).
 	After After
 	Clock clock.Clock
@@ -91,6 +100,7 @@ type Manager struct {
 	opt    Options
 	d      Deps
 	agents map[string]Agent
+	attach *attachCache // fetched attachments (attachcache.go)
 
 	baseMu sync.Mutex
 	base   context.Context // cancelled when Run stops
@@ -136,8 +146,15 @@ func New(opt Options, d Deps) *Manager {
 	if opt.Channel == "" {
 		opt.Channel = "discord"
 	}
+	if opt.AttachmentCacheBytes <= 0 {
+		opt.AttachmentCacheBytes = DefaultAttachmentCacheBytes
+	}
+	if opt.RequestAttachmentBytes <= 0 {
+		opt.RequestAttachmentBytes = DefaultRequestAttachmentBytes
+	}
 	m := &Manager{opt: opt, d: d, agents: map[string]Agent{}, sessions: map[string]Info{}, queued: map[string]bool{}, typing: map[string]*typingLoop{}, runs: map[string]*running{}, trig: map[string]*trigger{}, base: context.Background()}
 	m.tasks = newSerial(m.runSafely)
+	m.attach = newAttachCache(opt.AttachmentCacheBytes)
 	for _, a := range opt.Agents {
 		m.agents[a.ID] = a
 	}
@@ -193,9 +210,15 @@ func (m *Manager) Resume(ctx context.Context) (turns, runs int) {
 			continue
 		}
 		for _, p := range in.Pending {
+			if p.Rounds > 0 {
+				// A streamed turn a crash interrupted between rounds: its
+				// first messages are displayed, its last is not.
+				m.endInterrupted(ctx, in.Key, p)
+				continue
+			}
 			if p.DeliveryID != "" { // a re-answer of an edited message
 				m.dropPending(ctx, in.Key, func(q PendingTurn) bool { return q.deliveryID() == p.deliveryID() })
-				if done, err := m.d.Outbound.Delivered(ctx, p.DeliveryID); err == nil && done {
+				if done, err := m.answered(ctx, p.DeliveryID); err == nil && done {
 					continue
 				}
 				editKey := strings.TrimPrefix(p.DeliveryID, "turn:"+p.Message.MessageID+":edit:")
@@ -296,7 +319,7 @@ func (m *Manager) seen(ctx context.Context, messageID string) bool {
 	if queued {
 		return true
 	}
-	done, err := m.d.Outbound.Delivered(ctx, "turn:"+messageID)
+	done, err := m.answered(ctx, "turn:"+messageID)
 	return err == nil && done
 }
 
@@ -488,13 +511,20 @@ func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 	if m.seen(ctx, msg.MessageID) {
 		return nil // a catch-up or a replayed event: already taken
 	}
+	if p, owner, ok := m.pendingTurn("turn:" + msg.MessageID); ok && p.Rounds > 0 {
+		// Owed by the previous process, which crashed between the
+		// streamed rounds of its answer (a catch-up takes it again
+		// before Resume): it ends with a notice, never runs again.
+		m.endInterrupted(ctx, owner, p)
+		return nil
+	}
 	m.imu.Lock()
 	m.queued[msg.MessageID] = true
 	m.imu.Unlock()
 	m.addPending(ctx, key, PendingTurn{Message: msg})
 	var entry transcript.Entry
 	err := m.d.Outbound.WithConversation(msg.Conversation, func() error {
-		meta := map[string]string{"authorId": msg.AuthorID}
+		meta := map[string]string{"authorId": msg.AuthorID, transcript.MetaDisplayedIn: msg.Conversation.ConversationID}
 		if msg.ReplyTo != "" {
 			meta["replyTo"] = msg.ReplyTo
 		}

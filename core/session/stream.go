@@ -86,12 +86,7 @@ func (m *Manager) streamTurn(ctx, wctx context.Context, end func(), unwatch func
 	author := agent.Name
 	n := 0
 	var ids []string
-	id := func() string {
-		if n == 0 {
-			return t.deliveryID
-		}
-		return t.deliveryID + "#" + strconv.Itoa(n)
-	}
+	id := func() string { return roundID(t.deliveryID, n) }
 	open := func() *delivery.Live {
 		d := delivery.Delivery{ID: id(), Target: t.conv, ReplyTo: t.replyTo, BindingID: t.bindingID,
 			Producer: delivery.Producer{Source: transcript.SourceTurn, TurnSessionKey: t.key, AgentID: agent.ID}}
@@ -151,10 +146,19 @@ func (m *Manager) streamTurn(ctx, wctx context.Context, end func(), unwatch func
 			if !show() {
 				break
 			}
-			// A complete round's text stays shown, as its own message.
+			// A complete round's text stays shown, as its own message;
+			// the turn's record says first that its last delivery is the
+			// next round's (turnstate.go).
+			m.markRounds(ctx, t.key, t.deliveryID, n+1)
 			_ = finish(live, resp.Text)
 			n++
 			live = open()
+		}
+		if sideEffects(resp.ToolCalls, req.Tools) && !show() {
+			// The message changed before a tool with effects ran: the
+			// attempt ends here (once past this, it stands: an edit no
+			// longer runs it again, so no effect happens twice).
+			break
 		}
 		req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		for _, call := range resp.ToolCalls {

@@ -241,7 +241,7 @@ func (m *Manager) runSubagent(ctx context.Context, key string) {
 		if agent.MaxToolSteps > 0 {
 			req.Tools = m.toolboxTools(sctx, agent, t)
 		}
-		text, err = m.toolLoop(sctx, agent, t, req)
+		text, err = m.toolLoop(sctx, agent, t, req, nil)
 		if stopped(sctx) {
 			err = ErrStopped
 		}

@@ -26,6 +26,18 @@ var str = map[string]any{"type": "string"}
 // builtinTool names the bot's own tools (everything else offered is the Toolbox's).
 var builtinTool = map[string]bool{"send_message": true, "spawn_subagent": true, "schedule_job": true, "list_jobs": true, "cancel_job": true}
 
+// readOnlyTool are the bot's tools with no effect outside the turn.
+var readOnlyTool = map[string]bool{"list_jobs": true}
+
+// sideEffects reports whether any of calls runs an offered tool that may
+// act outside the turn (posts, schedules, spawns; every MCP tool counts).
+// A turn past such a call is not run again after an edit (invariant 20).
+func sideEffects(calls []model.ToolCall, offered []model.Tool) bool {
+	return slices.ContainsFunc(calls, func(c model.ToolCall) bool {
+		return !readOnlyTool[c.Name] && slices.ContainsFunc(offered, func(tl model.Tool) bool { return tl.Name == c.Name })
+	})
+}
+
 // tools are offered to main sessions only; subagents get none.
 func (m *Manager) tools(key string) []model.Tool {
 	if sessionkey.KindOf(key) != KindMain {
@@ -85,6 +97,13 @@ func (m *Manager) tool(ctx context.Context, t turnInput, call model.ToolCall) (s
 	case "send_message":
 		return m.sendMessage(ctx, t, args.To, args.Text, call.ID)
 	case "spawn_subagent":
+		// A subagent is more model work than the turn that spawned it: it
+		// takes a turn of the spawner's budget (invariant 20).
+		if m.d.Budget != nil {
+			if d := m.d.Budget.Take(t.requester, ""); !d.OK {
+				return "", &authz.Refusal{Msg: "the requesting user's turn budget is used up; no subagent was started"}
+			}
+		}
 		res, err := m.Spawn(ctx, SpawnRequest{Task: args.Task, Label: args.Label, Thread: args.Thread, Requester: t.conv, RequestedBy: t.requester, ParentKey: t.key})
 		if err != nil {
 			return "", err

@@ -96,9 +96,26 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) (waiting bool) {
 				return false
 			}
 		} else {
-			text, err = m.complete(wctx, agent, t, history)
+			// The first side-effecting tool call ends the watch (stand):
+			// from then on the attempt is not cancelled and run again by
+			// an edit, so its effects never happen twice.
+			stood, standErr := false, error(nil)
+			stand := func() error {
+				if !stood {
+					stood, standErr = true, unwatch(true)
+				}
+				return standErr
+			}
+			text, err = m.complete(wctx, agent, t, history, stand)
 			wasStopped = stopped(wctx)
-			changed = unwatch(!wasStopped)
+			if stood {
+				changed = standErr
+				if changed == nil {
+					waiting = false // the turn stands; a change now is one of an answered message
+				}
+			} else {
+				changed = unwatch(!wasStopped)
+			}
 		}
 		end()
 		switch {
@@ -118,7 +135,7 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) (waiting bool) {
 			if t.done != nil {
 				t.done(nil, ErrStopped)
 			}
-			return true
+			return waiting
 		case errors.Is(changed, errEdited):
 			continue // the model runs again on the new text
 		}
@@ -199,12 +216,15 @@ func (m *Manager) commitReply(key, author string, source transcript.Source, deli
 }
 
 // complete runs the model with tools until it answers with text.
-func (m *Manager) complete(ctx context.Context, agent Agent, t turnInput, history []transcript.Entry) (string, error) {
+// stand, called before the first tool call with side effects, ends the
+// watch of the turn's message; an error (the message changed first) ends
+// the attempt before the tool runs.
+func (m *Manager) complete(ctx context.Context, agent Agent, t turnInput, history []transcript.Entry, stand func() error) (string, error) {
 	req := model.Request{System: m.systemPrompt(agent, t.key), Messages: m.toMessages(ctx, t, history)}
 	if agent.MaxToolSteps > 0 {
 		req.Tools = append(turnTools(m.tools(t.key), t), m.toolboxTools(ctx, agent, t)...)
 	}
-	return m.toolLoop(ctx, agent, t, req)
+	return m.toolLoop(ctx, agent, t, req, stand)
 }
 
 // toolboxTools are the agent's MCP tools the turn's user may use.
@@ -216,7 +236,8 @@ func (m *Manager) toolboxTools(ctx context.Context, agent Agent, t turnInput) []
 }
 
 // toolLoop runs the model with req.Tools until it answers with text.
-func (m *Manager) toolLoop(ctx context.Context, agent Agent, t turnInput, req model.Request) (string, error) {
+// stand (nil: none) is called before tool calls with side effects run.
+func (m *Manager) toolLoop(ctx context.Context, agent Agent, t turnInput, req model.Request, stand func() error) (string, error) {
 	for step := 0; ; step++ {
 		resp, err := agent.Provider.Complete(ctx, req)
 		if err != nil {
@@ -231,6 +252,11 @@ func (m *Manager) toolLoop(ctx context.Context, agent Agent, t turnInput, req mo
 				return "", fmt.Errorf("%w (%d)", errToolSteps, agent.MaxToolSteps)
 			}
 			return resp.Text, nil
+		}
+		if stand != nil && sideEffects(resp.ToolCalls, req.Tools) {
+			if err := stand(); err != nil {
+				return "", err
+			}
 		}
 		req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		for _, call := range resp.ToolCalls {
@@ -266,15 +292,24 @@ func noticeText(err error) string {
 func (m *Manager) toMessages(ctx context.Context, t turnInput, history []transcript.Entry) []model.Message {
 	out := make([]model.Message, 0, len(history))
 	agent := m.agentFor(t.key)
-	for _, e := range history {
+	// Attachments count against one byte budget per request, the newest
+	// messages' first (invariant 20).
+	left := m.opt.RequestAttachmentBytes
+	withFiles := map[int]model.Message{}
+	for i := len(history) - 1; i >= 0; i-- {
+		if e := history[i]; e.Role == transcript.RoleUser && len(e.Attachments) > 0 {
+			withFiles[i] = m.withAttachments(ctx, agent, model.Message{}, e.Attachments, &left)
+		}
+	}
+	for i, e := range history {
 		msg := model.Message{Role: model.RoleUser, Text: e.Text, Name: e.Author}
 		if e.Role == transcript.RoleAssistant {
 			msg.Role = model.RoleAssistant
 		} else if m.opt.ModelText != nil {
 			msg.Text = m.opt.ModelText(msg.Text)
 		}
-		if e.Role == transcript.RoleUser && len(e.Attachments) > 0 {
-			msg = m.withAttachments(ctx, agent, msg, e.Attachments)
+		if files, ok := withFiles[i]; ok {
+			msg.Text, msg.Images = model.JoinText(msg.Text, files.Text), files.Images
 		}
 		if note := provenance(e); note != "" {
 			msg.Text = note + "\n" + msg.Text

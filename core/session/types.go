@@ -90,6 +90,12 @@ type PendingTurn struct {
 	// DeliveryID is set for a re-answer of an edited message (discord.edits:
 	// reprocess); "" is the message's own turn, "turn:<message id>".
 	DeliveryID string `json:"deliveryId,omitempty"`
+	// Rounds is the turn's state (invariant 19): how many rounds of a
+	// streamed reply were closed as intermediate messages (text before a
+	// tool call), recorded before each is finished. The turn's last
+	// delivery is roundID(deliveryID, Rounds); only its confirmation
+	// answers the turn (turnstate.go).
+	Rounds int `json:"rounds,omitempty"`
 }
 
 func (p PendingTurn) deliveryID() string {
@@ -185,6 +191,13 @@ type Jobs interface {
 	ScheduleJob(ctx context.Context, actor authz.Actor, req JobRequest) (string, error)
 	ListJobs(ctx context.Context, actor authz.Actor) (string, error)
 	CancelJob(ctx context.Context, actor authz.Actor, id string) (string, error)
+}
+
+// Budget is the users' turn budget (core/authz.Limiter.Take): work an
+// admitted message causes beyond its own turn takes a turn of its user's
+// budget (invariant 20). guildID "" charges the user's budget alone.
+type Budget interface {
+	Take(userID, guildID string) authz.Decision
 }
 
 // Authority is what the tools need of core/authz.Authority.

@@ -353,27 +353,41 @@ func (s *Service) Exists(ctx context.Context, key string) (bool, error) {
 	return len(tail) > 0, nil
 }
 
-// DeleteDisplayed records that every message of session key displayed since
-// `since` (zero: ever) left the chat: its thread or channel was deleted. Each
-// entry with message ids at or after since is deleted as by Delete. It
-// returns how many entries it deleted.
-func (s *Service) DeleteDisplayed(ctx context.Context, key string, since time.Time) (int, error) {
+// DeleteConversation records that conversation convID (a thread or
+// channel) left the chat with everything it displayed: each entry of the
+// sessions keys whose messages it displayed (meta MetaDisplayedIn) is
+// deleted as by Delete, by message id, in whichever of those sessions
+// holds it (an ended binding's subagent included); an entry another
+// conversation displays is never touched. Entries written before entries
+// carried MetaDisplayedIn fall back to the route rule: those of
+// legacyKey at or after legacySince. It returns how many entries it
+// deleted.
+func (s *Service) DeleteConversation(ctx context.Context, convID string, keys []string, legacyKey string, legacySince time.Time) (int, error) {
 	const page = 256
 	var ids []string
-	for from := uint64(1); ; {
-		es, err := s.store.Range(ctx, key, from, page)
-		if err != nil {
-			return 0, fmt.Errorf("delete messages of %s: %w", key, err)
+	for _, key := range slices.Compact(slices.Sorted(slices.Values(keys))) {
+		if key == "" {
+			continue
 		}
-		for _, e := range es {
-			if !e.IsChange() && !e.Deleted && len(e.MessageIDs) > 0 && !e.At.Before(since) {
-				ids = append(ids, e.MessageIDs[0])
+		for from := uint64(1); ; {
+			es, err := s.store.Range(ctx, key, from, page)
+			if err != nil {
+				return 0, fmt.Errorf("delete messages of %s: %w", convID, err)
 			}
+			for _, e := range es {
+				if e.IsChange() || e.Deleted || len(e.MessageIDs) == 0 {
+					continue
+				}
+				in, known := e.Meta[MetaDisplayedIn]
+				if in == convID || (!known && key == legacyKey && !e.At.Before(legacySince)) {
+					ids = append(ids, e.MessageIDs[0])
+				}
+			}
+			if len(es) < page {
+				break
+			}
+			from = es[len(es)-1].Seq + 1
 		}
-		if len(es) < page {
-			break
-		}
-		from = es[len(es)-1].Seq + 1
 	}
 	n := 0
 	for _, id := range ids {

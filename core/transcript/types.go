@@ -83,6 +83,12 @@ type Entry struct {
 	Attachments []Attachment `json:"attachments,omitempty"`
 }
 
+// MetaDisplayedIn is the entry meta naming the conversation (its id) that
+// displays the entry's messages: a deleted thread or channel erases the
+// entries displayed in it, in whichever session holds them, by it
+// (Service.DeleteConversation, invariant 17).
+const MetaDisplayedIn = "displayedIn"
+
 // Attachment is a file on a user message.
 type Attachment struct {
 	Filename    string `json:"filename"`

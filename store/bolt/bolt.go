@@ -57,6 +57,10 @@ type Options struct {
 	MaxBatchDelay time.Duration
 	// MaxBatchSize caps the appends committed together (default 1000).
 	MaxBatchSize int
+
+	// openFile replaces os.OpenFile for the store file (tests observe the
+	// open with it).
+	openFile func(string, int, os.FileMode) (*os.File, error)
 }
 
 // Store is one bbolt file holding every core store's buckets. It implements
@@ -93,7 +97,7 @@ func open(path string, opts Options, migs []migration) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store %s: create directory: %w", path, err)
 	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: opts.LockTimeout})
+	db, err := openLocked(path, bbolt.Options{Timeout: opts.LockTimeout}, opts.openFile)
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, &lockedError{path: path}

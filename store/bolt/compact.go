@@ -25,7 +25,7 @@ func Compact(path string, lockTimeout time.Duration) (before, after int64, err e
 	if err != nil {
 		return 0, 0, fmt.Errorf("compact %s: %w", path, err)
 	}
-	src, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: lockTimeout})
+	src, err := openLocked(path, bbolt.Options{Timeout: lockTimeout}, nil)
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return 0, 0, &lockedError{path: path}
@@ -55,8 +55,9 @@ func Compact(path string, lockTimeout time.Duration) (before, after int64, err e
 		os.Remove(tmp)
 		return 0, 0, fmt.Errorf("compact %s: close copy: %w", path, err)
 	}
-	// The rename happens while src still holds the old file's lock, so no
-	// bot opens the old file in between.
+	// The rename happens while src still holds the old file's lock: a bot
+	// that opened the old file meanwhile gets its lock only now, finds the
+	// file at path is another one and opens that (openLocked).
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return 0, 0, fmt.Errorf("compact %s: replace: %w", path, err)

@@ -114,3 +114,85 @@ func appendTxV2(tx *bbolt.Tx, key string, e transcript.Entry) (transcript.Entry,
 	}
 	return e, false, ss.b.Put(keyLastSeq, u64(1))
 }
+
+// TestOpenWaitingThroughCompactUsesTheNewFile (issue 27.5): a bot that
+// opened the store while `bot compact` held its lock gets the lock only
+// after compact renamed the fresh file over the path. It must run on that
+// file, not on the unlinked old one: what it writes is there after a
+// restart.
+func TestOpenWaitingThroughCompactUsesTheNewFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "bot.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Append(ctx, "k", transcript.Entry{Role: transcript.RoleUser, Text: "before", MessageIDs: []string{"m1"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	// compact's side: it holds the old file's lock while it copies.
+	src, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan struct{}, 16)
+	type result struct {
+		s   *Store
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		s, err := open(path, Options{LockTimeout: time.Minute, openFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			opened <- struct{}{}
+			return f, err
+		}}, migrations)
+		got <- result{s, err}
+	}()
+	select {
+	case <-opened: // the bot holds the old file and waits for its lock
+	case <-time.After(10 * time.Second):
+		t.Fatal("the bot did not open the store file")
+	}
+	tmp := path + ".compact"
+	dst, err := bbolt.Open(tmp, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bbolt.Compact(dst, src, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	src.Close() // the bot gets the old file's lock now
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(time.Minute):
+		t.Fatal("the bot's open did not return")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if _, _, err := r.s.Append(ctx, "k", transcript.Entry{Role: transcript.RoleUser, Text: "after", MessageIDs: []string{"m2"}}); err != nil {
+		t.Fatal(err)
+	}
+	r.s.Close()
+
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, id := range []string{"m1", "m2"} {
+		if _, ok, err := s.ByMessageID(ctx, "k", id); err != nil || !ok {
+			t.Errorf("message %s is not in the store after the restart (ok=%v err=%v): the bot wrote to the unlinked file", id, ok, err)
+		}
+	}
+}
