@@ -172,6 +172,8 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 		{1, s.askThenDelete},
 		{1, s.askThenEdit},
 		{1, s.editAddsMention},
+		{1, s.unfocusThenDelete},
+		{1, s.toolRoundThenRestart},
 	}
 	total := 0
 	for _, a := range actions {
