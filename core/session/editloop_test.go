@@ -151,3 +151,42 @@ func TestEditAfterSideEffectingToolDoesNotRerun(t *testing.T) {
 		t.Fatalf("%d model calls, want 2", got)
 	}
 }
+
+// TestStreamedEditAfterSideEffectingToolDoesNotRerun: the same for a
+// streamed turn whose first round (no text) calls send_message.
+func TestStreamedEditAfterSideEffectingToolDoesNotRerun(t *testing.T) {
+	t.Parallel()
+	entered, release := make(chan struct{}, 4), make(chan struct{})
+	send := func(id string) func(context.Context, func(string)) (model.Response, error) {
+		return func(context.Context, func(string)) (model.Response, error) {
+			return model.Response{ToolCalls: []model.ToolCall{{ID: id, Name: "send_message", Arguments: `{"to":"channel:c2","text":"hello c2"}`}}}, nil
+		}
+	}
+	wait := func(ctx context.Context, onText func(string)) (model.Response, error) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+			onText("sent")
+			return model.Response{Text: "sent"}, nil
+		case <-ctx.Done():
+			return model.Response{}, model.NewError("test", 0, ctx.Err())
+		}
+	}
+	p := &roundStreamer{rounds: []func(context.Context, func(string)) (model.Response, error){send("a"), wait, send("b"), wait}}
+	f := newFixture(t, fixtureOptions{provider: p, stream: true, live: true, opts: session.Options{LiveAfter: nowAfter}})
+	id := f.say(ref("c1"), "tell c2 hello")
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second round was not reached")
+	}
+	f.m.MessageEdited(id)
+	close(release)
+	f.settle()
+	if got := len(f.sender.to("c2")); got != 1 {
+		t.Fatalf("c2 got %d messages, want 1: the edit re-ran the streamed turn and its send_message", got)
+	}
+	if got := p.called(); got != 2 {
+		t.Fatalf("%d model calls, want 2", got)
+	}
+}

@@ -18,8 +18,8 @@ import (
 // notice (interruptedNotice) rather than running the model again, whose
 // tools of the first attempt already ran (docs/DECISIONS.md).
 
-// interruptedSuffix is the delivery id suffix of the notice that ends a
-// turn a crash interrupted between rounds.
+// interruptedSuffix is the delivery id suffix (after the turn's own id)
+// of the notice that ends a turn a crash interrupted between rounds.
 const interruptedSuffix = ":interrupted"
 
 // interruptedNotice is the notice that ends such a turn.
@@ -51,16 +51,23 @@ func (m *Manager) pendingTurn(deliveryID string) (PendingTurn, string, bool) {
 // answered reports whether the turn delivered under deliveryID is
 // answered: its last delivery (or the notice that ended it) is confirmed.
 func (m *Manager) answered(ctx context.Context, deliveryID string) (bool, error) {
-	rounds := 0
-	if p, _, ok := m.pendingTurn(deliveryID); ok {
-		rounds = p.Rounds
+	first, err := m.d.Outbound.Delivered(ctx, deliveryID)
+	if err != nil {
+		return false, err
 	}
-	last := roundID(deliveryID, rounds)
-	done, err := m.d.Outbound.Delivered(ctx, last)
-	if err != nil || done || rounds == 0 {
-		return done, err
+	if first {
+		p, _, ok := m.pendingTurn(deliveryID)
+		if !ok || p.Rounds == 0 {
+			return true, nil
+		}
+		done, err := m.d.Outbound.Delivered(ctx, roundID(deliveryID, p.Rounds))
+		if err != nil || done {
+			return done, err
+		}
 	}
-	return m.d.Outbound.Delivered(ctx, last+interruptedSuffix)
+	// Ended by the notice after a crash between rounds (round 0 itself
+	// may never have been displayed).
+	return m.d.Outbound.Delivered(ctx, deliveryID+interruptedSuffix)
 }
 
 // markRounds records, before round n-1's message is finished as an
@@ -98,7 +105,7 @@ func (m *Manager) endInterrupted(ctx context.Context, key string, p PendingTurn)
 	if !done {
 		msg := p.Message
 		t := turnInput{key: key, conv: msg.Conversation.Normalize(), replyTo: msg.MessageID, requester: msg.AuthorID,
-			deliveryID: roundID(p.deliveryID(), p.Rounds) + interruptedSuffix}
+			deliveryID: p.deliveryID() + interruptedSuffix}
 		if _, rec, bound := m.d.Outbound.SessionFor(t.conv); bound && rec.TargetSessionKey == key {
 			t.bindingID = rec.ID
 		}

@@ -129,6 +129,11 @@ func TestCrashBetweenStreamedRoundsEndsVisibly(t *testing.T) {
 				}
 			}
 			f2.settle()
+			// A later catch-up taking the message again finds it answered.
+			if err := f2.m.HandleMessage(ctx, session.Message{Conversation: ref("c1"), MessageID: id, AuthorID: "u1", AuthorName: "alice", Text: "look it up"}); err != nil {
+				t.Fatal(err)
+			}
+			f2.settle()
 			sent := f2.sender.to("c1")
 			if len(sent) != 1 || !strings.Contains(sent[0].Text, "restarted") {
 				t.Fatalf("after the restart the chat got %+v, want one notice that the reply was interrupted", sent)
