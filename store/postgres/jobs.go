@@ -144,8 +144,12 @@ func (s *Store) ClaimInstant(ctx context.Context, jobID string, instant time.Tim
 	if jobID == "" {
 		return false, errors.New("postgres: claim with empty job id")
 	}
+	return s.claimInstant(ctx, jobID, instant, randToken())
+}
+
+// claimInstant is ClaimInstant with its claim token.
+func (s *Store) claimInstant(ctx context.Context, jobID string, instant time.Time, token string) (bool, error) {
 	sec, nsec := timeKey(instant)
-	token := randToken()
 	var claimed bool
 	err := s.do(ctx, "claim instant", idempotent, func(ctx context.Context) error {
 		tag, err := s.pool.Exec(ctx, `INSERT INTO job_ledger AS l (job_id, instant_sec, instant_nsec, claim) VALUES ($1, $2, $3, $4)

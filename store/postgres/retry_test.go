@@ -241,3 +241,28 @@ func TestStoreGivesUpWithErrUnavailable(t *testing.T) {
 		t.Fatal("gave up without waiting")
 	}
 }
+
+// TestClaimInstantReplayWinsAgain: a ClaimInstant replayed after a lost
+// COMMIT (same call, same claim token) still wins its instant, while any
+// other claim of that instant loses. Before the token, the replay lost
+// and the scheduler skipped a run it had claimed.
+func TestClaimInstantReplayWinsAgain(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i, tc := range []struct {
+		token string
+		want  bool
+	}{{"a", true}, {"a", true}, {"b", false}, {"a", true}} {
+		got, err := s.claimInstant(ctx, "job1", at, tc.token)
+		if err != nil || got != tc.want {
+			t.Fatalf("claim %d (token %s) = %v, %v; want %v", i, tc.token, got, err, tc.want)
+		}
+	}
+	if ok, err := s.ClaimInstant(ctx, "job1", at); err != nil || ok {
+		t.Fatalf("a new claim of a claimed instant = %v, %v; want false", ok, err)
+	}
+	if ok, err := s.ClaimInstant(ctx, "job1", at.Add(time.Minute)); err != nil || !ok {
+		t.Fatalf("a later instant = %v, %v; want true", ok, err)
+	}
+}
