@@ -539,11 +539,11 @@ func truncate(s string, n int) string {
 
 // pendingPerm is a permission request waiting for a click.
 type pendingPerm struct {
-	binder  string
+	binder string
 	// users, roles: the agent's own lists (who may answer besides the binder).
 	users, roles []string
-	options []sdk.PermissionOption
-	answer  chan choice
+	options      []sdk.PermissionOption
+	answer       chan choice
 }
 
 type choice struct {
