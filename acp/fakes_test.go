@@ -215,7 +215,9 @@ func (f *fakeThreads) CreateThread(_ context.Context, parent binding.Conversatio
 // fakeAuthority: "op" is an operator; users listed in the agent's users may start.
 type fakeAuthority struct{}
 
-func (fakeAuthority) Operator(_ context.Context, a authz.Actor) bool { return a.UserID == "op" }
+func (fakeAuthority) Operator(_ context.Context, a authz.Actor, _ binding.ConversationRef) bool {
+	return a.UserID == "op"
+}
 func (fakeAuthority) MayUseAgent(_ context.Context, a authz.Actor, users, roles []string, what string) error {
 	if a.UserID == "op" {
 		return nil

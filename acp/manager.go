@@ -74,7 +74,7 @@ type Threads interface {
 
 // Authority is the one authority rule (core/authz.Authority).
 type Authority interface {
-	Operator(ctx context.Context, actor authz.Actor) bool
+	Operator(ctx context.Context, actor authz.Actor, target binding.ConversationRef) bool
 	MayUseAgent(ctx context.Context, actor authz.Actor, users, roles []string, what string) error
 }
 
@@ -331,7 +331,7 @@ func (m *Manager) Stop(ctx context.Context, rec binding.Record, userID string) (
 		return "", err
 	}
 	actor := authz.Actor{UserID: userID, Where: rec.Conversation}
-	if userID != s.rec.BoundBy && !m.d.Authority.Operator(ctx, actor) {
+	if userID != s.rec.BoundBy && !m.d.Authority.Operator(ctx, actor, rec.Conversation) {
 		return "", &authz.Refusal{Msg: fmt.Sprintf("only <@%s>, who started this agent, or an operator can stop it", s.rec.BoundBy)}
 	}
 	if !s.cancel() {
@@ -353,8 +353,10 @@ func (m *Manager) Choose(ctx context.Context, customID, userID string, where bin
 	if p == nil {
 		return "This request is no longer waiting for an answer."
 	}
-	if userID != p.binder && !m.d.Authority.Operator(ctx, authz.Actor{UserID: userID, Where: where}) {
-		return fmt.Sprintf("Only <@%s>, who started this agent, or an operator can answer it.", p.binder)
+	// An answer acts on the host (a file write, a command): the binder, or
+	// whoever may use the agent (configured operator users, its own lists).
+	if userID != p.binder && m.d.Authority.MayUseAgent(ctx, authz.Actor{UserID: userID, Where: where}, p.users, p.roles, "answer it") != nil {
+		return fmt.Sprintf("Only <@%s>, who started this agent, the bot's configured operators or the users its configuration lists can answer it.", p.binder)
 	}
 	if idx < 0 || idx >= len(p.options) {
 		return "This button is not one of the request's options."
@@ -548,9 +550,11 @@ func truncate(s string, n int) string {
 
 // pendingPerm is a permission request waiting for a click.
 type pendingPerm struct {
-	binder  string
-	options []sdk.PermissionOption
-	answer  chan choice
+	binder string
+	// users, roles: the agent's own lists (who may answer besides the binder).
+	users, roles []string
+	options      []sdk.PermissionOption
+	answer       chan choice
 }
 
 type choice struct {

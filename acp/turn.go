@@ -212,7 +212,7 @@ func (t *turn) permission(ctx context.Context, r sdk.RequestPermissionRequest) (
 	t.permWG.Add(1)
 	defer t.permWG.Done()
 	id := newID()
-	p := &pendingPerm{binder: t.s.rec.BoundBy, options: r.Options, answer: make(chan choice, 1)}
+	p := &pendingPerm{binder: t.s.rec.BoundBy, users: t.s.ac.Users, roles: t.s.ac.Roles, options: r.Options, answer: make(chan choice, 1)}
 	buttons := make([]delivery.Button, 0, len(r.Options))
 	for i, o := range r.Options {
 		if i == 25 { // Discord: 5 rows of 5 buttons

@@ -256,7 +256,7 @@ func (c *Client) Member(ctx context.Context, userID string, conv binding.Convers
 		c.countError(err)
 		return authz.Member{}, false, fmt.Errorf("discord: get channel %s: %w", conv.ConversationID, err)
 	}
-	if ch.GuildID == "" {
+	if ch.GuildID == "" || !c.served(ch.GuildID) {
 		return authz.Member{}, false, nil
 	}
 	return c.guildMember(ctx, s, ch.GuildID, userID)
@@ -272,6 +272,13 @@ func (c *Client) guildMember(ctx context.Context, s *discordgo.Session, guildID,
 		return authz.Member{}, false, err
 	}
 	return authz.Member{Roles: m.Roles, ManageGuild: basePermissions(g, userID, m.Roles)&discordgo.PermissionManageGuild != 0}, true, nil
+}
+
+// served reports whether the bot serves guildID: discord.guilds lists it,
+// or no list is set. A DM ("") is served. A guild not served does not
+// exist for the bot: no message, command, click or lookup from it.
+func (c *Client) served(guildID string) bool {
+	return guildID == "" || len(c.guilds) == 0 || c.guilds[guildID]
 }
 
 // sharesGuild reports whether a user is a member of a guild the bot serves

@@ -200,21 +200,21 @@ func TestMemberRolesRefreshAfterTTL(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	actor := authz.Actor{UserID: u.ID, Where: binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: ch.ID}}
-	if auth.Operator(ctx, actor) {
+	if auth.Operator(ctx, actor, actor.Where) {
 		t.Fatal("operator before the role was granted")
 	}
 	if err := e.GrantRole(g.ID, u.ID, mods.ID); err != nil {
 		t.Fatal(err)
 	}
 	fetches := len(e.RequestsTo("GET", "/guilds/{guild_id}/members/{user_id}"))
-	if auth.Operator(ctx, actor) {
+	if auth.Operator(ctx, actor, actor.Where) {
 		t.Fatal("the cached member changed without an event: the emulator pushed a member event without the intent")
 	}
 	if n := len(e.RequestsTo("GET", "/guilds/{guild_id}/members/{user_id}")); n != fetches {
 		t.Fatalf("%d member fetches within the TTL, want none", n-fetches)
 	}
 	clk.Advance(memberTTL)
-	if !auth.Operator(ctx, actor) {
+	if !auth.Operator(ctx, actor, actor.Where) {
 		t.Fatal("the granted role was not seen after the TTL")
 	}
 }

@@ -85,6 +85,14 @@ func (g *Gateway) registerCommands(ctx context.Context) error {
 			return fmt.Errorf("discord: register slash commands (guild %q): %w", gid, err)
 		}
 	}
+	if len(g.c.opt.Guilds) > 0 {
+		// A global registration left from a run without the list would
+		// still offer the commands in every guild: remove it.
+		if _, err := s.ApplicationCommandBulkOverwrite(appID, "", []*discordgo.ApplicationCommand{}, discordgo.WithContext(ctx)); err != nil {
+			g.c.countError(err)
+			return fmt.Errorf("discord: remove the global slash commands: %w", err)
+		}
+	}
 	return nil
 }
 

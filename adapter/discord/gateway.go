@@ -329,6 +329,12 @@ func (g *Gateway) register(s *discordgo.Session, readyCh chan struct{}) {
 	})
 	s.AddHandler(func(s *discordgo.Session, i *discordgo.InteractionCreate) {
 		defer g.recoverHandler("interaction_create")
+		if !g.c.served(i.GuildID) {
+			// A guild outside discord.guilds does not exist for the bot
+			// (a registration left from an earlier run still reaches it):
+			// no command, click or autocomplete is answered.
+			return
+		}
 		if !g.goTracked("interaction_create", func(ctx context.Context) { g.onInteraction(ctx, i.Interaction) }) {
 			g.refuseStopping(i.Interaction)
 		}

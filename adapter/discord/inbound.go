@@ -363,7 +363,7 @@ func compareIDs(x, y string) int {
 // Outbound (so it is in the conversation's transcript), later ones silence
 // until the budget resets.
 func (g *Gateway) admit(ctx context.Context, m *discordgo.Message, conv binding.ConversationRef) string {
-	if g.d.Authority.Operator(ctx, authz.Actor{UserID: m.Author.ID, Where: conv}) {
+	if g.d.Authority.Operator(ctx, authz.Actor{UserID: m.Author.ID, Where: conv}, conv) {
 		return ""
 	}
 	sub := authz.Subject{UserID: m.Author.ID, ChannelID: m.ChannelID, ParentID: conv.ParentConversationID, DM: m.GuildID == ""}

@@ -190,7 +190,7 @@ func (g *Gateway) stopClick(ctx context.Context, conv binding.ConversationRef, u
 	if !ok || run.ID != id {
 		return "ℹ️ It had already finished."
 	}
-	if err := g.d.Authority.MayStop(ctx, authz.Actor{UserID: userID, Where: conv}, run.Owner, "this reply"); err != nil {
+	if err := g.d.Authority.MayStop(ctx, authz.Actor{UserID: userID, Where: conv}, run.Owner, conv, "this reply"); err != nil {
 		return "⚠️ " + command.Refusal(err)
 	}
 	if !g.d.Sessions.Stop(run) {

@@ -135,7 +135,7 @@ func TestDirectoryAgainstDendrite(t *testing.T) {
 	if m, ok := member(carol, room); !ok || !m.ManageGuild {
 		t.Errorf("carol at 50 with power levels at 50: %+v ok=%v, want manages the room", m, ok)
 	}
-	if !auth.Operator(ctx, authz.Actor{UserID: carol, Where: room}) {
+	if !auth.Operator(ctx, authz.Actor{UserID: carol, Where: room}, room) {
 		t.Error("carol, who can change the room's power levels, is no operator there (none configured)")
 	}
 
@@ -204,7 +204,7 @@ func TestDirectoryFailsClosed(t *testing.T) {
 	if err := auth.CanPost(ctx, e.alice.UserID, room); !authz.IsRefusal(err) {
 		t.Fatalf("CanPost with the homeserver down: %v, want a refusal", err)
 	}
-	if auth.Operator(ctx, authz.Actor{UserID: e.alice.UserID, Where: room}) {
+	if auth.Operator(ctx, authz.Actor{UserID: e.alice.UserID, Where: room}, room) {
 		t.Fatal("an operator while the homeserver is down")
 	}
 }

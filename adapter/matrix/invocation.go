@@ -23,6 +23,7 @@ func CommandPlatform(threadBindings bool) command.Platform {
 		ThreadPermissions:     "the power to send messages in this room",
 		ThreadBindings:        threadBindings,
 		ThreadBindingsSetting: "discord.threadBindings.enabled", // one switch for the process (docs/DECISIONS.md)
+		PublicReplies:         true,
 	}
 }
 

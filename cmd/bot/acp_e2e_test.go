@@ -196,7 +196,7 @@ func TestE2EACPFocus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := adResponded(t, h, in); !r.Ephemeral || !strings.Contains(r.Content, "Only operators and the users") {
+	if r := adResponded(t, h, in); !r.Ephemeral || !strings.Contains(r.Content, "Only the bot's configured operator users and the users") {
 		t.Fatalf("a stranger's /focus answered %q", r.Content)
 	}
 	r := adResponded(t, h, adInvoke(t, h, h.general.ID, "focus", discordtest.CommandOption{Name: "target", Value: "acp:script"}))

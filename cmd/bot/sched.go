@@ -10,6 +10,7 @@ import (
 	"github.com/agentbot/agentbot/adapter/matrix"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/authz"
+	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/command"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/scheduler"
@@ -78,11 +79,17 @@ func (b *schedulerBridge) RunBackground(ctx context.Context, in scheduler.Backgr
 
 // The rules of /cron, in one place: the slash command and the model's job
 // tools (schedule_job, list_jobs, cancel_job) both call these, with the
-// invoker or the user the turn acts for (invariant 13).
-//   - add, remove, run: operators only; a job posts only where its creator
-//     can view and send messages (its `to`, re-checked before every run);
-//   - list, runs: everyone, but a non-operator sees only jobs whose chat
-//     and delivery target they can view.
+// invoker or the user the turn acts for (invariant 13; power has a scope).
+// A job's conversations are the one it was made in and the one it posts
+// into; an operator OF THE JOB is an operator of one of them (its server's,
+// or a configured operator user) and nobody for a job touching someone
+// else's DM.
+//   - add: an operator of the conversation it is made in; a job posts only
+//     where its creator can view and send messages (its `to`, re-checked
+//     before every run);
+//   - remove, run: an operator of the job;
+//   - list, runs: an operator of the job, or someone who can view both its
+//     conversations (so a server's operator sees that server's jobs only).
 
 // Add implements /cron add.
 func (b *schedulerBridge) Add(ctx context.Context, actor authz.Actor, req command.CronAdd) (scheduler.Job, error) {
@@ -91,7 +98,7 @@ func (b *schedulerBridge) Add(ctx context.Context, actor authz.Actor, req comman
 }
 
 func (b *schedulerBridge) add(ctx context.Context, actor authz.Actor, req scheduler.AddRequest) (scheduler.Job, error) {
-	if err := b.auth.RequireOperator(ctx, actor, "schedule jobs (/cron add)"); err != nil {
+	if err := b.auth.RequireOperator(ctx, actor, req.CreatedIn, "schedule jobs (/cron add)"); err != nil {
 		return scheduler.Job{}, err
 	}
 	req.CreatedBy = actor.UserID
@@ -120,10 +127,57 @@ func (b *schedulerBridge) add(ctx context.Context, actor authz.Actor, req schedu
 	return j, nil
 }
 
-// visible: operators see every job; others only jobs made in, and posting
-// into, conversations they can view.
+// jobConversations are the conversations a job touches: the one it was
+// made in and the one it posts into.
+func jobConversations(j scheduler.Job) []binding.ConversationRef {
+	var out []binding.ConversationRef
+	if j.CreatedIn.Valid() {
+		out = append(out, j.CreatedIn.Normalize())
+	}
+	if to, err := scheduler.DeliveryTarget(j); err == nil && (len(out) == 0 || to.Normalize().Key() != out[0].Key()) {
+		out = append(out, to.Normalize())
+	}
+	return out
+}
+
+// jobOperator: the actor is an operator of one of the job's conversations
+// and none of them is someone else's DM. A job without a conversation is
+// the configured operator users' alone.
+func (b *schedulerBridge) jobOperator(ctx context.Context, actor authz.Actor, j scheduler.Job) bool {
+	convs := jobConversations(j)
+	if len(convs) == 0 {
+		return b.auth.Global(actor.UserID)
+	}
+	ok := false
+	for _, c := range convs {
+		if u := authz.DMUser(c); u != "" && u != actor.UserID {
+			return false
+		}
+		ok = ok || b.auth.Operator(ctx, actor, c)
+	}
+	return ok
+}
+
+// requireJobOperator refuses unless the actor is an operator of the job; a
+// job they may not even list is unknown to them.
+func (b *schedulerBridge) requireJobOperator(ctx context.Context, actor authz.Actor, id, what string) error {
+	j, err := b.Scheduler.Get(ctx, id)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", id, err)
+	}
+	if b.jobOperator(ctx, actor, j) {
+		return nil
+	}
+	if !b.visible(ctx, actor, j) {
+		return &authz.Refusal{Msg: fmt.Sprintf("there is no job %s you can see", id)}
+	}
+	return &authz.Refusal{Msg: fmt.Sprintf("only operators of the server job %s belongs to can %s", id, what)}
+}
+
+// visible: an operator of the job sees it; others only jobs made in, and
+// posting into, conversations they can view.
 func (b *schedulerBridge) visible(ctx context.Context, actor authz.Actor, j scheduler.Job) bool {
-	if b.auth.Operator(ctx, actor) {
+	if b.jobOperator(ctx, actor, j) {
 		return true
 	}
 	if !j.CreatedIn.Valid() || b.auth.CanView(ctx, actor.UserID, j.CreatedIn) != nil {
@@ -171,7 +225,7 @@ func (b *schedulerBridge) List(ctx context.Context, actor authz.Actor) ([]schedu
 
 // Remove implements /cron remove.
 func (b *schedulerBridge) Remove(ctx context.Context, actor authz.Actor, id string) error {
-	if err := b.auth.RequireOperator(ctx, actor, "remove jobs (/cron remove)"); err != nil {
+	if err := b.requireJobOperator(ctx, actor, id, "remove it (/cron remove)"); err != nil {
 		return err
 	}
 	if err := b.Scheduler.Remove(ctx, id); err != nil {
@@ -182,7 +236,7 @@ func (b *schedulerBridge) Remove(ctx context.Context, actor authz.Actor, id stri
 
 // RunNow implements /cron run.
 func (b *schedulerBridge) RunNow(ctx context.Context, actor authz.Actor, id string) (scheduler.Run, error) {
-	if err := b.auth.RequireOperator(ctx, actor, "run jobs (/cron run)"); err != nil {
+	if err := b.requireJobOperator(ctx, actor, id, "run it (/cron run)"); err != nil {
 		return scheduler.Run{}, err
 	}
 	r, err := b.Scheduler.RunNow(ctx, id)

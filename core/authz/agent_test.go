@@ -17,7 +17,7 @@ func TestMayUseAgent(t *testing.T) {
 		actor        authz.Actor
 		want         bool
 	}{
-		{"operator, lists empty", nil, nil, authz.Actor{UserID: "admin", Where: conv("c1")}, true},
+		{"Manage Server, lists empty: no power over the host", nil, nil, authz.Actor{UserID: "admin", Where: conv("c1")}, false},
 		{"plain member, lists empty = operators only", nil, nil, authz.Actor{UserID: "plain", Where: conv("c1")}, false},
 		{"listed user", []string{"plain"}, nil, authz.Actor{UserID: "plain", Where: conv("c1")}, true},
 		{"listed role", nil, []string{"r-dev"}, authz.Actor{UserID: "dev", Where: conv("c1")}, true},

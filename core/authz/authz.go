@@ -99,27 +99,52 @@ func IsDM(conv binding.ConversationRef) bool {
 	return strings.HasPrefix(conv.ConversationID, sessionkey.DMPrefix)
 }
 
+// DMUser is the user whose direct messages conv is, "" when it is no DM.
+func DMUser(conv binding.ConversationRef) string {
+	if !IsDM(conv) {
+		return ""
+	}
+	return dmUser(conv)
+}
+
 // dmUser is the user of a DM conversation.
 func dmUser(conv binding.ConversationRef) string {
 	return strings.TrimPrefix(conv.ConversationID, sessionkey.DMPrefix)
 }
 
-// Operator reports whether the actor is an operator: a configured operator
-// user; a member holding a configured operator role in the guild they act
-// in; or, when no operators are configured, a member with Manage Server
-// there. In a DM only operators.users count (a DM has no guild). A failed
-// lookup is not an operator (fail closed).
-func (a *Authority) Operator(ctx context.Context, actor Actor) bool {
+// Global reports whether userID is a configured operator user
+// (operators.users): the only operators whose power crosses servers, and
+// the only ones with power over the host (MayUseAgent, Grant.Operators).
+func (a *Authority) Global(userID string) bool { return userID != "" && a.users[userID] }
+
+// Operator reports whether the actor is an operator OF target (a
+// conversation: a job's, a session's or binding's, a run's; invariant 13,
+// "power has a scope"):
+//   - a configured operator user (operators.users) is an operator of every
+//     server's conversations;
+//   - a member holding a configured operator role, or, when no operators
+//     are configured, Manage Server (Matrix: the power to change power
+//     levels), IN THE TARGET'S guild (room) is an operator of that guild's
+//     conversations only: where the actor acts does not matter;
+//   - a DM belongs to its user alone: nobody else is its operator,
+//     configured operators included; its own user is only if configured;
+//   - no target (an empty conversation id): configured operators only.
+//
+// A failed lookup is not an operator (fail closed).
+func (a *Authority) Operator(ctx context.Context, actor Actor, target binding.ConversationRef) bool {
 	if actor.UserID == "" {
 		return false
 	}
-	if a.users[actor.UserID] {
+	if IsDM(target) {
+		return dmUser(target) == actor.UserID && a.Global(actor.UserID)
+	}
+	if a.Global(actor.UserID) {
 		return true
 	}
-	if IsDM(actor.Where) || actor.Where.ConversationID == "" || a.dir == nil {
+	if target.ConversationID == "" || a.dir == nil {
 		return false
 	}
-	m, ok, err := a.dir.Member(ctx, actor.UserID, actor.Where)
+	m, ok, err := a.dir.Member(ctx, actor.UserID, target)
 	if err != nil || !ok {
 		return false
 	}
@@ -131,13 +156,20 @@ func (a *Authority) Operator(ctx context.Context, actor Actor) bool {
 	return len(a.users) == 0 && len(a.roles) == 0 && m.ManageGuild
 }
 
-// RequireOperator refuses a non-operator; what names the action ("/cron add").
-func (a *Authority) RequireOperator(ctx context.Context, actor Actor, what string) error {
+// RequireOperator refuses unless the actor is an operator of target;
+// what names the action ("/cron add").
+func (a *Authority) RequireOperator(ctx context.Context, actor Actor, target binding.ConversationRef, what string) error {
 	if actor.UserID == "" {
 		return refuse("%s needs an operator, and this was not started by a user", what)
 	}
-	if !a.Operator(ctx, actor) {
-		return refuse("only operators can %s (configure discord.operators, or ask someone with Manage Server)", what)
+	if IsDM(target) && dmUser(target) != actor.UserID {
+		return refuse("only user:%s can %s: it concerns their direct messages, which nobody else reaches through the bot", dmUser(target), what)
+	}
+	if IsDM(target) && !a.Operator(ctx, actor, target) {
+		return refuse("only the bot's configured operators (operators.users) can %s in direct messages", what)
+	}
+	if !a.Operator(ctx, actor, target) {
+		return refuse("only operators of that conversation's server can %s (an operator of another server is not; configure operators.users for the bot's own operators)", what)
 	}
 	return nil
 }
@@ -201,7 +233,8 @@ type FocusTarget struct {
 	Key string
 	// Kind: "main" (a conversation's own session), "subagent", or another kind.
 	Kind string
-	// Conversation is a main session's conversation.
+	// Conversation is a main session's conversation, a subagent's
+	// requester: the target whose operators may focus it.
 	Conversation binding.ConversationRef
 	// SpawnedBy is a subagent's spawner.
 	SpawnedBy string
@@ -209,7 +242,8 @@ type FocusTarget struct {
 
 // MayFocus: a user may bind a conversation to their own DM's session, a
 // subagent they spawned, or the session of a conversation they can view;
-// anything else needs an operator.
+// anything else needs an operator of the target's conversation (none for
+// someone else's DM).
 func (a *Authority) MayFocus(ctx context.Context, actor Actor, t FocusTarget) error {
 	if actor.UserID == "" {
 		return refuse("no user's authority stands behind this request")
@@ -221,32 +255,37 @@ func (a *Authority) MayFocus(ctx context.Context, actor Actor, t FocusTarget) er
 	case "main":
 		allowed = t.Conversation.ConversationID != "" && a.CanView(ctx, actor.UserID, t.Conversation) == nil
 	}
-	if allowed || a.Operator(ctx, actor) {
+	if allowed || a.Operator(ctx, actor, t.Conversation) {
 		return nil
 	}
-	return refuse("you may not focus %s: only your own DM, subagents you spawned and conversations you can view (anything else needs an operator)", t.Key)
+	if IsDM(t.Conversation) && dmUser(t.Conversation) != actor.UserID {
+		return refuse("you may not focus %s: it belongs to user:%s's direct messages, which nobody else reaches through the bot", t.Key, dmUser(t.Conversation))
+	}
+	return refuse("you may not focus %s: only your own DM, subagents you spawned and conversations you can view (anything else needs an operator of its server)", t.Key)
 }
 
 // MayStop: a user may stop their own run (a turn their message started, a
 // subagent they spawned, a job they created); anything else, including a
-// system run, needs an operator. what names the run for the refusal.
-func (a *Authority) MayStop(ctx context.Context, actor Actor, owner, what string) error {
+// system run, needs an operator of the run's conversation (target). what
+// names the run for the refusal.
+func (a *Authority) MayStop(ctx context.Context, actor Actor, owner string, target binding.ConversationRef, what string) error {
 	if actor.UserID == "" {
 		return refuse("no user's authority stands behind this request")
 	}
 	if owner != "" && owner == actor.UserID {
 		return nil
 	}
-	if a.Operator(ctx, actor) {
+	if a.Operator(ctx, actor, target) {
 		return nil
 	}
-	return refuse("you may not stop %s: it is someone else's, and stopping another user's run needs an operator", what)
+	return refuse("you may not stop %s: it is someone else's, and stopping another user's run needs an operator of its server", what)
 }
 
 // Grant is who may use a resource (an MCP server's tools): the listed
 // users, members holding a listed role in the guild they act in, and, with
-// Operators, operators. An empty Grant (no users, no roles, not
-// operators-only) is everyone.
+// Operators, the configured operator users (operators.users): a server's
+// Manage Server or operator role never grants power over the host. An empty
+// Grant (no users, no roles, not operators-only) is everyone.
 type Grant struct {
 	Users, Roles []string
 	Operators    bool
@@ -264,27 +303,29 @@ func (a *Authority) Permits(ctx context.Context, actor Actor, g Grant, what stri
 	if actor.UserID == "" {
 		return refuse("%s need a user's authority, and this was not started by a user", what)
 	}
-	if a.listed(ctx, actor, g.Users, g.Roles) || (g.Operators && a.Operator(ctx, actor)) {
+	if a.listed(ctx, actor, g.Users, g.Roles) || (g.Operators && a.Global(actor.UserID)) {
 		return nil
 	}
-	return refuse("you may not use %s (its users, roles or operators only)", what)
+	return refuse("you may not use %s (its users and roles, and the bot's configured operator users, only: a server's own operators are not)", what)
 }
 
 // MayUseAgent is who may start an external (ACP) agent and approve its
-// actions: operators, and the users and roles its config lists (both empty
-// = operators only). Roles are the member's roles in the conversation's
-// guild.
+// actions, i.e. act on the bot's host: the configured operator users
+// (operators.users), and the users and roles its config lists (both empty
+// = configured operator users only). A server's Manage Server or operator
+// role never grants it. Roles are the member's roles in the
+// conversation's guild.
 func (a *Authority) MayUseAgent(ctx context.Context, actor Actor, users, roles []string, what string) error {
 	if actor.UserID == "" {
 		return refuse("%s needs a user's authority, and none stands behind this request", what)
 	}
-	if a.Operator(ctx, actor) || a.listed(ctx, actor, users, roles) {
+	if a.Global(actor.UserID) || a.listed(ctx, actor, users, roles) {
 		return nil
 	}
 	if len(users) == 0 && len(roles) == 0 {
-		return refuse("only operators can %s", what)
+		return refuse("only the bot's configured operator users can %s (it acts on the bot's host; a server's own operators cannot)", what)
 	}
-	return refuse("only operators and the users and roles its configuration lists can %s", what)
+	return refuse("only the bot's configured operator users and the users and roles its configuration lists can %s", what)
 }
 
 // listed reports whether the actor is one of users or holds one of roles

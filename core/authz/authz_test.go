@@ -62,13 +62,13 @@ func TestOperator(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := authz.New(tc.cfg, dir).Operator(t.Context(), tc.actor); got != tc.want {
+			if got := authz.New(tc.cfg, dir).Operator(t.Context(), tc.actor, tc.actor.Where); got != tc.want {
 				t.Fatalf("Operator = %v, want %v", got, tc.want)
 			}
 		})
 	}
 	// A failed lookup is not an operator.
-	if authz.New(authz.Config{}, fakeDir{err: errors.New("down")}).Operator(t.Context(), authz.Actor{UserID: "admin", Where: conv("c1")}) {
+	if authz.New(authz.Config{}, fakeDir{err: errors.New("down")}).Operator(t.Context(), authz.Actor{UserID: "admin", Where: conv("c1")}, conv("c1")) {
 		t.Fatal("a failed member lookup made an operator")
 	}
 }
@@ -133,7 +133,8 @@ func TestMayFocus(t *testing.T) {
 		{"own subagent", bob, authz.FocusTarget{Key: "s", Kind: "subagent", SpawnedBy: "bob"}, true},
 		{"another's subagent", bob, authz.FocusTarget{Key: "s", Kind: "subagent", SpawnedBy: "carol"}, false},
 		{"job run", bob, authz.FocusTarget{Key: "agent:main:cron:j:run:r", Kind: "job-run"}, false},
-		{"operator: another's DM", authz.Actor{UserID: "op", Where: conv("thread1")}, authz.FocusTarget{Key: "agent:main:discord:dm:carol", Kind: "main", Conversation: conv("user:carol")}, true},
+		{"operator: another's DM is nobody's but carol's", authz.Actor{UserID: "op", Where: conv("thread1")}, authz.FocusTarget{Key: "agent:main:discord:dm:carol", Kind: "main", Conversation: conv("user:carol")}, false},
+		{"operator: a hidden channel of their server", authz.Actor{UserID: "op", Where: conv("thread1")}, authz.FocusTarget{Key: "k", Kind: "main", Conversation: conv("hidden")}, true},
 	}
 	for _, tc := range tests {
 		err := a.MayFocus(t.Context(), tc.actor, tc.t)
@@ -254,7 +255,7 @@ func TestMayStop(t *testing.T) {
 		{"operator: a system run", op, "", true},
 	}
 	for _, tc := range tests {
-		err := a.MayStop(t.Context(), tc.actor, tc.owner, "the turn")
+		err := a.MayStop(t.Context(), tc.actor, tc.owner, conv("c1"), "the turn")
 		if (err == nil) != tc.ok || (err != nil && !authz.IsRefusal(err)) {
 			t.Errorf("%s: MayStop = %v, want ok=%v", tc.name, err, tc.ok)
 		}
@@ -277,7 +278,7 @@ func TestPermits(t *testing.T) {
 		{"unlisted user", authz.Grant{Users: []string{"u1"}}, authz.Actor{UserID: "plain", Where: conv("c1")}, false},
 		{"listed role", authz.Grant{Roles: []string{"r-mod"}}, authz.Actor{UserID: "mod", Where: conv("c1")}, true},
 		{"role does not count in a DM", authz.Grant{Roles: []string{"r-mod"}}, authz.Actor{UserID: "mod", Where: conv("user:mod")}, false},
-		{"operators only: operator", authz.Grant{Operators: true}, authz.Actor{UserID: "admin", Where: conv("c1")}, true},
+		{"operators only: Manage Server is no power over the host", authz.Grant{Operators: true}, authz.Actor{UserID: "admin", Where: conv("c1")}, false},
 		{"operators only: plain member", authz.Grant{Operators: true}, authz.Actor{UserID: "plain", Where: conv("c1")}, false},
 		{"users list does not admit operators", authz.Grant{Users: []string{"u1"}}, authz.Actor{UserID: "admin", Where: conv("c1")}, false},
 		{"restricted, nobody", authz.Grant{Users: []string{"u1"}}, authz.Actor{Where: conv("c1")}, false},

@@ -43,10 +43,11 @@ func TestDirectoriesAskTheConversationsPlatform(t *testing.T) {
 			t.Errorf("%s: %v, want the refusal %q", tc.name, err, tc.refusal)
 		}
 	}
-	if !a.Operator(ctx, authz.Actor{UserID: "@alice:example.org", Where: room}) || a.Operator(ctx, authz.Actor{UserID: "bob", Where: room}) {
+	if !a.Operator(ctx, authz.Actor{UserID: "@alice:example.org", Where: room}, room) || a.Operator(ctx, authz.Actor{UserID: "bob", Where: room}, room) {
 		t.Error("operator standing was not asked of the room's platform")
 	}
-	if a.Operator(ctx, authz.Actor{UserID: "bob", Where: binding.ConversationRef{Channel: "slack", ConversationID: "C1"}}) {
+	slack := binding.ConversationRef{Channel: "slack", ConversationID: "C1"}
+	if a.Operator(ctx, authz.Actor{UserID: "bob", Where: slack}, slack) {
 		t.Error("an operator on a platform without a directory")
 	}
 }

@@ -76,10 +76,11 @@ func (c *Commands) focus(ctx context.Context, v Invocation) (Reply, error) {
 	return Reply{Text: fmt.Sprintf("✅ Bound this thread to %s (%s).%s", info.Key, kind, from), Public: true}, nil
 }
 
-// mayChange: the binder, a system binding, or an operator (the one
-// authority rule, core/authz, which the model's tools ask too).
+// mayChange: the binder, a system binding, or an operator of the bound
+// conversation's server (the one authority rule, core/authz, which the
+// model's tools ask too).
 func (c *Commands) mayChange(ctx context.Context, v Invocation, rec binding.Record) bool {
-	return rec.BoundBy == "" || rec.BoundBy == "system" || rec.BoundBy == v.UserID || c.d.Authority.Operator(ctx, v.actor())
+	return rec.BoundBy == "" || rec.BoundBy == "system" || rec.BoundBy == v.UserID || c.d.Authority.Operator(ctx, v.actor(), rec.Conversation)
 }
 
 func (c *Commands) unbind(ctx context.Context, v Invocation, verb string) (Reply, error) {

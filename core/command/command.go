@@ -48,8 +48,10 @@ type Threads interface {
 // Authority is the one authority rule (core/authz.Authority, invariant 13):
 // the model's tools ask the same.
 type Authority interface {
-	Operator(ctx context.Context, actor authz.Actor) bool
-	MayStop(ctx context.Context, actor authz.Actor, owner, what string) error
+	// Operator answers for a target conversation (its server's operators,
+	// or the configured operator users; nobody else's for a DM).
+	Operator(ctx context.Context, actor authz.Actor, target binding.ConversationRef) bool
+	MayStop(ctx context.Context, actor authz.Actor, owner string, target binding.ConversationRef, what string) error
 	MayFocus(ctx context.Context, actor authz.Actor, t authz.FocusTarget) error
 }
 

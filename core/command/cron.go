@@ -71,6 +71,15 @@ func cronRun(ctx context.Context, jobs Jobs, v Invocation) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if v.Platform.PublicReplies {
+			var own []scheduler.Job
+			for _, j := range list {
+				if ownRoom(j, v.Conversation) {
+					own = append(own, j)
+				}
+			}
+			list = own
+		}
 		return cronList(jobs, list, v.Platform), nil
 	case "remove":
 		if err := jobs.Remove(ctx, actor, id); err != nil {
@@ -90,6 +99,22 @@ func cronRun(ctx context.Context, jobs Jobs, v Invocation) (string, error) {
 		}
 		return cronRunList(id, runs), nil
 	}
+}
+
+// ownRoom reports whether a job belongs to conv's room alone: it was made
+// in it and posts into it (a thread counts as its room). A listing shown
+// to everyone in a room holds only such jobs, never another room's or a
+// DM's prompts.
+func ownRoom(j scheduler.Job, conv binding.ConversationRef) bool {
+	room := func(c binding.ConversationRef) string {
+		c = c.Normalize()
+		if c.ParentConversationID != "" {
+			return c.Channel + "/" + c.ParentConversationID
+		}
+		return c.Channel + "/" + c.ConversationID
+	}
+	to, err := scheduler.DeliveryTarget(j)
+	return err == nil && j.CreatedIn.Valid() && room(j.CreatedIn) == room(conv) && room(to) == room(conv)
 }
 
 // cronList is /cron list's reply.

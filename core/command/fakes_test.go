@@ -135,15 +135,19 @@ type fakeAuthority struct {
 	operators   map[string]bool
 	refuseFocus string
 	asked       []string
+	// targets are the conversations asked about, in order.
+	targets []string
 }
 
-func (f *fakeAuthority) Operator(_ context.Context, a authz.Actor) bool {
+func (f *fakeAuthority) Operator(_ context.Context, a authz.Actor, target binding.ConversationRef) bool {
 	f.asked = append(f.asked, "operator "+a.UserID)
+	f.targets = append(f.targets, target.ConversationID)
 	return f.operators[a.UserID]
 }
 
-func (f *fakeAuthority) MayStop(_ context.Context, a authz.Actor, owner, what string) error {
+func (f *fakeAuthority) MayStop(_ context.Context, a authz.Actor, owner string, target binding.ConversationRef, what string) error {
 	f.asked = append(f.asked, "stop "+a.UserID+" "+owner)
+	f.targets = append(f.targets, target.ConversationID)
 	if owner != a.UserID && !f.operators[a.UserID] {
 		return &authz.Refusal{Msg: "only its owner or an operator can stop " + what}
 	}

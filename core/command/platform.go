@@ -38,6 +38,10 @@ type Platform struct {
 	// ("discord.threadBindings.enabled").
 	ThreadBindings        bool
 	ThreadBindingsSetting string
+	// PublicReplies: every command reply is shown to everyone in the
+	// conversation (Matrix has no ephemeral answers), so listings are cut
+	// to what belongs to the conversation's own room (/cron list).
+	PublicReplies bool
 }
 
 // Command is a command as typed: Command("cron", "list") is "/cron list"

@@ -263,3 +263,42 @@ func FuzzParseDuration(f *testing.F) {
 		}
 	})
 }
+
+// TestCronListInPublicRepliesOnlyTheRoomsOwnJobs: where every reply is
+// public (Matrix), /cron list shows only the jobs made in and posting into
+// this room (a thread counts as its room), never another room's or a
+// DM's prompts, whatever the caller may see elsewhere (issue 26).
+func TestCronListInPublicRepliesOnlyTheRoomsOwnJobs(t *testing.T) {
+	t.Parallel()
+	other, dm := ref("chan-9", ""), ref("user:victim", "")
+	jobs := []scheduler.Job{
+		{ID: "here", Name: "here", StoredMode: scheduler.ModeInChat, Target: "main", CreatedIn: channel, Enabled: true},
+		{ID: "thread", Name: "thread", StoredMode: scheduler.ModeInChat, Target: "main", CreatedIn: thread, Enabled: true},
+		{ID: "other", Name: "other", StoredMode: scheduler.ModeInChat, Target: "main", CreatedIn: other, Enabled: true},
+		{ID: "dm", Name: "dm", StoredMode: scheduler.ModeInChat, Target: "main", CreatedIn: dm, Enabled: true},
+		{ID: "into-dm", Name: "into-dm", StoredMode: scheduler.ModeBackground, Target: "isolated", To: "user:victim", CreatedIn: channel, Enabled: true},
+	}
+	for _, tc := range []struct {
+		name   string
+		public bool
+		want   []string
+	}{{"public replies", true, []string{"here", "thread"}}, {"ephemeral replies", false, []string{"here", "thread", "other", "dm", "into-dm"}}} {
+		w := newWorld()
+		w.jobs.jobs = jobs
+		p := matrixWords
+		p.PublicReplies = tc.public
+		r, err := w.commands().Run(context.Background(), Invocation{Platform: p, Conversation: thread, UserID: "op", Name: "cron", Sub: "list"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, j := range jobs {
+			if strings.Contains(r.Text, "`"+j.ID+"`") {
+				got = append(got, j.ID)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: listed %v, want %v\n%s", tc.name, got, tc.want, r.Text)
+		}
+	}
+}

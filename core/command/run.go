@@ -17,7 +17,7 @@ func (c *Commands) spawn(ctx context.Context, v Invocation) (Reply, error) {
 	}
 	// A subagent spends the model like a turn: the platform's access
 	// policy applies to all but operators.
-	if v.Admit != nil && !c.d.Authority.Operator(ctx, v.actor()) {
+	if v.Admit != nil && !c.d.Authority.Operator(ctx, v.actor(), v.Conversation) {
 		if msg := v.Admit(ctx); msg != "" {
 			return Reply{}, userErrf("%s", msg)
 		}
@@ -56,6 +56,9 @@ func (c *Commands) stop(ctx context.Context, v Invocation) (Reply, error) {
 		return c.stopACP(ctx, v, rec)
 	}
 	var key, what string
+	// where is the run's conversation, whose operators may stop it: this
+	// one, or the named session's (a subagent's requester).
+	where := v.Conversation
 	idle := "ℹ️ Nothing is running in this conversation."
 	if target == "" {
 		key, _, _ = c.d.Outbound.SessionFor(v.Conversation)
@@ -65,7 +68,7 @@ func (c *Commands) stop(ctx context.Context, v Invocation) (Reply, error) {
 		if !ok {
 			return Reply{}, userErrf("Nothing is named %s: give a subagent label or a session key (see %s).", target, v.Platform.Command("agents"))
 		}
-		key, what = info.Key, "`"+info.Key+"`"
+		key, what, where = info.Key, "`"+info.Key+"`", info.Requester
 		if info.Label != "" {
 			what = "**" + info.Label + "**"
 		}
@@ -75,7 +78,7 @@ func (c *Commands) stop(ctx context.Context, v Invocation) (Reply, error) {
 	if !ok {
 		return Reply{Text: idle}, nil
 	}
-	if err := c.d.Authority.MayStop(ctx, v.actor(), run.Owner, what); err != nil {
+	if err := c.d.Authority.MayStop(ctx, v.actor(), run.Owner, where, what); err != nil {
 		return Reply{}, userErrf("%s", Refusal(err))
 	}
 	if !c.d.Sessions.Stop(run) {
