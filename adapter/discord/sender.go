@@ -164,17 +164,20 @@ func shownReceipt(ids, parts []string, err error) (delivery.Receipt, error) {
 	return delivery.Receipt{MessageIDs: slices.Clone(ids), Text: strings.Join(parts[:len(ids)], "")}, err
 }
 
-// nonceTrust is how long after a delivery's first attempt a resend relies
-// on the message nonce alone. Discord honours enforce_nonce for only a few
-// minutes; past this, a resend reads the channel for what the delivery
-// could have created before posting (invariant 4).
-const nonceTrust = 2 * time.Minute
+// A resend (an earlier attempt, maybe of a process killed in the instant
+// Discord accepted its post, may have displayed it) always reads the
+// channel for what the delivery could have created before posting
+// (invariant 4): Discord honours enforce_nonce for an unspecified few
+// minutes, and a resend trusting the nonce alone for a fixed while after
+// the first attempt posted again once the platform had forgotten it (a
+// restart 3 s later against a 2 s window: issue 27.10). The nonce stays on
+// every post, guarding the sender's own retries.
 
 func (c *Client) botSend(ctx context.Context, s *discordgo.Session, channelID string, d delivery.Delivery, parts []string, reconcile bool) ([]string, error) {
 	ids := make([]string, 0, len(parts))
 	ids = append(ids, d.Shown...)
 	botID, _ := c.ids()
-	if len(ids) < len(parts) && (reconcile || d.Resend && c.d.Clock.Now().Sub(d.FirstAttempt) >= nonceTrust) {
+	if len(ids) < len(parts) && (reconcile || d.Resend) {
 		found, err := c.reconcile(ctx, s, channelID, d.FirstAttempt, parts, ids, func(m *discordgo.Message) bool {
 			return m.Author != nil && m.Author.ID == botID
 		})

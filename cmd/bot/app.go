@@ -193,7 +193,7 @@ func (a *app) wire(o appOptions) error {
 		Observe:  func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
 		Diagnose: func(d delivery.Diagnostic) { a.metrics.Rule1Exception(d.Reason) },
 		Claimer:  a.cluster.claimer(),
-		Redact:   o.Redactor.String,
+		Redact:   o.Redactor,
 	})
 	if a.matrix != nil {
 		if err := a.matrix.newThreads(a.outbound); err != nil {

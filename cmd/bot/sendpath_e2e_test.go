@@ -246,3 +246,62 @@ func TestSlowCommandIsDeferred(t *testing.T) {
 	}
 	finishBot(t, h, h.general.ID, h.emu.Threads(h.general.ID)[0].ID)
 }
+
+// TestResendAfterKillPastStrictNonceWindow (issue 27.10): a reply whose
+// process died at any point of its send, restarted 3 s later against a
+// Discord double that honours enforce_nonce for 2 s only, is displayed
+// exactly once: the resend reads the channel for what the first attempt
+// may have created whatever the delivery's age (it trusted the nonce alone
+// for two minutes, and Discord's window is unspecified).
+func TestResendAfterKillPastStrictNonceWindow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		fault discordtest.Fault
+	}{
+		// The process dies before its post reaches Discord (every attempt refused, nothing committed).
+		{"before the post", discordtest.Fault{Method: "POST", Path: "/channels/*/messages", Status: 500, Times: -1}},
+		// Discord accepted the post; the process never learnt the message id.
+		{"post accepted, response lost", discordtest.Fault{Method: "POST", Path: "/channels/*/messages", Mode: discordtest.FaultDropAfterCommit, Times: -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fake := clock.NewFake(time.Now().UTC().Truncate(time.Second))
+			log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+			h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: log, Clock: fake,
+				Emulator: discordtest.Options{Now: fake.Now, NonceWindow: 2 * time.Second}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = h.close() })
+			if err := h.start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			h.emu.InjectFault(tc.fault)
+			adSay(t, h, h.general.ID, adMention(h)+"are you there")
+			waitUntil(t, h, "the reply attempts", func() bool {
+				return len(h.emu.RequestsTo("POST", "/channels/{channel_id}/messages")) >= 5
+			})
+			eventually(t, "the reply left pending", func() bool {
+				recs, err := h.app.store.Deliveries(t.Context(), "pending", 0)
+				return err == nil && len(recs) == 1 && recs[0].Error != ""
+			})
+			if err := h.stop(); err != nil {
+				t.Fatal(err)
+			}
+			h.emu.ClearFaults()
+			fake.Advance(3 * time.Second) // down 3 s: past the double's nonce window
+			if err := h.start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the recovered reply", func() bool {
+				recs, err := h.app.store.Deliveries(t.Context(), "pending", 0)
+				return err == nil && len(recs) == 0
+			})
+			if msgs := h.emu.Messages(h.general.ID); len(msgs) != 2 {
+				t.Fatalf("#general shows %d messages, want the mention and one reply: %+v", len(msgs), msgs)
+			}
+			finishBot(t, h, h.general.ID)
+		})
+	}
+}

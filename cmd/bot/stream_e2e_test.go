@@ -600,3 +600,63 @@ func TestE2EPublicCommandDeferredBehindStream(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EStreamUserPostsBeforeContinuation (suspected in issue 27,
+// settled as designed): a user posts while a reply streams, and the reply
+// then passes 2000 characters: the chat shows part 1, the user's message,
+// part 2. The reply is one entry (both parts: one delivery, one model
+// answer) and the remark comes after it, the order the transcript keeps for
+// a user message that crosses a bot send in flight (rule1.go): the entry
+// cannot sit both before and after the remark, and splitting one answer
+// into two entries would show the model a reply it did not give as two.
+// Rule 1's check (display == transcript, each lane in order) holds.
+func TestE2EStreamUserPostsBeforeContinuation(t *testing.T) {
+	t.Parallel()
+	h, sm := startStreamBot(t)
+	adSay(t, h, h.general.ID, adMention(h)+"write a lot")
+	c := nextCall(t, sm)
+	word := "lorem ipsum dolor sit amet, "
+	var sent strings.Builder
+	for sent.Len() < 1500 {
+		c.Send(word)
+		sent.WriteString(word)
+	}
+	waitUntil(t, h, "the first part", func() bool { return len(botMsgs(h, h.general.ID)) == 1 })
+	adSay(t, h, h.general.ID, adMention(h)+"meanwhile, a remark")
+	for sent.Len() < 2600 {
+		c.Send(word)
+		sent.WriteString(word)
+	}
+	waitUntil(t, h, "the continuation", func() bool { return len(botMsgs(h, h.general.ID)) == 2 })
+	c.End(model.Response{})
+	waitShown(t, h, h.general.ID, sent.String())
+	c2 := nextCall(t, sm) // the remark's own turn, after the reply
+	c2.Send("noted")
+	c2.End(model.Response{})
+	waitUntil(t, h, "the remark's answer", func() bool { return len(botMsgs(h, h.general.ID)) == 3 })
+	waitUntil(t, h, "no Stop button left", func() bool {
+		for _, m := range botMsgs(h, h.general.ID) {
+			if len(m.Buttons()) > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	st := finishBot(t, h, h.general.ID)
+	es, err := st.Range(t.Context(), adSessionKey(h.general.ID), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, e := range es {
+		switch {
+		case strings.Contains(e.Text, "meanwhile"):
+			order = append(order, "remark")
+		case strings.HasPrefix(e.Text, word) && len(e.MessageIDs) == 2:
+			order = append(order, "reply")
+		}
+	}
+	if strings.Join(order, ",") != "reply,remark" {
+		t.Fatalf("entries in order %v, want the two-part reply, then the remark", order)
+	}
+}

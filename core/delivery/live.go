@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 )
 
 // LiveSender is what a Sender offers for live messages (a reply streamed
@@ -221,25 +220,18 @@ func (l *Live) Update(text string) {
 	l.poke()
 }
 
-// heldBack is the length from which the last word of a growing live text
-// waits for the next one: it may be the start of a secret, which
-// redaction can only recognise whole.
-const heldBack = 8
-
 // redactLive is the text a live message shows for text (invariant 14):
-// redacted; while it grows, without a trailing word of heldBack bytes or
-// more (shown with the next word or Finish).
+// redacted; while it grows, without an end that may be the start of a
+// known secret (redaction recognises it only whole; it shows with the
+// next update or Finish).
 func (o *Outbound) redactLive(text string, final bool) string {
 	if o.redact == nil {
 		return text
 	}
 	if !final {
-		i := strings.LastIndexFunc(text, unicode.IsSpace) + 1
-		if len(text)-i >= heldBack {
-			text = text[:i]
-		}
+		text = text[:len(text)-o.redact.Unfinished(text)]
 	}
-	return o.redact(text)
+	return o.redact.String(text)
 }
 
 // SetControls replaces the controls the growing part carries (none:

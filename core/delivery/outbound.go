@@ -86,7 +86,7 @@ type Outbound struct {
 	observe      func(Record)
 	diagnose     func(Diagnostic)
 	claimer      Claimer
-	redact       func(string) string
+	redact       Redactor
 	owner        string
 	lease        time.Duration
 
@@ -168,10 +168,18 @@ type OutboundDeps struct {
 	// is sending. nil: one process owns the outbox (bbolt).
 	Claimer Claimer
 	// Redact, if set, removes the configured secrets (and secret shapes)
-	// from every text sent to a chat (invariant 14): the log redactor's.
+	// from every text sent to a chat (invariant 14): the log's redactor.
 	// Outbound applies it before a delivery is first recorded, so its
 	// fixed text, the display and the transcript hold the same text.
-	Redact func(string) string
+	Redact Redactor
+}
+
+// Redactor removes secrets from text (internal/redact.Redactor).
+type Redactor interface {
+	String(s string) string
+	// Unfinished: how many bytes at the end of s may begin a secret
+	// (held back while a live text grows).
+	Unfinished(s string) int
 }
 
 // NewOutbound returns the send owner. It does no I/O.
@@ -235,7 +243,7 @@ func (o *Outbound) deliver(ctx context.Context, d Delivery, commit CommitFunc, r
 	if o.redact != nil {
 		// Before the first attempt fixes the text (invariant 14); a
 		// resend sends the recorded, already redacted text.
-		d.Text = o.redact(d.Text)
+		d.Text = o.redact.String(d.Text)
 	}
 	held := &heldLock{locks: &o.locks, key: d.Target.Key()}
 	held.unlock = o.locks.lock(held.key)

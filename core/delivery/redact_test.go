@@ -32,7 +32,7 @@ func TestDeliverRedactsChatText(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			out := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: f.sender, Outbox: f.store,
-				Transcripts: f.tr, Bindings: f.bindings, Log: zerolog.Nop(), Redact: redact.New(testAPIKey).String})
+				Transcripts: f.tr, Bindings: f.bindings, Log: zerolog.Nop(), Redact: redact.New(testAPIKey)})
 			key := sessionkey.ForConversation("main", conv("c1"))
 			d := delivery.Delivery{ID: "turn:1", Target: conv("c1"), Text: "token " + testBotToken + " and key " + testAPIKey,
 				Producer: delivery.Producer{Source: transcript.SourceMessageTool, AgentID: "main"}}
@@ -69,23 +69,23 @@ func leaks(s string) bool {
 	return strings.Contains(s, testBotToken[:12]) || strings.Contains(s, testAPIKey[:12])
 }
 
-// TestLiveRedactsStreamedText: a streamed reply that spells the bot token
-// out over several updates never shows any of it (a word that may be the
-// start of a secret waits for the next one), and its final display and
-// entry are the same redacted text.
+// TestLiveRedactsStreamedText: a streamed reply that spells a configured
+// key out over several updates never shows any of it (an end that may
+// start a known secret waits for the next update), and its final display
+// and entry are the same redacted text, the bot token's shape included.
 func TestLiveRedactsStreamedText(t *testing.T) {
 	f := newLiveFixture(t, 2000)
 	out := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: f.sender, Outbox: f.store,
-		Transcripts: f.tr, Bindings: &fakeBindings{}, Clock: f.clk, Log: zerolog.Nop(), Redact: redact.New(testAPIKey).String})
+		Transcripts: f.tr, Bindings: &fakeBindings{}, Clock: f.clk, Log: zerolog.Nop(), Redact: redact.New(testAPIKey)})
 	l := out.Live(context.Background(), liveDelivery("turn:1"), delivery.LiveOptions{After: f.after.after})
-	text := "Your token is "
+	text := "Your key is "
 	l.Update(text)
 	f.sender.waitReqs(t, 1)
-	for i := 0; i < len(testBotToken); i += 10 {
-		l.Update(text + testBotToken[:i])
+	for i := 1; i < len(testAPIKey); i += 3 {
+		l.Update(text + testAPIKey[:i])
 		f.after.fire(time.Second)
 	}
-	final := text + testBotToken + " and the key " + testAPIKey + "."
+	final := text + testAPIKey + " and the token " + testBotToken + "."
 	if err := f.after.finishPaced(func() error {
 		_, err := l.Finish(context.Background(), final)
 		return err
@@ -93,7 +93,7 @@ func TestLiveRedactsStreamedText(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range f.sender.requests() {
-		if leaks(r.text) || strings.Contains(r.text, testBotToken[:8]) {
+		if leaks(r.text) || strings.Contains(r.text, testAPIKey[:4]) {
 			t.Fatalf("a request showed part of a secret: %q", r.text)
 		}
 	}

@@ -86,6 +86,28 @@ func (r *Redactor) Add(secrets ...string) {
 	}
 }
 
+// Unfinished returns how many bytes at the end of s may be the start of a
+// known secret (a proper prefix of one, 4 bytes or more): a text that is
+// still growing (a streamed reply) shows them only once the rest of the
+// text says whether they are the secret.
+func (r *Redactor) Unfinished(s string) int {
+	if r == nil {
+		return 0
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	n := 0
+	for _, k := range r.secrets {
+		for l := min(len(k)-1, len(s)); l >= 4 && l > n; l-- {
+			if strings.HasSuffix(s, k[:l]) {
+				n = l
+				break
+			}
+		}
+	}
+	return n
+}
+
 // String redacts s.
 func (r *Redactor) String(s string) string {
 	if r != nil {
