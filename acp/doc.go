@@ -5,9 +5,12 @@
 //
 // Invariants:
 //   - One agent process per active session, supervised: a bounded shutdown
-//     (stdin closed, then SIGTERM by pid after a grace period, then SIGKILL
+//     (stdin closed, then SIGTERM to its group after a grace period, then SIGKILL
 //     of its process group), restart with backoff, and a crash ends the
-//     running turn with a notice in the thread.
+//     running turn with a notice in the thread. Its process group has a
+//     parent-death signal (Linux), is recorded (Deps.Procs) for the next
+//     start to kill if the bot dies, and is killed whole when it stops.
+//   - A graceful stop mid-turn ends the turn with an "interrupted" line.
 //   - The agent gets an explicit environment only (the configured env, PATH
 //     and a HOME of its own): never the bot's token or other secrets.
 //   - The client capabilities fs/read_text_file and fs/write_text_file are

@@ -112,6 +112,13 @@ type Deps struct {
 	Authority   Authority
 	Clock       clock.Clock
 	Log         zerolog.Logger
+	// Procs records each agent's process group (nil: none recorded).
+	Procs Tracker
+}
+
+// Tracker records started process groups (internal/procs.Registry).
+type Tracker interface {
+	Started(ctx context.Context, pid int, kind, name string) (release func())
 }
 
 // Errors the adapter turns into user-facing text.

@@ -165,3 +165,46 @@ func TestWorkspaceReadCap(t *testing.T) {
 		t.Error("the read of a FIFO blocks")
 	}
 }
+
+// Stopping an agent kills its whole process group: a grandchild it left
+// running (a command it started) does not outlive it (invariant 21), and
+// the group's record is released once it is gone.
+func TestProcessStopKillsGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	var tracked, released int
+	p, err := StartProcess(ProcessConfig{Command: "sh", Args: []string{"-c", "sleep 300 & echo $! > " + pidFile + "; cat > /dev/null"},
+		Env: AgentEnv(nil, t.TempDir()), Grace: time.Hour,
+		Track: func(pid int) func() { tracked = pid; return func() { released++ } }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var grandchild int
+	for deadline := time.Now().Add(10 * time.Second); grandchild == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		b, _ := os.ReadFile(pidFile)
+		fmt.Sscanf(strings.TrimSpace(string(b)), "%d", &grandchild)
+	}
+	if grandchild == 0 {
+		t.Fatal("the agent did not start its child")
+	}
+	t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
+	// The agent exits at EOF; nothing may wait for the (hour-long) grace.
+	stopped := make(chan struct{})
+	go func() { p.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second): // a bound on a failure
+		t.Fatal("Stop waits for the agent's leftover child")
+	}
+	if tracked != p.PID() || released != 1 {
+		t.Errorf("tracked pid %d (agent %d), released %d times", tracked, p.PID(), released)
+	}
+	alive := func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", grandchild))
+		return err == nil && !strings.Contains(string(b), ") Z ")
+	}
+	for deadline := time.Now().Add(10 * time.Second); alive() && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	}
+	if alive() {
+		t.Errorf("the agent's child %d outlived the stopped agent", grandchild)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/agentbot/agentbot/internal/procs"
 )
 
 // ProcessConfig starts one agent process.
@@ -23,9 +25,13 @@ type ProcessConfig struct {
 	Env []string
 	Dir string
 	// Grace is how long the agent may take to exit after its stdin closed
-	// before it gets SIGTERM; KillAfter how long after SIGTERM before
-	// SIGKILL.
+	// before its process group gets SIGTERM; KillAfter how long after
+	// SIGTERM before SIGKILL.
 	Grace, KillAfter time.Duration
+	// Track, if set, records the started process group (its leader's pid)
+	// and returns what forgets it once the group is gone (internal/procs:
+	// a group the bot's death leaves is killed at the next start).
+	Track func(pid int) (release func())
 }
 
 // Process is a running agent: its stdio pipes and exit.
@@ -52,7 +58,11 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env = append([]string{}, cfg.Env...) // non-nil: never the bot's environment
 	cmd.Dir = cfg.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A child the agent left holding its stderr does not hold up Wait
+	// (and so the group's kill below) once the agent itself has exited.
+	cmd.WaitDelay = time.Second
+	// Its own process group, SIGKILLed by the kernel if the bot dies.
+	cmd.SysProcAttr = procs.SysProcAttr()
 	p := &Process{cfg: cfg, cmd: cmd, stderr: &tailBuffer{max: 8 << 10}, done: make(chan struct{})}
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
@@ -65,8 +75,16 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start agent %s: %w", cfg.Command, err)
 	}
+	release := func() {}
+	if cfg.Track != nil {
+		release = cfg.Track(cmd.Process.Pid)
+	}
 	go func() {
 		p.err = cmd.Wait()
+		// Whatever the agent started and left behind dies with it
+		// (invariant 21); then the group is forgotten.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		release()
 		close(p.done)
 	}()
 	return p, nil
@@ -88,9 +106,10 @@ func (p *Process) Err() error {
 // hold anything the agent prints, so it is never shown in a chat).
 func (p *Process) Stderr() string { return p.stderr.String() }
 
-// Stop ends the process within Grace+KillAfter: stdin is closed (an ACP
-// agent exits at EOF), then SIGTERM goes to its pid (some agents do not
-// exit when stdin closes), then SIGKILL to its process group.
+// Stop ends the process group within Grace+KillAfter: stdin is closed (an
+// ACP agent exits at EOF), then SIGTERM goes to its process group (some
+// agents do not exit when stdin closes), then SIGKILL to the group; what
+// is left of the group when the agent exits is SIGKILLed.
 func (p *Process) Stop() {
 	p.stopOnce.Do(func() {
 		_ = p.stdin.Close()
@@ -101,7 +120,7 @@ func (p *Process) Stop() {
 			return
 		case <-t.C:
 		}
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 		t.Reset(p.cfg.KillAfter)
 		select {
 		case <-p.done:

@@ -193,6 +193,9 @@ func (s *session) ensure(ctx context.Context) (*conn, error) {
 	}
 	env := AgentEnv(s.ac.Env, home.Root())
 	pc := ProcessConfig{Command: s.ac.Command, Args: s.ac.Args, Env: env, Dir: ws.Root(), Grace: s.m.opt.Grace, KillAfter: s.m.opt.KillAfter}
+	if tr := s.m.d.Procs; tr != nil {
+		pc.Track = func(pid int) func() { return tr.Started(context.WithoutCancel(ctx), pid, "acp", s.ac.Name) }
+	}
 	ictx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	c, err = dial(ictx, pc, ws, s)

@@ -44,7 +44,7 @@ func newACP(a *app) *acp.Manager {
 	}
 	return acp.New(acp.Options{Agents: agents, PermissionTimeout: a.cfg.ACP.PermissionTimeout, Ready: a.recovered},
 		acp.Deps{Live: a.outbound, Notices: outboundNotices{a.outbound}, Transcripts: a.transcripts, Bindings: a.bindings, Threads: a.threads,
-			Authority: a.auth, Clock: a.clock, Log: a.log.With().Str("component", "acp").Logger()})
+			Authority: a.auth, Clock: a.clock, Log: a.log.With().Str("component", "acp").Logger(), Procs: a.procs})
 }
 
 // acpRouting sends the messages of threads bound to an ACP session to the

@@ -28,6 +28,7 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/internal/procs"
 	"github.com/agentbot/agentbot/internal/redact"
 	"github.com/agentbot/agentbot/metrics"
 	"github.com/agentbot/agentbot/model"
@@ -39,6 +40,7 @@ import (
 // app is the whole bot, wired explicitly: store, core services, sessions,
 // the Discord adapter, the scheduler and the HTTP endpoints.
 type app struct {
+	procs *procs.Registry
 	cfg   *config.Config
 	log   zerolog.Logger
 	clock clock.Clock
@@ -203,7 +205,10 @@ func (a *app) wire(o appOptions) error {
 	}
 	// MCP servers: started eagerly by Run, their tools offered per agent
 	// and user (docs/DECISIONS.md).
-	a.tools = newToolHub(cfg, a.auth, a.metrics, log, o.MCPBackoff)
+	// Child process groups (MCP servers, ACP agents) are recorded, and
+	// those a killed bot left are killed at the next start (invariant 21).
+	a.procs = procs.New(procs.Options{}, procs.Deps{Store: st, Log: log.With().Str("component", "procs").Logger()})
+	a.tools = newToolHub(cfg, a.auth, a.metrics, log, o.MCPBackoff, a.procs)
 	var toolbox session.Toolbox
 	if a.tools != nil {
 		toolbox = a.tools
@@ -363,6 +368,11 @@ func (a *app) Run(ctx context.Context) error {
 			return nil
 		}
 		return err
+	}
+	if n, err := a.procs.Reap(ctx); err != nil {
+		a.log.Error().Err(err).Msg("child processes a previous run left could not be checked")
+	} else if n > 0 {
+		a.log.Warn().Int("groups", n).Msg("killed child process groups a previous run left running")
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	// Shutdown order: the adapter and the scheduler stop taking work and

@@ -20,7 +20,7 @@ import (
 // newToolHub maps mcp.servers and agents[].mcp onto a hub (nil when no
 // server is configured). auth decides who may use a server; obs records
 // metrics (either may be nil).
-func newToolHub(cfg *config.Config, auth mcp.Authorizer, obs mcp.Observer, log zerolog.Logger, backoff time.Duration) *mcp.Hub {
+func newToolHub(cfg *config.Config, auth mcp.Authorizer, obs mcp.Observer, log zerolog.Logger, backoff time.Duration, tr mcp.Tracker) *mcp.Hub {
 	if len(cfg.MCP.Servers) == 0 {
 		return nil
 	}
@@ -33,7 +33,7 @@ func newToolHub(cfg *config.Config, auth mcp.Authorizer, obs mcp.Observer, log z
 	for _, a := range cfg.Agents {
 		o.Agents[a.ID] = a.MCP
 	}
-	d := mcp.Deps{Observe: obs, Redact: redact.New(cfg.Secrets()...), Log: log.With().Str("component", "mcp").Logger()}
+	d := mcp.Deps{Observe: obs, Redact: redact.New(cfg.Secrets()...), Log: log.With().Str("component", "mcp").Logger(), Procs: tr}
 	if auth != nil {
 		d.Auth = auth
 	}
@@ -55,7 +55,7 @@ func startHub(ctx context.Context, h *mcp.Hub, timeout time.Duration) (stop func
 // doctorMCP starts each configured server once and lists its tools; a
 // server that does not start is a problem.
 func doctorMCP(ctx context.Context, cfg *config.Config, stdout io.Writer) int {
-	h := newToolHub(cfg, nil, nil, zerolog.Nop(), time.Hour)
+	h := newToolHub(cfg, nil, nil, zerolog.Nop(), time.Hour, nil)
 	if h == nil {
 		return 0
 	}
@@ -120,7 +120,7 @@ func inspectTools(ctx context.Context, cfg *config.Config, args []string, w io.W
 		}
 		rows = append(rows, row{Name: n, Source: "bot", Who: "main sessions (not subagents)"})
 	}
-	if h := newToolHub(cfg, nil, nil, zerolog.Nop(), time.Hour); h != nil && len(agent.MCP) > 0 {
+	if h := newToolHub(cfg, nil, nil, zerolog.Nop(), time.Hour, nil); h != nil && len(agent.MCP) > 0 {
 		stop := startHub(ctx, h, startWait(cfg))
 		defer stop()
 		status := map[string]mcp.Status{}

@@ -10,6 +10,7 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/internal/procs"
 	"github.com/agentbot/agentbot/scheduler"
 	"github.com/agentbot/agentbot/store/bolt"
 	"github.com/agentbot/agentbot/store/postgres"
@@ -23,6 +24,7 @@ type botStore interface {
 	delivery.Store
 	session.Store
 	scheduler.Store
+	procs.Store
 	PutWebhook(ctx context.Context, channelID, id, token string) error
 	Webhook(ctx context.Context, channelID string) (id, token string, ok bool, err error)
 	DeleteWebhook(ctx context.Context, channelID string) error

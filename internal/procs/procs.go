@@ -137,6 +137,7 @@ func (r *Registry) Started(ctx context.Context, pid int, kind, name string) (rel
 		r.d.Log.Warn().Err(err).Str("kind", kind).Str("name", name).Int("pgid", pid).Msg("child process group not recorded")
 		return func() {}
 	}
+	r.d.Log.Debug().Str("kind", kind).Str("name", name).Int("pgid", pid).Msg("child process group recorded")
 	return func() {
 		if err := r.d.Store.RemoveProcess(context.WithoutCancel(ctx), rec.Key()); err != nil {
 			r.d.Log.Warn().Err(err).Str("kind", kind).Str("name", name).Int("pgid", pid).Msg("ended child process group not forgotten")

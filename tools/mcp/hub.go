@@ -91,6 +91,13 @@ type Deps struct {
 	// After paces restarts (nil: time.After); Now measures stability (nil: time.Now).
 	After func(time.Duration) <-chan time.Time
 	Now   func() time.Time
+	// Procs records each stdio server's process group (nil: none recorded).
+	Procs Tracker
+}
+
+// Tracker records started process groups (internal/procs.Registry).
+type Tracker interface {
+	Started(ctx context.Context, pid int, kind, name string) (release func())
 }
 
 // Server states.
@@ -645,7 +652,7 @@ func (s *server) transport() (sdk.Transport, *proc, error) {
 		cmd.Stderr = &stderrLog{log: s.h.d.Log.With().Str("mcp", s.cfg.Name).Logger(), red: s.h.d.Redact}
 		cmd.WaitDelay = time.Second // a grandchild holding stderr open does not hold up Wait
 		p := newProc(cmd)
-		return &sdk.CommandTransport{Command: cmd, TerminateDuration: time.Second}, p, nil
+		return &trackedTransport{CommandTransport: &sdk.CommandTransport{Command: cmd, TerminateDuration: time.Second}, p: p, s: s}, p, nil
 	case s.cfg.URL != "":
 		hc := s.h.o.HTTPClient
 		if hc == nil {
@@ -720,4 +727,23 @@ func (w *stderrLog) Write(p []byte) (int, error) {
 		w.part = w.part[:0]
 	}
 	return len(p), nil
+}
+
+// trackedTransport records the server's process group as soon as it is
+// started, before the handshake (a server may start children meanwhile).
+type trackedTransport struct {
+	*sdk.CommandTransport
+	p *proc
+	s *server
+}
+
+func (t *trackedTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	c, err := t.CommandTransport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if tr := t.s.h.d.Procs; tr != nil {
+		t.p.tracked(tr.Started(context.WithoutCancel(ctx), t.p.id(), "mcp", t.s.cfg.Name))
+	}
+	return c, nil
 }

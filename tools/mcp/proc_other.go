@@ -15,6 +15,8 @@ func (p *proc) id() int {
 	return p.cmd.Process.Pid
 }
 
+func (p *proc) tracked(release func()) {}
+
 func (p *proc) kill() {
 	if p != nil && p.cmd.Process != nil {
 		_ = p.cmd.Process.Kill()
