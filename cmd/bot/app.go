@@ -64,6 +64,9 @@ type app struct {
 	// recovered is closed once the outbox left by the previous run is
 	// finished (Discord connected, Outbound.Recover done).
 	recovered chan struct{}
+	// resumed is closed once the previous run's turns were resumed (after
+	// recovered): the Matrix /sync loop starts then.
+	resumed chan struct{}
 	httpAddr  chan string // receives the bound HTTP address (tests)
 }
 
@@ -104,7 +107,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		return nil, err
 	}
 	a := &app{cfg: cfg, log: log, clock: o.Clock, store: st, reg: prometheus.NewRegistry(), started: o.Clock.Now(), httpAddr: make(chan string, 1),
-		recovered: make(chan struct{})}
+		recovered: make(chan struct{}), resumed: make(chan struct{})}
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	a.bindings = binding.New(binding.Options{SweepInterval: bindingTick(st)}, binding.Deps{Store: st, Clock: o.Clock, Log: log.With().Str("component", "bindings").Logger()})
@@ -244,6 +247,7 @@ func (a *app) wire(o appOptions) error {
 	// and answers them.
 	commands := command.New(command.Options{}, command.Deps{
 		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.threads, Authority: a.auth, Jobs: jobs, ACP: acpCmds,
+		Once: commandOnce{st: st, clock: o.Clock},
 	})
 	if a.discord != nil {
 		a.gateway = discord.NewGateway(discord.GatewayOptions{
@@ -363,7 +367,19 @@ func (a *app) Run(ctx context.Context) error {
 	producers.Add(1) // the recovery and the scheduler, below
 	if a.matrix != nil {
 		producers.Add(1)
-		g.Go(func() error { defer producers.Done(); return a.matrix.Run(gctx) })
+		g.Go(func() error {
+			defer producers.Done()
+			// The /sync loop starts once the previous run's deliveries were
+			// recovered and its turns resumed: an event handed again (its
+			// token was not saved) then finds its command's reply sent and
+			// its turn known, never a half-finished state.
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-a.resumed:
+			}
+			return a.matrix.Run(gctx)
+		})
 	}
 	go func() { producers.Wait(); stopSessions() }()
 	// MCP servers stop after the sessions drained (a draining turn may call a tool).
@@ -406,6 +422,7 @@ func (a *app) Run(ctx context.Context) error {
 		if turns, runs := a.sessions.Resume(context.WithoutCancel(gctx)); turns+runs > 0 {
 			a.log.Info().Int("turns", turns).Int("subagentRuns", runs).Msg("resumed work left by the previous run")
 		}
+		close(a.resumed)
 		return a.runLed(gctx) // the scheduler; with several processes, in the leader only
 	})
 	if a.cfg.HTTP.Enabled() {

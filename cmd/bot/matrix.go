@@ -9,7 +9,9 @@ import (
 	"github.com/agentbot/agentbot/adapter/matrix"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/command"
+	"github.com/agentbot/agentbot/core/delivery"
 )
 
 // matrixSide is the bot on a Matrix homeserver (the matrix section),
@@ -98,4 +100,30 @@ var _ matrix.Commands = matrixCommands{}
 func (mc matrixCommands) Run(ctx context.Context, conv binding.ConversationRef, userID string, cmd matrix.Command) (string, bool, error) {
 	r, err := mc.c.Run(ctx, cmd.Invocation(conv, userID, mc.platform))
 	return r.Text, r.Public, err
+}
+
+// commandOnce is command.Once over the outbox: a claimed command event is a
+// skipped delivery record under its key (never sent, never recovered, pruned
+// with the outbox's retention, far longer than a replay after a crash can
+// come). Read-then-write: one process hands a platform's events one at a
+// time, so no two claims of one key race.
+type commandOnce struct {
+	st    delivery.Store
+	clock clock.Clock
+}
+
+func (o commandOnce) Claim(ctx context.Context, key string) (bool, error) {
+	_, found, err := o.st.GetDelivery(ctx, key)
+	if err != nil {
+		return false, fmt.Errorf("read claim %s: %w", key, err)
+	}
+	if found {
+		return false, nil
+	}
+	now := o.clock.Now()
+	rec := delivery.Record{Delivery: delivery.Delivery{ID: key}, State: delivery.StateSkipped, Reason: "command event claimed", CreatedAt: now, UpdatedAt: now}
+	if err := o.st.PutDelivery(ctx, rec); err != nil {
+		return false, fmt.Errorf("record claim %s: %w", key, err)
+	}
+	return true, nil
 }
