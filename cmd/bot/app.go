@@ -66,8 +66,8 @@ type app struct {
 	recovered chan struct{}
 	// resumed is closed once the previous run's turns were resumed (after
 	// recovered): the Matrix /sync loop starts then.
-	resumed chan struct{}
-	httpAddr  chan string // receives the bound HTTP address (tests)
+	resumed  chan struct{}
+	httpAddr chan string // receives the bound HTTP address (tests)
 }
 
 // appOptions are what differs between `bot run`, `bot demo` and tests.
