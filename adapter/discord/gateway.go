@@ -24,7 +24,10 @@ import (
 
 // GatewayOptions configure the Gateway.
 type GatewayOptions struct {
-	// Access is discord.access (who may start turns); Limits its rateLimit.
+	// Gate is the access gate shared by every platform (config access): policy and turn budget. nil: one is
+	// built from Access and Limits (tests, a Discord-only wiring of its own).
+	Gate *authz.Gate
+	// Access is the access policy (who may start turns); Limits its rateLimit. Used only without a Gate.
 	Access         authz.Policy
 	Limits         authz.Limits
 	ThreadBindings bool
@@ -119,7 +122,7 @@ type Gateway struct {
 	mu      sync.RWMutex
 	ctx     context.Context
 	ready   atomic.Bool
-	limiter *authz.Limiter
+	gate    *authz.Gate
 
 	shard      Shard        // Count 0 until known (auto); guarded by mu
 	identifies atomic.Int64 // connect attempts (see connect)
@@ -145,7 +148,10 @@ func NewGateway(opt GatewayOptions, d GatewayDeps) *Gateway {
 		opt.DrainTimeout = 15 * time.Second
 	}
 	g := &Gateway{opt: opt, d: d, c: d.Client, log: d.Log, ctx: context.Background(), connected: make(chan struct{})}
-	g.limiter = authz.NewLimiter(opt.Limits, d.Clock)
+	g.gate = opt.Gate
+	if g.gate == nil {
+		g.gate = authz.NewGate(opt.Access, opt.Limits, d.Clock)
+	}
 	g.shard = Shard{ID: opt.Shard.ID}
 	if !opt.Shard.Auto {
 		g.shard.Count = max(opt.Shard.Count, 1)

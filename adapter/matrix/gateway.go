@@ -12,6 +12,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/command"
@@ -88,8 +89,12 @@ type GatewayDeps struct {
 	// AcceptInvite decides whether the bot joins a room it is invited to (nil: invites from users of the bot's own
 	// homeserver are accepted, others ignored: anyone on a federated server could otherwise pull the bot in).
 	AcceptInvite func(roomID, inviter string) bool
-	Clock        clock.Clock
-	Log          zerolog.Logger
+	// Gate admits messages that start turns (config access, the same gate Discord asks); nil admits every one.
+	Gate *authz.Gate
+	// Operator reports whether a user is an operator where they write (exempt from Gate); nil: nobody is.
+	Operator func(ctx context.Context, actor authz.Actor) bool
+	Clock    clock.Clock
+	Log      zerolog.Logger
 }
 
 // Gateway turns the /sync loop's classified events into core calls: its Handle is the Sync loop's Handler.
@@ -228,6 +233,9 @@ func (g *Gateway) routeIn(ctx context.Context, in Inbound, conv binding.Conversa
 		return
 	}
 	if strings.TrimSpace(g.stripMention(ctx, in.Body)) == "" {
+		return
+	}
+	if !g.admit(ctx, in, conv) {
 		return
 	}
 	if bound {

@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,7 +10,9 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/transcript"
 )
 
@@ -170,5 +173,47 @@ func TestGatewayRedactionScope(t *testing.T) {
 	}
 	if !gone || es[len(es)-1].Source != transcript.SourceDeletion {
 		t.Fatalf("a redaction by a room admin was not recorded: %+v", es)
+	}
+}
+
+// TestGatewayAccessGate (issue 26.4): Matrix messages pass the same access gate as Discord's: a denied user's
+// mention reaches no session; over the turn budget the first refused message gets one short notice in the room and
+// the next silence.
+func TestGatewayAccessGate(t *testing.T) {
+	e := newEnv(t)
+	carol, carolCli := e.userClient(t, "carol")
+	gate := authz.NewGate(authz.Policy{DM: authz.DMMembers, Deny: authz.Lists{Users: []string{carol}}}, authz.Limits{Turns: 1, Per: time.Hour}, clock.Real{})
+	k := startStack(t, e, newStores(), func(o *stackOpts) { o.gate = gate })
+	e.joinAs(t, carol, carolCli)
+	room := binding.ConversationRef{Channel: "matrix", AccountID: "default", ConversationID: e.room}
+
+	denied := sendIn(t, carolCli, e.room, mention("bot: let me in", e.bot.UserID))
+	first := e.say(t, mention("bot: one", e.bot.UserID))
+	k.waitHanded(t, first)
+	over := e.say(t, mention("bot: two", e.bot.UserID))
+	silent := e.say(t, mention("bot: three", e.bot.UserID))
+	marker := e.say(t, text("no mention: the sync loop got this far"))
+	k.waitEntries(t, room, 3)
+	waitSeen(t, k, marker)
+	es := k.waitEntries(t, room, 3)
+	if len(es) != 3 || es[0].MessageIDs[0] != first || es[2].Source != transcript.SourceNotice || !strings.HasPrefix(es[2].Text, "⏳ alice, you have used your 1 turns") {
+		t.Fatalf("room entries %+v; want the first message, its answer and one budget notice", es)
+	}
+	for _, m := range k.sessions.handed() {
+		if m.MessageID == denied || m.MessageID == over || m.MessageID == silent {
+			t.Errorf("message %s (%q) reached the session past the gate", m.MessageID, m.Text)
+		}
+	}
+}
+
+// waitSeen waits until the gateway was handed evID (the client knows it as an event of its room).
+func waitSeen(t *testing.T, k *stack, evID string) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !k.c.known.has(k.e.room, evID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not handed within %s", evID, waitTimeout)
+		}
+		<-time.After(20 * time.Millisecond) // waiting for the sync loop
 	}
 }

@@ -243,6 +243,9 @@ func (a *app) wire(o appOptions) error {
 	if a.acp = newACP(a); a.acp != nil {
 		sessions, acpDep, acpCmds = acpRouting{Manager: a.sessions, acp: a.acp, bindings: a.bindings}, a.acp, acpCommands{a.acp}
 	}
+	// One access gate (config access, alias discord.access) for every
+	// platform: the same policy and one turn budget per user and place.
+	gate := authz.NewGate(accessPolicy(cfg.Access), accessLimits(cfg.Access.RateLimit), o.Clock)
 	// The commands' logic is the core's; each platform's adapter parses
 	// and answers them.
 	commands := command.New(command.Options{}, command.Deps{
@@ -251,7 +254,7 @@ func (a *app) wire(o appOptions) error {
 	})
 	if a.discord != nil {
 		a.gateway = discord.NewGateway(discord.GatewayOptions{
-			Access: accessPolicy(cfg.Discord.Access), Limits: accessLimits(cfg.Discord.Access.RateLimit),
+			Gate:           gate,
 			ThreadBindings: tb.Enabled, Reconnect: true, SweepInterval: o.SweepInterval, Shard: shardOf(cfg.Discord.Shard),
 			ReprocessEdits: cfg.Discord.Edits == config.EditsReprocess,
 		}, discord.GatewayDeps{
@@ -262,7 +265,8 @@ func (a *app) wire(o appOptions) error {
 	}
 	if a.matrix != nil {
 		err := a.matrix.finish(matrixCore{outbound: a.outbound, sessions: sessions, bindings: a.bindings, changes: a.transcripts,
-			commands: commands, threadBindings: tb.Enabled, syncTokenFile: cfg.Matrix.SyncTokenFile})
+			commands: commands, threadBindings: tb.Enabled, syncTokenFile: cfg.Matrix.SyncTokenFile,
+			gate: gate, operator: a.auth.Operator, clock: o.Clock})
 		if err != nil {
 			return err
 		}
@@ -290,14 +294,14 @@ func (a *app) wire(o appOptions) error {
 	return nil
 }
 
-// accessPolicy maps discord.access onto the authority's policy.
+// accessPolicy maps config access onto the gate's policy.
 func accessPolicy(c config.AccessConfig) authz.Policy {
 	return authz.Policy{DM: c.DM,
 		Allow: authz.Lists{Users: c.Allow.Users, Roles: c.Allow.Roles, Channels: c.Allow.Channels},
 		Deny:  authz.Lists{Users: c.Deny.Users, Roles: c.Deny.Roles, Channels: c.Deny.Channels}}
 }
 
-// accessLimits maps discord.access.rateLimit onto the limiter's limits.
+// accessLimits maps config access.rateLimit onto the gate's limits.
 func accessLimits(c config.RateLimitConfig) authz.Limits {
 	return authz.Limits{Turns: c.Turns, GuildTurns: c.GuildTurns, Per: c.Per}
 }

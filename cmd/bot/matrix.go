@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentbot/agentbot/adapter/matrix"
 	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/command"
@@ -54,6 +55,10 @@ type matrixCore struct {
 	commands       *command.Commands
 	threadBindings bool
 	syncTokenFile  string
+	// gate is the access gate every platform asks; operator exempts operators from it.
+	gate     *authz.Gate
+	operator func(ctx context.Context, actor authz.Actor) bool
+	clock    clock.Clock
 }
 
 // newThreads builds the thread creator (its roots go through Outbound).
@@ -71,7 +76,8 @@ func (m *matrixSide) newThreads(out matrix.Deliverer) error {
 func (m *matrixSide) finish(core matrixCore) error {
 	gw, err := matrix.NewGateway(matrix.GatewayOptions{}, matrix.GatewayDeps{
 		Client: m.client, Sessions: core.sessions, Bindings: core.bindings, Outbound: core.outbound, Changes: core.changes,
-		Commands: matrixCommands{c: core.commands, platform: matrix.CommandPlatform(core.threadBindings)}, Log: m.log,
+		Commands: matrixCommands{c: core.commands, platform: matrix.CommandPlatform(core.threadBindings), client: m.client, gate: core.gate, clock: core.clock},
+		Gate:     core.gate, Operator: core.operator, Clock: core.clock, Log: m.log,
 	})
 	if err != nil {
 		return fmt.Errorf("matrix gateway: %w", err)
@@ -93,12 +99,21 @@ func (m *matrixSide) Run(ctx context.Context) error { return m.sync.Run(ctx) }
 type matrixCommands struct {
 	c        *command.Commands
 	platform command.Platform
+	client   *matrix.Client
+	gate     *authz.Gate
+	clock    clock.Clock
 }
 
 var _ matrix.Commands = matrixCommands{}
 
 func (mc matrixCommands) Run(ctx context.Context, conv binding.ConversationRef, userID string, cmd matrix.Command) (string, bool, error) {
-	r, err := mc.c.Run(ctx, cmd.Invocation(conv, userID, mc.platform))
+	v := cmd.Invocation(conv, userID, mc.platform)
+	if mc.gate != nil { // a subagent spends the model like a turn: the same gate as a message (core/command asks it)
+		v.Admit = func(ctx context.Context) string {
+			return matrix.AdmitCommand(ctx, mc.client, mc.gate, conv, userID, mc.clock.Now())
+		}
+	}
+	r, err := mc.c.Run(ctx, v)
 	return r.Text, r.Public, err
 }
 
