@@ -119,10 +119,10 @@ type Gateway struct {
 	c   *Client
 	log zerolog.Logger
 
-	mu      sync.RWMutex
-	ctx     context.Context
-	ready   atomic.Bool
-	gate    *authz.Gate
+	mu    sync.RWMutex
+	ctx   context.Context
+	ready atomic.Bool
+	gate  *authz.Gate
 
 	shard      Shard        // Count 0 until known (auto); guarded by mu
 	identifies atomic.Int64 // connect attempts (see connect)
