@@ -501,3 +501,12 @@ func validMCPName(s string) bool {
 	}
 	return true
 }
+
+// EffectiveAccess is the access policy in force: access, or discord.access when only that differs from the
+// default (a Config changed in code after loading, as tests do; a loaded file has both equal, resolveAccess).
+func (c *Config) EffectiveAccess() AccessConfig {
+	if reflect.DeepEqual(c.Access, Default().Access) {
+		return c.Discord.Access
+	}
+	return c.Access
+}

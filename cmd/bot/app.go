@@ -245,7 +245,8 @@ func (a *app) wire(o appOptions) error {
 	}
 	// One access gate (config access, alias discord.access) for every
 	// platform: the same policy and one turn budget per user and place.
-	gate := authz.NewGate(accessPolicy(cfg.Access), accessLimits(cfg.Access.RateLimit), o.Clock)
+	access := cfg.EffectiveAccess()
+	gate := authz.NewGate(accessPolicy(access), accessLimits(access.RateLimit), o.Clock)
 	// The commands' logic is the core's; each platform's adapter parses
 	// and answers them.
 	commands := command.New(command.Options{}, command.Deps{
