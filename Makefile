@@ -55,7 +55,7 @@ FUZZTIME    ?= 30s
 FUZZMINIMIZETIME ?= 5s
 FUZZTARGETS := ./config/:FuzzLoadBytes \
 	./adapter/discord/:FuzzSplitMessage ./adapter/discord/:FuzzSlashOptions ./adapter/discord/:FuzzInboundModelText \
-	./scheduler/:FuzzParseSchedule ./core/command/:FuzzParseDuration
+	./scheduler/:FuzzParseSchedule ./core/command/:FuzzParseDuration ./adapter/matrix/:FuzzClassify ./adapter/matrix/:FuzzParseCommand
 
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s); a finding is saved under testdata/fuzz
 	@set -e; for t in $(FUZZTARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \

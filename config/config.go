@@ -29,6 +29,9 @@ type Config struct {
 	MCP       MCPConfig              `yaml:"mcp"`
 	ACP       ACPConfig              `yaml:"acp"` // external coding agents (Agent Client Protocol)
 	Matrix    MatrixConfig           `yaml:"matrix"`
+	// Access is who may start turns, on every platform (ids are platform ids: Discord snowflakes, Matrix
+	// @user:server and !room:server). discord.access is its old name, still accepted (not both).
+	Access AccessConfig `yaml:"access"`
 
 	src *source // where the values came from; nil for a Config built in code
 }
@@ -313,6 +316,7 @@ func Default() *Config {
 		Log:    LogConfig{Level: "info", Format: "console"},
 		ACP:    ACPConfig{PermissionTimeout: 5 * time.Minute, Agents: map[string]ACPAgentConfig{}},
 		Matrix: defaultMatrix(),
+		Access: AccessConfig{DM: DMMembers, RateLimit: RateLimitConfig{Turns: 20, Per: time.Hour, GuildTurns: 200}},
 	}
 }
 

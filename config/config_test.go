@@ -79,6 +79,12 @@ func TestBadConfigs(t *testing.T) {
 			nil, `test.yaml:3: discord.access.rateLimit.turns: must be 0 (no per-user limit) or more, got -1`},
 		{"access rateLimit per too short", "discord:\n  access:\n    rateLimit: {turns: 5, per: 0s}\n",
 			nil, `test.yaml:3: discord.access.rateLimit.per: must be a duration of at least 1s`},
+		{"access and its alias both set", "access: {dm: off}\ndiscord:\n  access: {dm: off}\n",
+			nil, `test.yaml:1: access: and discord.access are both set`},
+		{"top-level access dm mode", "access: {dm: everyone}\n",
+			nil, `test.yaml:1: access.dm: must be off, allowlist`},
+		{"top-level access bad matrix user", "access:\n  allow: {users: [\"@alice\"]}\n",
+			nil, `access.allow.users[0]: "@alice" is neither a Discord id`},
 		{"section is a scalar", "discord: true\n",
 			nil, "test.yaml:1: discord: expected a mapping of key: value, got true/false"},
 		{"apiURL not http", "discord:\n  apiURL: ftp://example.com\n",
@@ -549,5 +555,24 @@ func TestStorePostgres(t *testing.T) {
 	_, err = LoadBytes("test.yaml", []byte("store:\n  driver: postgres\n  dsn: ${DATABASE_URL}\n  bogus: "+secret+"\n"), env)
 	if err == nil || strings.Contains(err.Error(), "s3cr3t") {
 		t.Fatalf("error = %v", err)
+	}
+}
+
+// TestAccessOnePolicy: top-level access and its alias discord.access give one policy (both fields hold it), with
+// Matrix ids accepted in the lists.
+func TestAccessOnePolicy(t *testing.T) {
+	for _, tc := range []struct{ name, yaml string }{
+		{"access", "access:\n  dm: off\n  allow: {users: [\"@alice:example.org\", \"123456789012345678\"], channels: [\"!room:example.org\"]}\n  rateLimit: {turns: 3, per: 1h}\n"},
+		{"discord.access", "discord:\n  access:\n    dm: off\n    allow: {users: [\"@alice:example.org\", \"123456789012345678\"], channels: [\"!room:example.org\"]}\n    rateLimit: {turns: 3, per: 1h}\n"},
+	} {
+		c, err := LoadBytes("test.yaml", []byte(tc.yaml), func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for _, a := range []AccessConfig{c.Access, c.Discord.Access} {
+			if a.DM != DMOff || len(a.Allow.Users) != 2 || a.Allow.Channels[0] != "!room:example.org" || a.RateLimit.Turns != 3 {
+				t.Errorf("%s: access %+v, want the file's", tc.name, a)
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -89,41 +90,69 @@ func (c *Config) validateDiscord() *Error {
 	return nil
 }
 
-// validateAccess checks discord.access: the dm mode, every id list, and the rate limit.
+// resolveAccess makes access and its alias discord.access one value (both
+// hold it after): the one the file set, or the default. Setting both is an
+// error naming both. It returns the key the file used.
+func (c *Config) resolveAccess() (string, *Error) {
+	var top, alias bool
+	if c.src != nil {
+		_, top = c.src.lines["access"]
+		_, alias = c.src.lines["discord.access"]
+	} else { // built in code: the one that differs from the default
+		def := Default().Access
+		top, alias = !reflect.DeepEqual(c.Access, def), !reflect.DeepEqual(c.Discord.Access, def)
+	}
+	switch {
+	case top && alias:
+		return "access", c.src.errAt("access", "and discord.access are both set: discord.access is the old name of access (one policy for Discord and Matrix); keep only access")
+	case alias:
+		c.Access = c.Discord.Access
+		return "discord.access", nil
+	}
+	c.Discord.Access = c.Access
+	return "access", nil
+}
+
+// validateAccess checks access (or its alias discord.access): the dm mode, every id list, and the rate limit.
+// Ids are Discord snowflakes or Matrix ids (users @user:server, channels !room:server).
 func (c *Config) validateAccess() *Error {
-	a := c.Discord.Access
+	key, err := c.resolveAccess()
+	if err != nil {
+		return err
+	}
+	a := c.Access
 	switch a.DM {
 	case DMOff, DMAllowlist, DMMembers:
 	default:
-		return c.src.errAt("discord.access.dm", "must be off, allowlist (only allow.users) or members (users who share a server with the bot), got %s", show(a.DM))
+		return c.src.errAt(key+".dm", "must be off, allowlist (only allow.users) or members (users who share a server with the bot), got %s", show(a.DM))
 	}
 	for _, l := range []struct {
 		name  string
 		lists AccessLists
 	}{{"allow", a.Allow}, {"deny", a.Deny}} {
-		p := "discord.access." + l.name
-		if err := c.checkIDs(p+".users", l.lists.Users, "Copy User ID"); err != nil {
+		p := key + "." + l.name
+		if err := c.checkAccessIDs(p+".users", l.lists.Users, "Copy User ID", '@'); err != nil {
 			return err
 		}
 		if err := c.checkIDs(p+".roles", l.lists.Roles, "Copy Role ID"); err != nil {
 			return err
 		}
-		if err := c.checkIDs(p+".channels", l.lists.Channels, "Copy Channel ID"); err != nil {
+		if err := c.checkAccessIDs(p+".channels", l.lists.Channels, "Copy Channel ID", '!'); err != nil {
 			return err
 		}
 	}
 	if a.DM == DMAllowlist && len(a.Allow.Users) == 0 {
-		return c.src.errAt("discord.access.dm", "is allowlist but discord.access.allow.users is empty, so no DM would be answered: list user ids there, or set dm: off")
+		return c.src.errAt(key+".dm", "is allowlist but %s.allow.users is empty, so no DM would be answered: list user ids there, or set dm: off", key)
 	}
 	r := a.RateLimit
 	if r.Turns < 0 {
-		return c.src.errAt("discord.access.rateLimit.turns", "must be 0 (no per-user limit) or more, got %d", r.Turns)
+		return c.src.errAt(key+".rateLimit.turns", "must be 0 (no per-user limit) or more, got %d", r.Turns)
 	}
 	if r.GuildTurns < 0 {
-		return c.src.errAt("discord.access.rateLimit.guildTurns", "must be 0 (no per-server limit) or more, got %d", r.GuildTurns)
+		return c.src.errAt(key+".rateLimit.guildTurns", "must be 0 (no per-server limit) or more, got %d", r.GuildTurns)
 	}
 	if (r.Turns > 0 || r.GuildTurns > 0) && r.Per < time.Second {
-		return c.src.errAt("discord.access.rateLimit.per", "must be a duration of at least 1s (e.g. 1h) when turns or guildTurns is set, got %s", r.Per)
+		return c.src.errAt(key+".rateLimit.per", "must be a duration of at least 1s (e.g. 1h) when turns or guildTurns is set, got %s", r.Per)
 	}
 	return nil
 }
@@ -340,6 +369,22 @@ func (c *Config) checkIDs(path string, ids []string, copyHint string) *Error {
 	return nil
 }
 
+// checkAccessIDs checks ids that are Discord snowflakes or Matrix ids starting with sigil ('@' user, '!' room)
+// and naming their server ("@alice:example.org").
+func (c *Config) checkAccessIDs(path string, ids []string, copyHint string, sigil byte) *Error {
+	for i, id := range ids {
+		if validSnowflake(id) {
+			continue
+		}
+		if local, server, ok := strings.Cut(id, ":"); ok && len(local) > 1 && local[0] == sigil && server != "" && !strings.ContainsAny(id, " \t\r\n") {
+			continue
+		}
+		return c.src.errAt(fmt.Sprintf("%s[%d]", path, i),
+			"%s is neither a Discord id (17-20 digits: enable Developer Mode, right-click and choose %s) nor a Matrix id (%c...:server)", show(id), copyHint, sigil)
+	}
+	return nil
+}
+
 func validSnowflake(s string) bool {
 	if len(s) < 17 || len(s) > 20 {
 		return false
@@ -455,4 +500,13 @@ func validMCPName(s string) bool {
 		}
 	}
 	return true
+}
+
+// EffectiveAccess is the access policy in force: access, or discord.access when only that differs from the
+// default (a Config changed in code after loading, as tests do; a loaded file has both equal, resolveAccess).
+func (c *Config) EffectiveAccess() AccessConfig {
+	if reflect.DeepEqual(c.Access, Default().Access) {
+		return c.Discord.Access
+	}
+	return c.Access
 }

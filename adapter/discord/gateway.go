@@ -24,7 +24,10 @@ import (
 
 // GatewayOptions configure the Gateway.
 type GatewayOptions struct {
-	// Access is discord.access (who may start turns); Limits its rateLimit.
+	// Gate is the access gate shared by every platform (config access): policy and turn budget. nil: one is
+	// built from Access and Limits (tests, a Discord-only wiring of its own).
+	Gate *authz.Gate
+	// Access is the access policy (who may start turns); Limits its rateLimit. Used only without a Gate.
 	Access         authz.Policy
 	Limits         authz.Limits
 	ThreadBindings bool
@@ -103,10 +106,6 @@ type GatewayDeps struct {
 	// ACP answers the permission buttons of external coding agents (nil:
 	// none configured).
 	ACP ACP
-	// Limiter is the users' turn budget (nil: one of its own from
-	// GatewayOptions.Limits); shared with the session manager, which
-	// charges a turn's re-runs after edits to it.
-	Limiter *authz.Limiter
 	Metrics *metrics.Metrics
 	Clock   clock.Clock
 	Log     zerolog.Logger
@@ -123,10 +122,10 @@ type Gateway struct {
 	c   *Client
 	log zerolog.Logger
 
-	mu      sync.RWMutex
-	ctx     context.Context
-	ready   atomic.Bool
-	limiter *authz.Limiter
+	mu    sync.RWMutex
+	ctx   context.Context
+	ready atomic.Bool
+	gate  *authz.Gate
 
 	shard      Shard        // Count 0 until known (auto); guarded by mu
 	identifies atomic.Int64 // connect attempts (see connect)
@@ -152,9 +151,9 @@ func NewGateway(opt GatewayOptions, d GatewayDeps) *Gateway {
 		opt.DrainTimeout = 15 * time.Second
 	}
 	g := &Gateway{opt: opt, d: d, c: d.Client, log: d.Log, ctx: context.Background(), connected: make(chan struct{})}
-	g.limiter = d.Limiter
-	if g.limiter == nil {
-		g.limiter = authz.NewLimiter(opt.Limits, d.Clock)
+	g.gate = opt.Gate
+	if g.gate == nil {
+		g.gate = authz.NewGate(opt.Access, opt.Limits, d.Clock)
 	}
 	g.shard = Shard{ID: opt.Shard.ID}
 	if !opt.Shard.Auto {

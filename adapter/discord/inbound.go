@@ -379,14 +379,15 @@ func (g *Gateway) admit(ctx context.Context, m *discordgo.Message, conv binding.
 		}
 		sub.Roles = mem.Roles
 	}
-	if ok, reason := g.opt.Access.Admit(sub); !ok {
-		g.log.Info().Str("message", m.ID).Str("user", m.Author.ID).Str("reason", reason).Msg("access: message refused")
-		return inAccessDenied
-	}
-	d := g.limiter.Take(m.Author.ID, m.GuildID)
-	if d.OK {
+	a := g.gate.Admit(sub, m.GuildID)
+	if a.OK {
 		return ""
 	}
+	if a.Reason != "" {
+		g.log.Info().Str("message", m.ID).Str("user", m.Author.ID).Str("reason", a.Reason).Msg("access: message refused")
+		return inAccessDenied
+	}
+	d := a.Limit
 	g.log.Info().Str("message", m.ID).Str("user", m.Author.ID).Str("scope", d.Scope).Time("until", d.Until).Bool("notice", d.Notify).Msg("access: over the turn budget")
 	if d.Notify {
 		_, err := g.d.Outbound.Deliver(ctx, delivery.Delivery{ID: "ratelimit:" + m.ID, Target: conv, Text: g.limitNotice(displayName(m), d),
@@ -402,9 +403,10 @@ func (g *Gateway) admit(ctx context.Context, m *discordgo.Message, conv binding.
 // author can go on.
 func (g *Gateway) limitNotice(name string, d authz.Decision) string {
 	wait := max(d.Until.Sub(g.d.Clock.Now()).Round(time.Minute), time.Minute)
-	what := fmt.Sprintf("%s, you have used your %d turns for %s", name, g.opt.Limits.Turns, session.FormatDuration(g.opt.Limits.Per))
+	lim := g.gate.Limits()
+	what := fmt.Sprintf("%s, you have used your %d turns for %s", name, lim.Turns, session.FormatDuration(lim.Per))
 	if d.Scope == "guild" {
-		what = fmt.Sprintf("%s, this server has used its %d turns for %s", name, g.opt.Limits.GuildTurns, session.FormatDuration(g.opt.Limits.Per))
+		what = fmt.Sprintf("%s, this server has used its %d turns for %s", name, lim.GuildTurns, session.FormatDuration(lim.Per))
 	}
 	return fmt.Sprintf("⏳ %s; you can go on in %s (at %s UTC). Until then I will not answer.", what, session.FormatDuration(wait), d.Until.UTC().Format("15:04"))
 }
@@ -419,11 +421,12 @@ func (g *Gateway) admitCommand(ctx context.Context, v invocation) string {
 	} else if v.in.Member != nil {
 		sub.Roles = v.in.Member.Roles
 	}
-	if ok, reason := g.opt.Access.Admit(sub); !ok {
-		g.log.Info().Str("user", v.userID).Str("command", v.name).Str("reason", reason).Msg("access: command refused")
-		return "You may not start agent work here (discord.access)."
+	a := g.gate.Admit(sub, v.in.GuildID)
+	if !a.OK && a.Reason != "" {
+		g.log.Info().Str("user", v.userID).Str("command", v.name).Str("reason", a.Reason).Msg("access: command refused")
+		return "You may not start agent work here (access)."
 	}
-	if d := g.limiter.Take(v.userID, v.in.GuildID); !d.OK {
+	if d := a.Limit; !a.OK {
 		name := v.userID
 		if v.in.Member != nil && v.in.Member.User != nil {
 			name = v.in.Member.User.Username

@@ -62,6 +62,8 @@ type Client struct {
 
 	typingMu sync.Mutex
 	typing   map[string]time.Time // room -> until when the bot's typing notice shows; under typingMu
+
+	known knownEvents // events known to be of their room (thread roots, invariant 18)
 }
 
 // New returns a client for the bot account. It does no I/O.

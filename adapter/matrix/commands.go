@@ -16,6 +16,9 @@ type Command struct {
 	Name    string            // spawn, focus, unfocus, agents, session, cron, reset, stop
 	Sub     string            // session idle|max-age|unbind; cron add|list|remove|run|runs
 	Options map[string]string // bool options are "true" or "false"
+	// EventID is the event that carried the command (set by the gateway, not parsed): the core runs one event's
+	// command at most once, across restarts (command.Invocation.EventID).
+	EventID string
 }
 
 type optSpec struct {

@@ -12,8 +12,10 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/core/command"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/sessionkey"
@@ -30,6 +32,9 @@ type Sessions interface {
 	// turn.
 	MessageDeleted(ctx context.Context, messageID string) bool
 	MessageEdited(messageID string) bool
+	// MessageDeletedIn is MessageDeleted looked up by (conversation, message id): a Matrix redaction names its
+	// event in content anyone may write.
+	MessageDeletedIn(ctx context.Context, conv binding.ConversationRef, messageID string) bool
 }
 
 // Bindings is what the Gateway needs of core/binding.Service.
@@ -84,21 +89,30 @@ type GatewayDeps struct {
 	// AcceptInvite decides whether the bot joins a room it is invited to (nil: invites from users of the bot's own
 	// homeserver are accepted, others ignored: anyone on a federated server could otherwise pull the bot in).
 	AcceptInvite func(roomID, inviter string) bool
-	Clock        clock.Clock
-	Log          zerolog.Logger
+	// Gate admits messages that start turns (config access, the same gate Discord asks); nil admits every one.
+	Gate *authz.Gate
+	// Operator reports whether a user is an operator of target, the conversation they write in (exempt from
+	// Gate); nil: nobody is.
+	Operator func(ctx context.Context, actor authz.Actor, target binding.ConversationRef) bool
+	Clock    clock.Clock
+	Log      zerolog.Logger
 }
 
 // Gateway turns the /sync loop's classified events into core calls: its Handle is the Sync loop's Handler.
-//   - A message is a text command (ParseCommand) handed to Commands, whose reply is delivered through Outbound
-//     under "cmd:<event id>" (a command whose reply was delivered is not run again when its event is handed again
-//     after a crash); else it reaches Sessions.HandleMessage when it is in a DM, in a bound conversation, or
+//   - A message is a text command (ParseCommand) handed to Commands with its event id (the core claims it durably
+//     before the command acts: an event handed again after a crash is not run again, command.ErrAlreadyRun), whose
+//     reply is delivered through Outbound under "cmd:<event id>"; else it reaches Sessions.HandleMessage when it is in a DM, in a bound conversation, or
 //     mentions the bot (m.mentions), with text besides the mention. Its Text is the body as displayed (Rule 1:
 //     the transcript holds the text shown); the mention is only removed to judge whether anything is left.
 //   - An edit (m.replace) by the original message's sender is recorded (ChatChanges.Edit, edit key = the edit's
 //     event id) and re-runs a turn still running; an edit by anyone else is ignored (Matrix clients show only the
 //     sender's own edits).
-//   - A redaction of a bound thread's root ends its binding (binding.ReasonThreadDelete); a redaction of any
-//     message cancels the turn it started and records the deletion (ChatChanges.Delete).
+//   - A redaction counts only for an event of its own room, from the event's author or someone with the room's
+//     redact power (redactable). Then: a redaction of a bound thread's root ends its binding
+//     (binding.ReasonThreadDelete); a redaction of any message cancels the turn it started (looked up by
+//     conversation and event id) and records the deletion (ChatChanges.Delete).
+//   - A thread root (m.relates_to) counts only when it is an event of the message's room (Client.RootInRoom);
+//     a message claiming any other root is ignored (invariant 18).
 //   - An invite (AcceptInvite) is joined; an invite marked is_direct makes the room the inviter's DM (m.direct).
 type Gateway struct {
 	opt GatewayOptions
@@ -131,6 +145,9 @@ func NewGateway(opt GatewayOptions, d GatewayDeps) (*Gateway, error) {
 
 // Handle is the Sync loop's Handler.
 func (g *Gateway) Handle(ctx context.Context, in Inbound) {
+	if in.Kind != KindInvite {
+		g.c.NoteEvent(in.RoomID, in.EventID) // the homeserver handed it in this room: a thread root there
+	}
 	switch in.Kind {
 	case KindMessage:
 		g.onMessage(ctx, in)
@@ -149,9 +166,13 @@ func (g *Gateway) ref(conv, parent string) binding.ConversationRef {
 }
 
 // conversationOf is the conversation an event shows in: a thread (its root, in its room), the sender's DM (a DM
-// room of theirs in m.direct), or the room.
+// room of theirs in m.direct), or the room. A thread root is the sender's claim: it counts only once it is known to
+// be an event of the same room (Client.RootInRoom; else an error wrapping ErrForeignRoot: the message is ignored).
 func (g *Gateway) conversationOf(ctx context.Context, in Inbound) (binding.ConversationRef, error) {
 	if in.ThreadRoot != "" {
+		if err := g.c.RootInRoom(ctx, in.RoomID, in.ThreadRoot); err != nil {
+			return binding.ConversationRef{}, err
+		}
 		return g.ref(in.ThreadRoot, in.RoomID), nil
 	}
 	dm, err := g.c.DMOf(ctx, in.RoomID, in.Sender)
@@ -170,7 +191,7 @@ func (g *Gateway) onMessage(ctx context.Context, in Inbound) {
 	}
 	conv, err := g.conversationOf(ctx, in)
 	if err != nil {
-		g.log.Error().Err(err).Str("event", in.EventID).Str("room", in.RoomID).Msg("inbound message dropped: its conversation is unknown")
+		g.dropped(in, err)
 		return
 	}
 	if g.d.Commands != nil {
@@ -191,10 +212,20 @@ func (g *Gateway) onMessage(ctx context.Context, in Inbound) {
 func (g *Gateway) route(ctx context.Context, in Inbound, viaEdit bool) {
 	conv, err := g.conversationOf(ctx, in)
 	if err != nil {
-		g.log.Error().Err(err).Str("event", in.EventID).Str("room", in.RoomID).Msg("inbound message dropped: its conversation is unknown")
+		g.dropped(in, err)
 		return
 	}
 	g.routeIn(ctx, in, conv, viaEdit)
+}
+
+// dropped logs a message whose conversation could not be told: a forged thread root (a warning: someone tried),
+// or a failure to read what decides it.
+func (g *Gateway) dropped(in Inbound, err error) {
+	if errors.Is(err, ErrForeignRoot) {
+		g.log.Warn().Err(err).Str("event", in.EventID).Str("room", in.RoomID).Str("sender", in.Sender).Msg("inbound message ignored: its thread root is not an event of its room")
+		return
+	}
+	g.log.Error().Err(err).Str("event", in.EventID).Str("room", in.RoomID).Msg("inbound message dropped: its conversation is unknown")
 }
 
 func (g *Gateway) routeIn(ctx context.Context, in Inbound, conv binding.ConversationRef, viaEdit bool) {
@@ -203,6 +234,9 @@ func (g *Gateway) routeIn(ctx context.Context, in Inbound, conv binding.Conversa
 		return
 	}
 	if strings.TrimSpace(g.stripMention(ctx, in.Body)) == "" {
+		return
+	}
+	if !g.admit(ctx, in, conv) {
 		return
 	}
 	if bound {
@@ -231,7 +265,14 @@ func (g *Gateway) command(ctx context.Context, in Inbound, conv binding.Conversa
 		g.log.Debug().Str("event", in.EventID).Msg("command already answered (event handed again)")
 		return
 	}
+	cmd.EventID = in.EventID
 	text, _, err := g.d.Commands.Run(ctx, conv, in.Sender, cmd)
+	if errors.Is(err, command.ErrAlreadyRun) {
+		// Handed again after a crash that came after the command ran (its reply, if any, is in the outbox: the
+		// recovery that runs before this loop starts has sent it).
+		g.log.Info().Str("event", in.EventID).Str("command", cmd.Name).Msg("command event handed again: not run twice")
+		return
+	}
 	if err != nil {
 		var uf userFacing
 		if errors.As(err, &uf) && strings.TrimSpace(uf.UserMessage()) != "" {
@@ -341,6 +382,10 @@ func (g *Gateway) onEdit(ctx context.Context, in Inbound) {
 }
 
 func (g *Gateway) onRedaction(ctx context.Context, in Inbound) {
+	conv, ok := g.redactable(ctx, in)
+	if !ok {
+		return
+	}
 	thread := g.ref(in.Redacts, in.RoomID)
 	if rec, ok := g.d.Bindings.ResolveByConversation(thread); ok {
 		if _, err := g.d.Bindings.Unbind(ctx, binding.UnbindInput{ID: rec.ID, Reason: binding.ReasonThreadDelete}); err != nil {
@@ -349,7 +394,7 @@ func (g *Gateway) onRedaction(ctx context.Context, in Inbound) {
 			g.log.Info().Str("binding", rec.ID).Str("thread", in.Redacts).Str("reason", binding.ReasonThreadDelete).Msg("binding ended: thread root redacted")
 		}
 	}
-	g.d.Sessions.MessageDeleted(ctx, in.Redacts) // its turn, if one still runs, posts nothing
+	g.d.Sessions.MessageDeletedIn(ctx, conv, in.Redacts) // its turn, if one still runs, posts nothing
 	if g.d.Changes == nil {
 		return
 	}
@@ -359,6 +404,68 @@ func (g *Gateway) onRedaction(ctx context.Context, in Inbound) {
 	if _, err := g.d.Changes.Delete(ctx, in.Redacts); err != nil {
 		g.log.Error().Err(err).Str("event", in.Redacts).Msg("record deletion")
 	}
+}
+
+// redactable decides whether a redaction counts, and returns the conversation the redacted message was shown in.
+// A redaction event names the event it removes in content anyone may write, and (room versions 3+) the homeserver
+// hands it to clients whether or not it applied it. So it counts only for an event the homeserver has IN THIS ROOM
+// (looked up by room and event id: an event id of another room, or a DM's, is refused), and only from the event's
+// author or from someone whose power level reaches the room's redact level.
+func (g *Gateway) redactable(ctx context.Context, in Inbound) (binding.ConversationRef, bool) {
+	lg := g.log.With().Str("event", in.EventID).Str("redacts", in.Redacts).Str("room", in.RoomID).Str("sender", in.Sender).Logger()
+	orig, err := g.c.bot.GetEvent(ctx, id.RoomID(in.RoomID), id.EventID(in.Redacts))
+	if err != nil {
+		if err = classify("matrix: redacted event", err); errors.Is(err, ErrDestinationGone) {
+			lg.Warn().Err(err).Msg("redaction ignored: the event is not one of this room")
+		} else {
+			lg.Error().Err(err).Msg("redaction not recorded: the redacted event could not be read")
+		}
+		return binding.ConversationRef{}, false
+	}
+	if orig.RoomID.String() != in.RoomID {
+		lg.Warn().Str("eventRoom", orig.RoomID.String()).Msg("redaction ignored: the event is not one of this room")
+		return binding.ConversationRef{}, false
+	}
+	if orig.Sender.String() != in.Sender {
+		var pl event.PowerLevelsEventContent
+		if err := g.c.bot.StateEvent(ctx, id.RoomID(in.RoomID), event.StatePowerLevels, "", &pl); err != nil {
+			lg.Error().Err(classify("matrix: power levels of "+in.RoomID, err)).Msg("redaction not recorded: the room's power levels could not be read")
+			return binding.ConversationRef{}, false
+		}
+		if pl.GetUserLevel(id.UserID(in.Sender)) < pl.Redact() {
+			lg.Warn().Msg("redaction ignored: neither the author nor someone with the power to redact in this room")
+			return binding.ConversationRef{}, false
+		}
+	}
+	// The redacted message's conversation, as it was routed: its (checked) thread, the author's DM, or the room.
+	at := Inbound{RoomID: in.RoomID, EventID: in.Redacts, Sender: orig.Sender.String()}
+	if raw, err := json.Marshal(orig); err == nil {
+		if m, ok := g.c.class.Classify(raw); ok && m.ThreadRoot != "" {
+			at.ThreadRoot = m.ThreadRoot
+		} else if !ok {
+			// Already redacted (content gone) or the bot's own: its relation is read from the raw content.
+			at.ThreadRoot = threadRootOf(orig.Content.VeryRaw)
+		}
+	}
+	conv, err := g.conversationOf(ctx, at)
+	if err != nil {
+		conv = g.ref(in.RoomID, "") // the deletion is still recorded; no turn of another conversation matches it
+	}
+	return conv, true
+}
+
+// threadRootOf is the m.thread root named in raw event content ("" for none or one that is no event id).
+func threadRootOf(content json.RawMessage) string {
+	var c struct {
+		RelatesTo *struct {
+			RelType string `json:"rel_type"`
+			EventID string `json:"event_id"`
+		} `json:"m.relates_to"`
+	}
+	if json.Unmarshal(content, &c) != nil || c.RelatesTo == nil || c.RelatesTo.RelType != "m.thread" || !ValidEventID(c.RelatesTo.EventID) {
+		return ""
+	}
+	return c.RelatesTo.EventID
 }
 
 func (g *Gateway) onInvite(ctx context.Context, in Inbound) {

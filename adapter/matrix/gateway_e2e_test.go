@@ -13,6 +13,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/delivery"
@@ -125,6 +126,7 @@ func (m *memTokens) SaveSyncToken(_ context.Context, tok string) error {
 type stackOpts struct {
 	provider model.Provider // default: echo
 	resume   bool           // call Resume before the sync loop starts, as the wiring does
+	gate     *authz.Gate    // the access gate (nil: none)
 }
 
 func startStack(t *testing.T, e *env, s *stores, opts ...func(*stackOpts)) *stack {
@@ -158,7 +160,7 @@ func startStack(t *testing.T, e *env, s *stores, opts ...func(*stackOpts)) *stac
 	k.cmds = &fakeCommands{run: func(cmd Command) (string, bool, error) { return "ran " + cmd.Name, true, nil }}
 	var err error
 	k.g, err = NewGateway(GatewayOptions{AccountID: "default"}, GatewayDeps{Client: k.c, Sessions: k.sessions, Bindings: k.bs,
-		Outbound: k.out, Commands: k.cmds, Changes: k.tr, Log: zerolog.Nop()})
+		Outbound: k.out, Commands: k.cmds, Changes: k.tr, Gate: so.gate, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,8 +103,8 @@ type messageContent struct {
 }
 
 // Classify turns a client-format event (raw JSON, as /sync and /messages return it) into an Inbound. ok is false
-// for what the bot ignores: its own and its ghosts' events, m.notice messages (other bots), state events and
-// anything unparsable. Invites arrive as stripped state in /sync and are classified by the sync loop.
+// for what the bot ignores: its own and its ghosts' events, m.notice messages (other bots), state events, anything
+// unparsable, and a thread, edit or redaction whose related event is no event id (ValidEventID). Invites arrive as stripped state in /sync and are classified by the sync loop.
 func (c Classifier) Classify(raw json.RawMessage) (Inbound, bool) {
 	var ev rawEvent
 	if err := json.Unmarshal(raw, &ev); err != nil || ev.EventID == "" {
@@ -122,7 +122,7 @@ func (c Classifier) Classify(raw json.RawMessage) (Inbound, bool) {
 		if in.Redacts == "" {
 			in.Redacts = mc.Redacts
 		}
-		return in, in.Redacts != ""
+		return in, ValidEventID(in.Redacts)
 	case "m.room.message":
 	default:
 		return Inbound{}, false
@@ -141,7 +141,7 @@ func (c Classifier) Classify(raw json.RawMessage) (Inbound, bool) {
 	if r := mc.RelatesTo; r != nil {
 		switch r.RelType {
 		case "m.replace":
-			if mc.NewContent == nil || r.EventID == "" {
+			if mc.NewContent == nil || !ValidEventID(r.EventID) {
 				return Inbound{}, false
 			}
 			if mc.NewContent.MsgType == "m.notice" {
@@ -149,6 +149,11 @@ func (c Classifier) Classify(raw json.RawMessage) (Inbound, bool) {
 			}
 			in.Kind, in.Edits, in.Body, in.MsgType = KindEdit, r.EventID, mc.NewContent.Body, mc.NewContent.MsgType
 		case "m.thread":
+			// The sender names the root: only an event id is taken, and the gateway still checks that it is an
+			// event of this room before the message is routed (invariant 18).
+			if !ValidEventID(r.EventID) {
+				return Inbound{}, false
+			}
 			in.ThreadRoot = r.EventID
 			if r.InReplyTo != nil && !r.IsFallingBack {
 				in.ReplyTo = r.InReplyTo.EventID

@@ -55,5 +55,5 @@ func (c Command) Invocation(conv binding.ConversationRef, userID string, p comma
 		}
 		opts[name] = v
 	}
-	return command.Invocation{Platform: p, Conversation: conv, UserID: userID, Name: c.Name, Sub: c.Sub, Options: opts}
+	return command.Invocation{Platform: p, Conversation: conv, UserID: userID, EventID: c.EventID, Name: c.Name, Sub: c.Sub, Options: opts}
 }

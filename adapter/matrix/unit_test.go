@@ -250,6 +250,9 @@ type nopSessions struct{}
 func (nopSessions) HandleMessage(context.Context, session.Message) error { return nil }
 func (nopSessions) MessageDeleted(context.Context, string) bool          { return false }
 func (nopSessions) MessageEdited(string) bool                            { return false }
+func (nopSessions) MessageDeletedIn(context.Context, binding.ConversationRef, string) bool {
+	return false
+}
 
 type nopBindings struct{}
 

@@ -66,7 +66,10 @@ type app struct {
 	// recovered is closed once the outbox left by the previous run is
 	// finished (Discord connected, Outbound.Recover done).
 	recovered chan struct{}
-	httpAddr  chan string // receives the bound HTTP address (tests)
+	// resumed is closed once the previous run's turns were resumed (after
+	// recovered): the Matrix /sync loop starts then.
+	resumed  chan struct{}
+	httpAddr chan string // receives the bound HTTP address (tests)
 }
 
 // appOptions are what differs between `bot run`, `bot demo` and tests.
@@ -113,7 +116,7 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 		return nil, err
 	}
 	a := &app{cfg: cfg, log: log, clock: o.Clock, store: st, reg: prometheus.NewRegistry(), started: o.Clock.Now(), httpAddr: make(chan string, 1),
-		recovered: make(chan struct{})}
+		recovered: make(chan struct{}), resumed: make(chan struct{})}
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	a.bindings = binding.New(binding.Options{SweepInterval: bindingTick(st)}, binding.Deps{Store: st, Clock: o.Clock, Log: log.With().Str("component", "bindings").Logger()})
@@ -213,9 +216,12 @@ func (a *app) wire(o appOptions) error {
 	if a.tools != nil {
 		toolbox = a.tools
 	}
-	// One turn budget: admission takes a turn of it per message, the
-	// session manager one per re-run after an edit (invariant 20).
-	limiter := authz.NewLimiter(accessLimits(cfg.Discord.Access.RateLimit), o.Clock)
+	// One access gate (config access, alias discord.access) for every
+	// platform: the same policy and one turn budget per user and place.
+	// Admission takes a turn per message, the session manager one per
+	// re-run after an edit and per subagent spawned (invariant 20).
+	access := cfg.EffectiveAccess()
+	gate := authz.NewGate(accessPolicy(access), accessLimits(access.RateLimit), o.Clock)
 	a.sessions = session.New(session.Options{
 		Channel: "discord", AccountID: "default", Agents: agents,
 		ThreadBindings: tb.Enabled, SpawnSubagentSessions: tb.SpawnSubagentSessions,
@@ -227,7 +233,7 @@ func (a *app) wire(o appOptions) error {
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
 		Store: st, Threads: a.threads, Typist: typists, Fetcher: fetcher, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
-		Authority: a.auth, Toolbox: toolbox, Budget: limiter,
+		Authority: a.auth, Toolbox: toolbox, Budget: gate,
 	})
 	if cfg.Scheduler.Enabled {
 		a.sched, err = newSchedulerBridge(a)
@@ -260,21 +266,23 @@ func (a *app) wire(o appOptions) error {
 	// and answers them.
 	commands := command.New(command.Options{}, command.Deps{
 		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.threads, Authority: a.auth, Jobs: jobs, ACP: acpCmds,
+		Once: commandOnce{st: st, clock: o.Clock},
 	})
 	if a.discord != nil {
 		a.gateway = discord.NewGateway(discord.GatewayOptions{
-			Access: accessPolicy(cfg.Discord.Access), Limits: accessLimits(cfg.Discord.Access.RateLimit),
+			Gate:           gate,
 			ThreadBindings: tb.Enabled, Reconnect: true, SweepInterval: o.SweepInterval, Shard: shardOf(cfg.Discord.Shard),
 			ReprocessEdits: cfg.Discord.Edits == config.EditsReprocess,
 		}, discord.GatewayDeps{
 			Client: a.discord, Authority: a.auth, Sessions: sessions, Bindings: a.bindings, Outbound: a.outbound, Commands: commands, ACP: acpDep,
-			Changes: a.transcripts, Limiter: limiter,
+			Changes: a.transcripts,
 			Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger(),
 		})
 	}
 	if a.matrix != nil {
 		err := a.matrix.finish(matrixCore{outbound: a.outbound, sessions: sessions, bindings: a.bindings, changes: a.transcripts,
-			commands: commands, threadBindings: tb.Enabled, syncTokenFile: cfg.Matrix.SyncTokenFile})
+			commands: commands, threadBindings: tb.Enabled, syncTokenFile: cfg.Matrix.SyncTokenFile,
+			gate: gate, operator: a.auth.Operator, clock: o.Clock})
 		if err != nil {
 			return err
 		}
@@ -302,14 +310,14 @@ func (a *app) wire(o appOptions) error {
 	return nil
 }
 
-// accessPolicy maps discord.access onto the authority's policy.
+// accessPolicy maps config access onto the gate's policy.
 func accessPolicy(c config.AccessConfig) authz.Policy {
 	return authz.Policy{DM: c.DM,
 		Allow: authz.Lists{Users: c.Allow.Users, Roles: c.Allow.Roles, Channels: c.Allow.Channels},
 		Deny:  authz.Lists{Users: c.Deny.Users, Roles: c.Deny.Roles, Channels: c.Deny.Channels}}
 }
 
-// accessLimits maps discord.access.rateLimit onto the limiter's limits.
+// accessLimits maps config access.rateLimit onto the gate's limits.
 func accessLimits(c config.RateLimitConfig) authz.Limits {
 	return authz.Limits{Turns: c.Turns, GuildTurns: c.GuildTurns, Per: c.Per}
 }
@@ -384,7 +392,19 @@ func (a *app) Run(ctx context.Context) error {
 	producers.Add(1) // the recovery and the scheduler, below
 	if a.matrix != nil {
 		producers.Add(1)
-		g.Go(func() error { defer producers.Done(); return a.matrix.Run(gctx) })
+		g.Go(func() error {
+			defer producers.Done()
+			// The /sync loop starts once the previous run's deliveries were
+			// recovered and its turns resumed: an event handed again (its
+			// token was not saved) then finds its command's reply sent and
+			// its turn known, never a half-finished state.
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-a.resumed:
+			}
+			return a.matrix.Run(gctx)
+		})
 	}
 	go func() { producers.Wait(); stopSessions() }()
 	// MCP servers stop after the sessions drained (a draining turn may call a tool).
@@ -427,6 +447,7 @@ func (a *app) Run(ctx context.Context) error {
 		if turns, runs := a.sessions.Resume(context.WithoutCancel(gctx)); turns+runs > 0 {
 			a.log.Info().Int("turns", turns).Int("subagentRuns", runs).Msg("resumed work left by the previous run")
 		}
+		close(a.resumed)
 		return a.runLed(gctx) // the scheduler; with several processes, in the leader only
 	})
 	if a.cfg.HTTP.Enabled() {

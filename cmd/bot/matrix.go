@@ -8,8 +8,11 @@ import (
 
 	"github.com/agentbot/agentbot/adapter/matrix"
 	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/command"
+	"github.com/agentbot/agentbot/core/delivery"
 )
 
 // matrixSide is the bot on a Matrix homeserver (the matrix section),
@@ -52,6 +55,10 @@ type matrixCore struct {
 	commands       *command.Commands
 	threadBindings bool
 	syncTokenFile  string
+	// gate is the access gate every platform asks; operator exempts operators from it.
+	gate     *authz.Gate
+	operator func(ctx context.Context, actor authz.Actor, target binding.ConversationRef) bool
+	clock    clock.Clock
 }
 
 // newThreads builds the thread creator (its roots go through Outbound).
@@ -69,7 +76,8 @@ func (m *matrixSide) newThreads(out matrix.Deliverer) error {
 func (m *matrixSide) finish(core matrixCore) error {
 	gw, err := matrix.NewGateway(matrix.GatewayOptions{}, matrix.GatewayDeps{
 		Client: m.client, Sessions: core.sessions, Bindings: core.bindings, Outbound: core.outbound, Changes: core.changes,
-		Commands: matrixCommands{c: core.commands, platform: matrix.CommandPlatform(core.threadBindings)}, Log: m.log,
+		Commands: matrixCommands{c: core.commands, platform: matrix.CommandPlatform(core.threadBindings), client: m.client, gate: core.gate, clock: core.clock},
+		Gate:     core.gate, Operator: core.operator, Clock: core.clock, Log: m.log,
 	})
 	if err != nil {
 		return fmt.Errorf("matrix gateway: %w", err)
@@ -91,11 +99,46 @@ func (m *matrixSide) Run(ctx context.Context) error { return m.sync.Run(ctx) }
 type matrixCommands struct {
 	c        *command.Commands
 	platform command.Platform
+	client   *matrix.Client
+	gate     *authz.Gate
+	clock    clock.Clock
 }
 
 var _ matrix.Commands = matrixCommands{}
 
 func (mc matrixCommands) Run(ctx context.Context, conv binding.ConversationRef, userID string, cmd matrix.Command) (string, bool, error) {
-	r, err := mc.c.Run(ctx, cmd.Invocation(conv, userID, mc.platform))
+	v := cmd.Invocation(conv, userID, mc.platform)
+	if mc.gate != nil { // a subagent spends the model like a turn: the same gate as a message (core/command asks it)
+		v.Admit = func(ctx context.Context) string {
+			return matrix.AdmitCommand(ctx, mc.client, mc.gate, conv, userID, mc.clock.Now())
+		}
+	}
+	r, err := mc.c.Run(ctx, v)
 	return r.Text, r.Public, err
+}
+
+// commandOnce is command.Once over the outbox: a claimed command event is a
+// skipped delivery record under its key (never sent, never recovered, pruned
+// with the outbox's retention, far longer than a replay after a crash can
+// come). Read-then-write: one process hands a platform's events one at a
+// time, so no two claims of one key race.
+type commandOnce struct {
+	st    delivery.Store
+	clock clock.Clock
+}
+
+func (o commandOnce) Claim(ctx context.Context, key string) (bool, error) {
+	_, found, err := o.st.GetDelivery(ctx, key)
+	if err != nil {
+		return false, fmt.Errorf("read claim %s: %w", key, err)
+	}
+	if found {
+		return false, nil
+	}
+	now := o.clock.Now()
+	rec := delivery.Record{Delivery: delivery.Delivery{ID: key}, State: delivery.StateSkipped, Reason: "command event claimed", CreatedAt: now, UpdatedAt: now}
+	if err := o.st.PutDelivery(ctx, rec); err != nil {
+		return false, fmt.Errorf("record claim %s: %w", key, err)
+	}
+	return true, nil
 }

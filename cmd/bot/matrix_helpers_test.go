@@ -188,6 +188,10 @@ func (w *mxWorld) display(t *testing.T, rooms ...string) mxDisplay {
 			t.Fatal(err)
 		}
 		edits := map[string]string{}
+		inRoom := map[string]bool{}
+		for _, e := range events {
+			inRoom[e.EventID] = true
+		}
 		for _, e := range events {
 			var c mxContent
 			if e.Type != "m.room.message" || json.Unmarshal(e.Content, &c) != nil {
@@ -207,6 +211,9 @@ func (w *mxWorld) display(t *testing.T, rooms ...string) mxDisplay {
 			}
 			conv, own := room, ":channel:"+room
 			if c.RelatesTo != nil && c.RelatesTo.RelType == "m.thread" {
+				if !inRoom[c.RelatesTo.EventID] {
+					continue // a thread of no event of this room: clients show it in no conversation (invariant 18)
+				}
 				conv, own = c.RelatesTo.EventID, ":channel:"+room+"/"+c.RelatesTo.EventID
 			}
 			body := c.Body

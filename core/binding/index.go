@@ -22,11 +22,20 @@ func newIndex() index {
 
 // convKey is the normalised identity of a conversation, used as a map key
 // without building a string (ResolveByConversation must not allocate).
-type convKey struct{ channel, account, conversation string }
+// parent is set only for a conversation whose id does not name it alone
+// (ScopedByParent: a Matrix thread is its root event in its room).
+type convKey struct{ channel, account, conversation, parent string }
 
 func keyOf(r ConversationRef) convKey {
-	n := r.Normalize()
-	return convKey{n.Channel, n.AccountID, n.ConversationID}
+	return keyOfNormal(r.Normalize())
+}
+
+func keyOfNormal(n ConversationRef) convKey {
+	k := convKey{channel: n.Channel, account: n.AccountID, conversation: n.ConversationID}
+	if ScopedByParent(n.ConversationID) {
+		k.parent = n.ParentConversationID
+	}
+	return k
 }
 
 // add stores a copy of rec in the arena and indexes it.
@@ -71,7 +80,7 @@ func (x *index) lookup(ref ConversationRef) *Record {
 			return r
 		}
 	}
-	return x.byConv[convKey{ref.Channel, ref.AccountID, ref.ConversationID}]
+	return x.byConv[keyOfNormal(ref)]
 }
 
 // numericID parses a canonical decimal id (no sign, no leading zero).

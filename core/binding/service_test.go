@@ -413,3 +413,35 @@ func TestDisabledKeepsBindingsAndRoutesNone(t *testing.T) {
 		t.Fatal("enabling bindings again did not restore the kept binding")
 	}
 }
+
+// TestMatrixThreadKeyIncludesRoom: a Matrix thread is (room, root event): the same root id claimed under another
+// room (a crafted m.relates_to) resolves to nothing, and its Key differs (issue 26.2, invariant 18).
+func TestMatrixThreadKeyIncludesRoom(t *testing.T) {
+	s, _, _ := newService(t)
+	ctx := context.Background()
+	mx := func(conv, parent string) binding.ConversationRef {
+		return binding.ConversationRef{Channel: "matrix", ConversationID: conv, ParentConversationID: parent}
+	}
+	if _, err := s.Bind(ctx, binding.BindInput{TargetSessionKey: "agent:main:subagent:1", Conversation: mx("$root", "!a:hs")}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		ref  binding.ConversationRef
+		want bool
+	}{
+		{mx("$root", "!a:hs"), true},
+		{mx("$root", "!b:hs"), false},
+		{mx("$root", ""), false},
+	}
+	for _, tc := range tests {
+		if _, ok := s.ResolveByConversation(tc.ref); ok != tc.want {
+			t.Errorf("ResolveByConversation(%+v) = %v, want %v", tc.ref, ok, tc.want)
+		}
+	}
+	if mx("$root", "!a:hs").Key() == mx("$root", "!b:hs").Key() {
+		t.Error("one Key for a thread root under two rooms")
+	}
+	if (binding.ConversationRef{Channel: "discord", ConversationID: "1", ParentConversationID: "2"}).Key() != (binding.ConversationRef{Channel: "discord", ConversationID: "1"}).Key() {
+		t.Error("a Discord thread's Key depends on its parent")
+	}
+}

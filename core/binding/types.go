@@ -77,11 +77,22 @@ func (r ConversationRef) Normalize() ConversationRef {
 	return out
 }
 
-// Key is the normalised identity of a conversation (the parent is not part of it).
+// Key is the normalised identity of a conversation. The parent is not part
+// of it, except for an id that does not name a conversation alone
+// (ScopedByParent): a Matrix thread is (room, root event), and a thread
+// root claimed in another room is another conversation (invariant 18).
 func (r ConversationRef) Key() string {
 	n := r.Normalize()
+	if ScopedByParent(n.ConversationID) {
+		return n.Channel + "\x1f" + n.AccountID + "\x1f" + n.ParentConversationID + "\x1f" + n.ConversationID
+	}
 	return n.Channel + "\x1f" + n.AccountID + "\x1f" + n.ConversationID
 }
+
+// ScopedByParent reports whether a conversation id names a conversation
+// only together with its parent: a Matrix thread's root event id ("$...";
+// no other platform's ids start with '$').
+func ScopedByParent(conversationID string) bool { return strings.HasPrefix(conversationID, "$") }
 
 // Valid reports whether the ref names a conversation at all.
 func (r ConversationRef) Valid() bool {

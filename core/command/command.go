@@ -69,7 +69,23 @@ type Deps struct {
 	Authority Authority
 	Jobs      Jobs
 	ACP       ACP
+	// Once makes a command event run at most once (nil: no dedupe).
+	Once Once
 }
+
+// Once is a durable record of the command events already run: a platform
+// that hands an event again after a crash (Matrix /sync is at-least-once)
+// must not run its command twice (a second !spawn, a second job).
+type Once interface {
+	// Claim records key and reports whether it was new. It is durable
+	// before it returns: the command's effect comes after it.
+	Claim(ctx context.Context, key string) (bool, error)
+}
+
+// ErrAlreadyRun: the invocation's event was run before (Invocation.EventID
+// claimed by an earlier run, in this process or a previous one). Its reply,
+// if it had one, was given then; the adapter stays silent.
+var ErrAlreadyRun = errors.New("command: this command event was already run")
 
 // Commands runs the chat commands for every platform's adapter.
 type Commands struct {
@@ -87,6 +103,10 @@ type Invocation struct {
 	// Conversation is where the command ran; UserID who ran it.
 	Conversation binding.ConversationRef
 	UserID       string
+	// EventID is the platform's id of the event that carried the command
+	// (a Matrix event id), "" when the platform never hands one twice: a
+	// command with one runs at most once (Deps.Once), claimed before it acts.
+	EventID string
 	// Name and Sub are the command and its sub-command ("cron", "list").
 	Name, Sub string
 	// Options are the options given, by name: string, bool or int64 values
@@ -132,6 +152,15 @@ type Reply struct {
 // UserMessage() string with the final text) or internal; FailureText says
 // what the boundary shows for either.
 func (c *Commands) Run(ctx context.Context, v Invocation) (Reply, error) {
+	if v.EventID != "" && c.d.Once != nil {
+		first, err := c.d.Once.Claim(ctx, "cmdrun:"+strings.ToLower(v.Platform.Name)+":"+v.EventID)
+		if err != nil {
+			return Reply{}, fmt.Errorf("command %s: claim event %s: %w", v.Name, v.EventID, err)
+		}
+		if !first {
+			return Reply{}, ErrAlreadyRun
+		}
+	}
 	r, err := c.run(ctx, v)
 	if err != nil {
 		return Reply{}, rendered(err, v.Platform)

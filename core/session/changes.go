@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/transcript"
 )
 
@@ -33,6 +34,7 @@ const MaxEditReruns = 3
 
 type trigger struct {
 	key       string // the session the message's entry is in
+	conv      string // the conversation the message was posted in (its binding.ConversationRef.Key)
 	requester string // the message's author, whose budget re-runs are charged to
 	reruns    int    // model calls cancelled and run again for an edit
 	turns     int    // queued or running turns of this message
@@ -46,12 +48,12 @@ var attemptSeq atomic.Uint64
 
 // addTrigger registers a turn of messageID (in session key) before it is
 // queued; the turn calls doneTrigger when it ends.
-func (m *Manager) addTrigger(messageID, key, requester string) {
+func (m *Manager) addTrigger(messageID, key, requester string, conv binding.ConversationRef) {
 	m.rmu.Lock()
 	defer m.rmu.Unlock()
 	tr := m.trig[messageID]
 	if tr == nil {
-		tr = &trigger{key: key, requester: requester, cancels: map[uint64]context.CancelCauseFunc{}}
+		tr = &trigger{key: key, conv: conv.Key(), requester: requester, cancels: map[uint64]context.CancelCauseFunc{}}
 		m.trig[messageID] = tr
 	}
 	tr.turns++
@@ -141,9 +143,21 @@ func (m *Manager) watchTrigger(ctx context.Context, messageID string, edits int)
 // posts nothing; its owed-turn record (which holds the text) is dropped at
 // once. It reports whether such a turn existed.
 func (m *Manager) MessageDeleted(ctx context.Context, messageID string) bool {
+	return m.messageDeleted(ctx, nil, messageID)
+}
+
+// MessageDeletedIn is MessageDeleted for a platform whose deletions name
+// the message by content anyone can write (a Matrix redaction's "redacts"):
+// the message is looked up by (conversation, id), so a deletion claimed in
+// one conversation never cancels a turn of another's.
+func (m *Manager) MessageDeletedIn(ctx context.Context, conv binding.ConversationRef, messageID string) bool {
+	return m.messageDeleted(ctx, &conv, messageID)
+}
+
+func (m *Manager) messageDeleted(ctx context.Context, conv *binding.ConversationRef, messageID string) bool {
 	m.rmu.Lock()
 	tr := m.trig[messageID]
-	if tr == nil || tr.waiting <= 0 {
+	if tr == nil || tr.waiting <= 0 || (conv != nil && conv.Key() != tr.conv) {
 		m.rmu.Unlock()
 		return false
 	}
@@ -236,7 +250,7 @@ func (m *Manager) queueTurn(ctx context.Context, key, bindingID string, bound bo
 	if bound {
 		t.bindingID = bindingID
 	}
-	m.addTrigger(msg.MessageID, key, msg.AuthorID)
+	m.addTrigger(msg.MessageID, key, msg.AuthorID, msg.Conversation)
 	err := m.enqueue(key, func(ctx context.Context) {
 		waiting := true
 		// Another process sharing the store (or the one before a crash)
