@@ -105,7 +105,7 @@ type GatewayDeps struct {
 	Changes ChatChanges
 	// ACP answers the permission buttons of external coding agents (nil:
 	// none configured).
-	ACP ACP
+	ACP     ACP
 	Metrics *metrics.Metrics
 	Clock   clock.Clock
 	Log     zerolog.Logger
