@@ -55,7 +55,8 @@ FUZZTIME    ?= 30s
 FUZZMINIMIZETIME ?= 5s
 FUZZTARGETS := ./config/:FuzzLoadBytes \
 	./adapter/discord/:FuzzSplitMessage ./adapter/discord/:FuzzSlashOptions ./adapter/discord/:FuzzInboundModelText \
-	./scheduler/:FuzzParseSchedule ./core/command/:FuzzParseDuration ./adapter/matrix/:FuzzClassify ./adapter/matrix/:FuzzParseCommand
+	./scheduler/:FuzzParseSchedule ./core/command/:FuzzParseDuration ./adapter/matrix/:FuzzClassify ./adapter/matrix/:FuzzParseCommand \
+	./acp/:FuzzSafeComponent
 
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s); a finding is saved under testdata/fuzz
 	@set -e; for t in $(FUZZTARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \

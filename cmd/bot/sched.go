@@ -159,11 +159,12 @@ func (b *schedulerBridge) jobOperator(ctx context.Context, actor authz.Actor, j 
 }
 
 // requireJobOperator refuses unless the actor is an operator of the job; a
-// job they may not even list is unknown to them.
-func (b *schedulerBridge) requireJobOperator(ctx context.Context, actor authz.Actor, id, what string) error {
+// job they may not even list is unknown to them. op names the operation in
+// errors ("remove job x: ...").
+func (b *schedulerBridge) requireJobOperator(ctx context.Context, actor authz.Actor, op, id, what string) error {
 	j, err := b.Scheduler.Get(ctx, id)
 	if err != nil {
-		return fmt.Errorf("job %s: %w", id, err)
+		return fmt.Errorf("%s job %s: %w", op, id, err)
 	}
 	if b.jobOperator(ctx, actor, j) {
 		return nil
@@ -225,7 +226,7 @@ func (b *schedulerBridge) List(ctx context.Context, actor authz.Actor) ([]schedu
 
 // Remove implements /cron remove.
 func (b *schedulerBridge) Remove(ctx context.Context, actor authz.Actor, id string) error {
-	if err := b.requireJobOperator(ctx, actor, id, "remove it (/cron remove)"); err != nil {
+	if err := b.requireJobOperator(ctx, actor, "remove", id, "remove it (/cron remove)"); err != nil {
 		return err
 	}
 	if err := b.Scheduler.Remove(ctx, id); err != nil {
@@ -236,7 +237,7 @@ func (b *schedulerBridge) Remove(ctx context.Context, actor authz.Actor, id stri
 
 // RunNow implements /cron run.
 func (b *schedulerBridge) RunNow(ctx context.Context, actor authz.Actor, id string) (scheduler.Run, error) {
-	if err := b.requireJobOperator(ctx, actor, id, "run it (/cron run)"); err != nil {
+	if err := b.requireJobOperator(ctx, actor, "run", id, "run it (/cron run)"); err != nil {
 		return scheduler.Run{}, err
 	}
 	r, err := b.Scheduler.RunNow(ctx, id)
