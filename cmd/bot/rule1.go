@@ -216,7 +216,7 @@ func rule1Check(ctx context.Context, chat chatDisplay, st entryStore, channels [
 			// Appended when the bot learnt of them: a recovered send, a
 			// message that reached the bot by an edit adding a mention.
 			if first < last[l] && e.Meta["recovered"] != "true" && e.Meta["viaEdit"] != "true" {
-				problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is out of display order", key, e.Seq, e.Source))
+				problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is out of display order: message %s after %d", key, e.Seq, e.Source, e.MessageIDs[0], last[l]))
 			}
 			last[l] = max(last[l], first)
 			var shown strings.Builder

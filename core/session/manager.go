@@ -121,6 +121,39 @@ type Manager struct {
 	rmu  sync.Mutex
 	runs map[string]*running // work /stop can end, by session key
 	trig map[string]*trigger // turns of user messages, by message id (changes.go)
+
+	// takes orders the taking of user messages per conversation (see
+	// HandleMessage); guarded by takeMu.
+	takeMu sync.Mutex
+	takes  map[string]*takeLock
+}
+
+// takeLock is one conversation's lock on taking user messages: a channel,
+// so a waiter is blocked on a channel operation (testing/synctest sees it).
+type takeLock struct {
+	held  chan struct{}
+	users int
+}
+
+// lockTake holds the conversation's take lock until the returned unlock.
+func (m *Manager) lockTake(conv string) (unlock func()) {
+	m.takeMu.Lock()
+	l := m.takes[conv]
+	if l == nil {
+		l = &takeLock{held: make(chan struct{}, 1)}
+		m.takes[conv] = l
+	}
+	l.users++
+	m.takeMu.Unlock()
+	l.held <- struct{}{}
+	return func() {
+		<-l.held
+		m.takeMu.Lock()
+		if l.users--; l.users == 0 {
+			delete(m.takes, conv)
+		}
+		m.takeMu.Unlock()
+	}
 }
 
 // New returns a manager. It does no I/O; call Load, then Run.
@@ -152,7 +185,7 @@ func New(opt Options, d Deps) *Manager {
 	if opt.RequestAttachmentBytes <= 0 {
 		opt.RequestAttachmentBytes = DefaultRequestAttachmentBytes
 	}
-	m := &Manager{opt: opt, d: d, agents: map[string]Agent{}, sessions: map[string]Info{}, queued: map[string]bool{}, typing: map[string]*typingLoop{}, runs: map[string]*running{}, trig: map[string]*trigger{}, base: context.Background()}
+	m := &Manager{opt: opt, d: d, agents: map[string]Agent{}, sessions: map[string]Info{}, queued: map[string]bool{}, typing: map[string]*typingLoop{}, runs: map[string]*running{}, trig: map[string]*trigger{}, takes: map[string]*takeLock{}, base: context.Background()}
 	m.tasks = newSerial(m.runSafely)
 	m.attach = newAttachCache(opt.AttachmentCacheBytes)
 	for _, a := range opt.Agents {
@@ -504,10 +537,26 @@ func (m *Manager) ConversationRef(conversationID, parentID string) binding.Conve
 // HandleMessage routes an inbound user message: it writes the user entry
 // into the session the conversation routes to (in display order) and
 // queues a turn behind any running one.
+//
+// Two callers can take the same message: the platform's per-conversation
+// lane (live events and the catch-up after a restart) and Resume (turns
+// owed by the previous process). A message is taken once, and one
+// conversation's messages are taken one at a time, under its take lock,
+// from the check of what was taken to the queued turn: a taker that finds
+// a message already taken returns only once its entry is written, so the
+// lane's next message cannot be written ahead of it (Rule 1: user entries
+// in display order).
 func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 	msg.Conversation = msg.Conversation.Normalize()
 	key, rec, bound := m.d.Outbound.SessionFor(msg.Conversation)
 	m.ensureMain(ctx, key, msg.Conversation)
+	unlock := m.lockTake(msg.Conversation.Key())
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
 	if m.seen(ctx, msg.MessageID) {
 		return nil // a catch-up or a replayed event: already taken
 	}
@@ -515,6 +564,8 @@ func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 		// Owed by the previous process, which crashed between the
 		// streamed rounds of its answer (a catch-up takes it again
 		// before Resume): it ends with a notice, never runs again.
+		locked = false
+		unlock()
 		m.endInterrupted(ctx, owner, p)
 		return nil
 	}
