@@ -21,7 +21,7 @@ import (
 func TestDrainRacesInteractions(t *testing.T) {
 	for round := range 50 {
 		_, a := wire(t, ClientOptions{}, ClientDeps{}, GatewayOptions{DrainTimeout: 10 * time.Second}, GatewayDeps{Log: zerolog.Nop()})
-		a.events = newEventQueue(a)
+		a.events = a.newLanes()
 		var started, finished atomic.Int64
 		var offering sync.WaitGroup
 		stop := make(chan struct{})
@@ -68,7 +68,7 @@ func TestDrainRacesInteractions(t *testing.T) {
 func TestInteractionWhileStoppingIsAnsweredEphemerally(t *testing.T) {
 	f := newFakeDiscord(t)
 	_, a := wire(t, ClientOptions{Token: "tok", APIURL: f.srv.URL}, ClientDeps{Log: zerolog.Nop()}, GatewayOptions{}, GatewayDeps{Log: zerolog.Nop()})
-	a.events = newEventQueue(a)
+	a.events = a.newLanes()
 	if err := a.drain(); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/core/lane"
 	"github.com/agentbot/agentbot/core/command"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
@@ -130,7 +131,7 @@ type Gateway struct {
 	shard      Shard        // Count 0 until known (auto); guarded by mu
 	identifies atomic.Int64 // connect attempts (see connect)
 
-	events *eventQueue
+	events *lane.Lanes // conversation lanes of gateway event work
 	// What catchUp found at the last READY, for catchUpGuild; guarded by mu.
 	catchUpMarks   map[string]string
 	catchUpFloor   string
@@ -176,8 +177,8 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.mu.Lock()
 	g.ctx = ctx
 	g.mu.Unlock()
-	g.events = newEventQueue(g)
-	defer g.events.close() // every return path ends the worker (drain closes it first)
+	g.events = g.newLanes()
+	defer g.events.Close() // every return path stops the lanes (drain closes them first)
 	defer g.work.Close()   // and refuses interactions: a session that outlives Run (a discordgo reconnect racing Close) must not reach closed stores
 	g.register(s, readyCh)
 	select {
@@ -224,9 +225,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 // drain stops taking events and waits (bounded) for accepted ones.
 func (g *Gateway) drain() error {
 	g.work.Close()
-	g.events.close()
+	g.events.Close()
 	done := make(chan struct{})
-	go func() { g.events.wait(); g.work.Wait(); close(done) }()
+	go func() { _ = g.events.Wait(context.Background()); g.work.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil
@@ -285,38 +286,38 @@ func (g *Gateway) register(s *discordgo.Session, readyCh chan struct{}) {
 	})
 	s.AddHandler(func(s *discordgo.Session, m *discordgo.MessageCreate) {
 		defer g.recoverHandler("message_create")
-		g.events.push(m.ChannelID, "message_create", func(ctx context.Context) { g.onMessage(ctx, m.Message) })
+		g.push(m.ChannelID, "message_create", func(ctx context.Context) { g.onMessage(ctx, m.Message) })
 	})
 	s.AddHandler(func(s *discordgo.Session, t *discordgo.ThreadUpdate) {
 		defer g.recoverHandler("thread_update")
-		g.events.push(t.Channel.ID, "thread_update", func(ctx context.Context) { g.onThreadState(ctx, t.Channel) })
+		g.push(t.Channel.ID, "thread_update", func(ctx context.Context) { g.onThreadState(ctx, t.Channel) })
 	})
 	s.AddHandler(func(s *discordgo.Session, m *discordgo.MessageUpdate) {
 		defer g.recoverHandler("message_update")
-		g.events.push(m.ChannelID, "message_update", func(ctx context.Context) { g.onMessageUpdate(ctx, m.Message) })
+		g.push(m.ChannelID, "message_update", func(ctx context.Context) { g.onMessageUpdate(ctx, m.Message) })
 	})
 	s.AddHandler(func(s *discordgo.Session, m *discordgo.MessageDelete) {
 		defer g.recoverHandler("message_delete")
-		g.events.push(m.ChannelID, "message_delete", func(ctx context.Context) {
+		g.push(m.ChannelID, "message_delete", func(ctx context.Context) {
 			g.onMessagesDeleted(ctx, m.GuildID, m.ChannelID, []string{m.ID})
 		})
 	})
 	s.AddHandler(func(s *discordgo.Session, m *discordgo.MessageDeleteBulk) {
 		defer g.recoverHandler("message_delete_bulk")
-		g.events.push(m.ChannelID, "message_delete_bulk", func(ctx context.Context) {
+		g.push(m.ChannelID, "message_delete_bulk", func(ctx context.Context) {
 			g.onMessagesDeleted(ctx, m.GuildID, m.ChannelID, m.Messages)
 		})
 	})
 	s.AddHandler(func(s *discordgo.Session, t *discordgo.ThreadDelete) {
 		defer g.recoverHandler("thread_delete")
-		g.events.push(t.Channel.ID, "thread_delete", func(ctx context.Context) {
+		g.push(t.Channel.ID, "thread_delete", func(ctx context.Context) {
 			g.onConversationDeleted(ctx, t.Channel.ID, t.Channel.ParentID)
 			g.onGone(ctx, t.Channel.ID)
 		})
 	})
 	s.AddHandler(func(s *discordgo.Session, c *discordgo.ChannelDelete) {
 		defer g.recoverHandler("channel_delete")
-		g.events.push(c.Channel.ID, "channel_delete", func(ctx context.Context) {
+		g.push(c.Channel.ID, "channel_delete", func(ctx context.Context) {
 			g.onConversationDeleted(ctx, c.Channel.ID, "")
 			g.onGone(ctx, c.Channel.ID)
 		})

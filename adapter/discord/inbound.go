@@ -265,7 +265,7 @@ func (g *Gateway) catchUp(s *discordgo.Session) {
 			// made while down out of it.
 			conv, channelID, guildID := conv, channelID, guildID
 			last := last
-			g.events.push(channelID, "catch_up_changes", func(ctx context.Context) { g.catchUpChanges(ctx, s, conv, channelID, guildID, last) })
+			g.push(channelID, "catch_up_changes", func(ctx context.Context) { g.catchUpChanges(ctx, s, conv, channelID, guildID, last) })
 			queued += g.catchUpChannel(ctx, s, conv, channelID, guildID, last)
 		}
 		if err != nil {
@@ -323,7 +323,7 @@ func (g *Gateway) catchUpChannel(ctx context.Context, s *discordgo.Session, conv
 	slices.SortFunc(msgs, func(x, y *discordgo.Message) int { return compareIDs(x.ID, y.ID) })
 	for _, m := range msgs {
 		m.GuildID = guildID
-		g.events.push(channelID, "catch_up", func(ctx context.Context) { g.onMessage(ctx, m) })
+		g.push(channelID, "catch_up", func(ctx context.Context) { g.onMessage(ctx, m) })
 	}
 	return len(msgs)
 }

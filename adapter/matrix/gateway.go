@@ -145,9 +145,6 @@ func NewGateway(opt GatewayOptions, d GatewayDeps) (*Gateway, error) {
 
 // Handle is the Sync loop's Handler.
 func (g *Gateway) Handle(ctx context.Context, in Inbound) {
-	if in.Kind != KindInvite {
-		g.c.NoteEvent(in.RoomID, in.EventID) // the homeserver handed it in this room: a thread root there
-	}
 	switch in.Kind {
 	case KindMessage:
 		g.onMessage(ctx, in)
@@ -347,6 +344,12 @@ func (g *Gateway) onEdit(ctx context.Context, in Inbound) {
 		g.log.Info().Str("event", in.EventID).Str("edits", in.Edits).Str("sender", in.Sender).Msg("edit by someone other than the author ignored")
 		return
 	}
+	// On the edited message's lane: behind that message and what its conversation had before.
+	continueOn(ctx, laneKey(in.RoomID, threadRootOf(orig.Content.VeryRaw)), "edit", func(ctx context.Context) { g.edited(ctx, in, orig) })
+}
+
+// edited records an author's edit of orig and re-runs or routes its turn.
+func (g *Gateway) edited(ctx context.Context, in Inbound, orig *event.Event) {
 	ok, err := g.d.Changes.Edit(ctx, in.Edits, in.EventID, in.Body)
 	if err != nil {
 		g.log.Error().Err(err).Str("event", in.EventID).Str("edits", in.Edits).Msg("record edit")
@@ -382,10 +385,17 @@ func (g *Gateway) onEdit(ctx context.Context, in Inbound) {
 }
 
 func (g *Gateway) onRedaction(ctx context.Context, in Inbound) {
-	conv, ok := g.redactable(ctx, in)
+	conv, root, ok := g.redactable(ctx, in)
 	if !ok {
 		return
 	}
+	// On the redacted message's lane: it waits for that conversation's sends, not the room's, and holds up no other
+	// conversation meanwhile.
+	continueOn(ctx, laneKey(in.RoomID, root), "redaction", func(ctx context.Context) { g.redacted(ctx, in, conv) })
+}
+
+// redacted acts on a redaction that counts of a message shown in conv.
+func (g *Gateway) redacted(ctx context.Context, in Inbound, conv binding.ConversationRef) {
 	thread := g.ref(in.Redacts, in.RoomID)
 	if rec, ok := g.d.Bindings.ResolveByConversation(thread); ok {
 		if _, err := g.d.Bindings.Unbind(ctx, binding.UnbindInput{ID: rec.ID, Reason: binding.ReasonThreadDelete}); err != nil {
@@ -398,20 +408,21 @@ func (g *Gateway) onRedaction(ctx context.Context, in Inbound) {
 	if g.d.Changes == nil {
 		return
 	}
-	// A barrier, not held: a bot message the room displays from a send still committing has its entry written
-	// before the deletion looks for it.
-	_ = g.d.Outbound.WithConversation(g.ref(in.RoomID, ""), func() error { return nil })
+	// A barrier, not held: a bot message the conversation displays from a send still committing (a reply still
+	// streaming) has its entry written before the deletion looks for it.
+	_ = g.d.Outbound.WithConversation(conv, func() error { return nil })
 	if _, err := g.d.Changes.Delete(ctx, in.Redacts); err != nil {
 		g.log.Error().Err(err).Str("event", in.Redacts).Msg("record deletion")
 	}
 }
 
-// redactable decides whether a redaction counts, and returns the conversation the redacted message was shown in.
+// redactable decides whether a redaction counts, and returns the conversation the redacted message was shown in
+// and its thread root ("" for none).
 // A redaction event names the event it removes in content anyone may write, and (room versions 3+) the homeserver
 // hands it to clients whether or not it applied it. So it counts only for an event the homeserver has IN THIS ROOM
 // (looked up by room and event id: an event id of another room, or a DM's, is refused), and only from the event's
 // author or from someone whose power level reaches the room's redact level.
-func (g *Gateway) redactable(ctx context.Context, in Inbound) (binding.ConversationRef, bool) {
+func (g *Gateway) redactable(ctx context.Context, in Inbound) (binding.ConversationRef, string, bool) {
 	lg := g.log.With().Str("event", in.EventID).Str("redacts", in.Redacts).Str("room", in.RoomID).Str("sender", in.Sender).Logger()
 	orig, err := g.c.bot.GetEvent(ctx, id.RoomID(in.RoomID), id.EventID(in.Redacts))
 	if err != nil {
@@ -420,21 +431,21 @@ func (g *Gateway) redactable(ctx context.Context, in Inbound) (binding.Conversat
 		} else {
 			lg.Error().Err(err).Msg("redaction not recorded: the redacted event could not be read")
 		}
-		return binding.ConversationRef{}, false
+		return binding.ConversationRef{}, "", false
 	}
 	if orig.RoomID.String() != in.RoomID {
 		lg.Warn().Str("eventRoom", orig.RoomID.String()).Msg("redaction ignored: the event is not one of this room")
-		return binding.ConversationRef{}, false
+		return binding.ConversationRef{}, "", false
 	}
 	if orig.Sender.String() != in.Sender {
 		var pl event.PowerLevelsEventContent
 		if err := g.c.bot.StateEvent(ctx, id.RoomID(in.RoomID), event.StatePowerLevels, "", &pl); err != nil {
 			lg.Error().Err(classify("matrix: power levels of "+in.RoomID, err)).Msg("redaction not recorded: the room's power levels could not be read")
-			return binding.ConversationRef{}, false
+			return binding.ConversationRef{}, "", false
 		}
 		if pl.GetUserLevel(id.UserID(in.Sender)) < pl.Redact() {
 			lg.Warn().Msg("redaction ignored: neither the author nor someone with the power to redact in this room")
-			return binding.ConversationRef{}, false
+			return binding.ConversationRef{}, "", false
 		}
 	}
 	// The redacted message's conversation, as it was routed: its (checked) thread, the author's DM, or the room.
@@ -451,7 +462,7 @@ func (g *Gateway) redactable(ctx context.Context, in Inbound) (binding.Conversat
 	if err != nil {
 		conv = g.ref(in.RoomID, "") // the deletion is still recorded; no turn of another conversation matches it
 	}
-	return conv, true
+	return conv, at.ThreadRoot, true
 }
 
 // threadRootOf is the m.thread root named in raw event content ("" for none or one that is no event id).

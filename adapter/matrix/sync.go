@@ -12,9 +12,12 @@ import (
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
+
+	"github.com/agentbot/agentbot/core/lane"
 )
 
-// Handler receives classified inbound events, one at a time, in /sync order (rooms by id within a batch).
+// Handler receives classified inbound events on their conversation's lane (core/lane): one conversation's events
+// one at a time in /sync order, different conversations in parallel (see laneOf).
 type Handler func(ctx context.Context, in Inbound)
 
 // SyncOptions are the /sync loop's settings.
@@ -24,6 +27,8 @@ type SyncOptions struct {
 	TimelineLimit int
 	// MaxCatchUp bounds that fill-in per room and batch (default 1000); what is older is not handled (a warning).
 	MaxCatchUp int
+	// DrainTimeout bounds how long a stop waits for events already handed to their lanes (default 15s).
+	DrainTimeout time.Duration
 }
 
 // SyncDeps are what the /sync loop works with.
@@ -60,6 +65,9 @@ func NewSync(opt SyncOptions, d SyncDeps) (*Sync, error) {
 	if opt.MaxCatchUp <= 0 {
 		opt.MaxCatchUp = 1000
 	}
+	if opt.DrainTimeout <= 0 {
+		opt.DrainTimeout = 15 * time.Second
+	}
 	return &Sync{opt: opt, d: d, c: d.Client, log: d.Log.With().Str("adapter", "matrix").Logger()}, nil
 }
 
@@ -74,16 +82,24 @@ func (s *Sync) syncFilter() string {
 	return string(b)
 }
 
-// Run is the /sync loop: it resumes from the saved token, hands every classified event to the Handler, and saves
-// the next token after each batch. It returns nil when ctx ends, or an error when the token cannot be loaded or
-// saved (the position would be lost: the caller decides whether to restart). Failed /sync requests are retried
-// with backoff (1s doubling to 30s); a 401 (token revoked) is returned as an error.
+// Run is the /sync loop: it resumes from the saved token and hands every classified event to the Handler on the
+// event's conversation lane (core/lane), so a conversation waiting on its sends (a streaming reply) never holds up
+// /sync or another conversation. A batch's next token is saved once every event of it and of the batches before it
+// was handled (a crash re-hands what was not: the core takes an event once). It returns nil when ctx ends (after
+// waiting at most DrainTimeout for events already handed), or an error when the token cannot be loaded or saved
+// (the position would be lost: the caller decides whether to restart). Failed /sync requests are retried with
+// backoff (1s doubling to 30s); a 401 (token revoked) is returned as an error.
 func (s *Sync) Run(ctx context.Context) error {
 	c, h := s.c, s.d.Handler
 	since, err := s.d.Tokens.LoadSyncToken(ctx)
 	if err != nil {
 		return fmt.Errorf("matrix: sync: %w", err)
 	}
+	// Events are handled to their end even if ctx ends meanwhile: a clean stop never leaves one half handled.
+	hctx := context.WithoutCancel(ctx)
+	lanes := lane.New(lane.Options{}, lane.Deps{Context: func() context.Context { return hctx }, Log: s.log})
+	sv := newSaver(s.d.Tokens)
+	defer func() { s.drain(lanes, sv) }()
 	first := since == ""
 	filter := s.syncFilter()
 	backoff := time.Second
@@ -113,22 +129,54 @@ func (s *Sync) Run(ctx context.Context) error {
 			continue
 		}
 		backoff = time.Second
-		// The batch is handled to its end and its token saved even if ctx ends meanwhile: a clean stop never
-		// leaves a batch half handled.
-		bctx := context.WithoutCancel(ctx)
-		s.dispatch(bctx, resp, h, since)
-		if err := s.d.Tokens.SaveSyncToken(bctx, resp.NextBatch); err != nil {
-			return fmt.Errorf("matrix: sync: %w", err)
+		b := newBatch(resp.NextBatch)
+		s.dispatch(hctx, resp, func(in Inbound) { s.push(lanes, b, h, in) }, since)
+		b.done()
+		select {
+		case sv.batches <- b:
+		case err := <-sv.failed:
+			return err
+		case <-ctx.Done():
+			return nil // its events still run (drain); its token is not saved: the next start hands them again
 		}
 		since, first = resp.NextBatch, false
 	}
 	return nil
 }
 
-// dispatch hands a batch's events to h: invites, then each joined room's timeline (rooms sorted by id), a
+// drain stops the lanes, waits (at most DrainTimeout) for the events handed to them, and stops the saver once the
+// tokens of the batches handled to their end are saved.
+func (s *Sync) drain(lanes *lane.Lanes, sv *saver) {
+	lanes.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), s.opt.DrainTimeout)
+	defer cancel()
+	if err := lanes.Wait(ctx); err != nil {
+		s.log.Warn().Err(err).Msg("sync stopped with events still being handled (handed again at the next start)")
+	}
+	sv.stop(ctx)
+}
+
+// push hands one event to h on its conversation's lane, counted in batch b.
+func (s *Sync) push(lanes *lane.Lanes, b *batch, h Handler, in Inbound) {
+	if in.Kind != KindInvite {
+		s.c.NoteEvent(in.RoomID, in.EventID) // the homeserver handed it in this room: a thread root there, at once
+	}
+	key := laneOf(in)
+	b.add()
+	err := lanes.Push(key, in.Kind.String(), func(ctx context.Context) {
+		defer b.finish()
+		s.handle(withLane(ctx, lanes, b), h, in)
+	})
+	if err != nil {
+		b.finish()
+		s.log.Error().Err(err).Str("room", in.RoomID).Str("event", in.EventID).Msg("inbound event dropped")
+	}
+}
+
+// dispatch hands a batch's events to h (in order): invites, then each joined room's timeline (rooms sorted by id), a
 // truncated one preceded by the events between since and the timeline (from /messages). On the first start
 // (since "") the timelines are history from before the bot ran and are skipped.
-func (s *Sync) dispatch(ctx context.Context, resp *mautrix.RespSync, h Handler, since string) {
+func (s *Sync) dispatch(ctx context.Context, resp *mautrix.RespSync, h func(Inbound), since string) {
 	c := s.c
 	for _, roomID := range sortedKeys(resp.Rooms.Invite) {
 		in := Inbound{Kind: KindInvite, RoomID: roomID.String()}
@@ -146,7 +194,7 @@ func (s *Sync) dispatch(ctx context.Context, resp *mautrix.RespSync, h Handler, 
 		if c.class.own(in.Sender) {
 			continue
 		}
-		s.handle(ctx, h, in)
+		h(in)
 	}
 	if since == "" {
 		return
@@ -172,7 +220,7 @@ func (s *Sync) dispatch(ctx context.Context, resp *mautrix.RespSync, h Handler, 
 				continue
 			}
 			in.RoomID = roomID.String()
-			s.handle(ctx, h, in)
+			h(in)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/lane"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/internal/work"
@@ -106,7 +107,7 @@ type Manager struct {
 	base   context.Context // cancelled when Run stops
 	work   work.Group      // queued session tasks and farewells; Run waits for them
 
-	tasks *serial // one task at a time per session
+	tasks *lane.Lanes // one task at a time per session
 
 	imu      sync.RWMutex
 	sessions map[string]Info
@@ -186,7 +187,7 @@ func New(opt Options, d Deps) *Manager {
 		opt.RequestAttachmentBytes = DefaultRequestAttachmentBytes
 	}
 	m := &Manager{opt: opt, d: d, agents: map[string]Agent{}, sessions: map[string]Info{}, queued: map[string]bool{}, typing: map[string]*typingLoop{}, runs: map[string]*running{}, trig: map[string]*trigger{}, takes: map[string]*takeLock{}, base: context.Background()}
-	m.tasks = newSerial(m.runSafely)
+	m.tasks = lane.New(lane.Options{}, lane.Deps{Log: d.Log})
 	m.attach = newAttachCache(opt.AttachmentCacheBytes)
 	for _, a := range opt.Agents {
 		m.agents[a.ID] = a
@@ -437,7 +438,10 @@ func (m *Manager) enqueue(key string, task func(context.Context)) error {
 	if !m.work.Add() {
 		return ErrStopping
 	}
-	m.tasks.push(key, task)
+	if err := m.tasks.Push(key, "session task", func(context.Context) { m.runSafely(key, task) }); err != nil {
+		m.work.Done()
+		return fmt.Errorf("queue session task: %w", err)
+	}
 	return nil
 }
 
