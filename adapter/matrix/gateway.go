@@ -458,6 +458,9 @@ func (g *Gateway) redactable(ctx context.Context, in Inbound) (binding.Conversat
 			at.ThreadRoot = threadRootOf(orig.Content.VeryRaw)
 		}
 	}
+	if root, ok := g.c.known.rootOf(in.RoomID, in.Redacts); ok && at.ThreadRoot == "" {
+		at.ThreadRoot = root // the redaction stripped the relation: the thread it was posted or handed in
+	}
 	conv, err := g.conversationOf(ctx, at)
 	if err != nil {
 		conv = g.ref(in.RoomID, "") // the deletion is still recorded; no turn of another conversation matches it

@@ -55,8 +55,16 @@ type fakeCommands struct {
 func (f *fakeCommands) Run(_ context.Context, conv binding.ConversationRef, userID string, cmd Command) (string, bool, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, conv.ConversationID+"|"+userID+"|"+cmd.Name)
+	run := f.run
 	f.mu.Unlock()
-	return f.run(cmd)
+	return run(cmd)
+}
+
+// answer sets how commands are answered from now on.
+func (f *fakeCommands) answer(run func(cmd Command) (string, bool, error)) {
+	f.mu.Lock()
+	f.run = run
+	f.mu.Unlock()
 }
 
 func (f *fakeCommands) n() int {
@@ -127,6 +135,7 @@ type stackOpts struct {
 	provider model.Provider // default: echo
 	resume   bool           // call Resume before the sync loop starts, as the wiring does
 	gate     *authz.Gate    // the access gate (nil: none)
+	stream   bool           // the agent streams its replies (models.<name>.stream)
 }
 
 func startStack(t *testing.T, e *env, s *stores, opts ...func(*stackOpts)) *stack {
@@ -145,7 +154,7 @@ func startStack(t *testing.T, e *env, s *stores, opts ...func(*stackOpts)) *stac
 	k.out = delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{
 		Sender: delivery.NewMux(map[string]delivery.Sender{"discord": notDiscord{t}, "matrix": DeliverySender{Client: k.c}}),
 		Outbox: s.st, Transcripts: k.tr, Bindings: k.bs, Log: zerolog.Nop()})
-	m := session.New(session.Options{Channel: "matrix", AccountID: "default", Agents: []session.Agent{{ID: "main", Name: "Main", Provider: so.provider}}},
+	m := session.New(session.Options{Channel: "matrix", AccountID: "default", Agents: []session.Agent{{ID: "main", Name: "Main", Provider: so.provider, Stream: so.stream}}},
 		session.Deps{Outbound: k.out, Router: delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: k.bs}),
 			Bindings: k.bs, Transcripts: k.tr, Store: s.infos, Clock: clock.Real{}, Log: zerolog.Nop()})
 	if err := m.Load(ctx); err != nil {

@@ -36,35 +36,46 @@ func ValidEventID(s string) bool {
 	return true
 }
 
-// knownEvents is a bounded set of (room, event) pairs the bot knows are events of that room.
+// knownEvents is a bounded set of (room, event) pairs the bot knows are events of that room, each with the thread
+// root it was shown under ("" for none): what a redaction, which strips the content, no longer says.
 type knownEvents struct {
 	mu sync.Mutex
-	m  map[string]struct{}
+	m  map[string]string
 }
 
 const maxKnownEvents = 8192
 
-func (k *knownEvents) add(room, ev string) {
+func (k *knownEvents) add(room, ev, root string) {
 	if room == "" || !ValidEventID(ev) {
 		return
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil || len(k.m) >= maxKnownEvents {
-		k.m = make(map[string]struct{}, 256) // forget all at once: a miss costs one lookup
+		k.m = make(map[string]string, 256) // forget all at once: a miss costs one lookup
 	}
-	k.m[room+"\x00"+ev] = struct{}{}
+	if old, ok := k.m[room+"\x00"+ev]; ok && root == "" {
+		root = old // known as a thread root first, as a message of its thread later: keep the thread
+	}
+	k.m[room+"\x00"+ev] = root
 }
 
 func (k *knownEvents) has(room, ev string) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	_, ok := k.m[room+"\x00"+ev]
+	_, ok := k.rootOf(room, ev)
 	return ok
 }
 
-// NoteEvent records that ev is an event of room (the /sync loop handed it, or the bot posted it).
-func (c *Client) NoteEvent(room, ev string) { c.known.add(room, ev) }
+// rootOf is the thread root ev was shown under, when ev is known.
+func (k *knownEvents) rootOf(room, ev string) (string, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	root, ok := k.m[room+"\x00"+ev]
+	return root, ok
+}
+
+// NoteEvent records that ev is an event of room, shown in the thread of root ("" for none; as the event claims:
+// the claim is checked before anything is routed by it) (the /sync loop handed it, or the bot posted it).
+func (c *Client) NoteEvent(room, ev, root string) { c.known.add(room, ev, root) }
 
 // RootInRoom checks that root is an event of room: nil when it is, an error wrapping ErrForeignRoot when it is no
 // event id or the homeserver has no such event in that room (403/404, or an event of another room), any other
@@ -87,6 +98,6 @@ func (c *Client) RootInRoom(ctx context.Context, room, root string) error {
 	if ev.RoomID.String() != room {
 		return fmt.Errorf("%w: %s is an event of %s", ErrForeignRoot, root, ev.RoomID)
 	}
-	c.known.add(room, root)
+	c.known.add(room, root, "")
 	return nil
 }

@@ -129,7 +129,7 @@ func (c *Client) send(ctx context.Context, m Message, shown []string) (Receipt, 
 			return rc, classify(fmt.Sprintf("matrix: send %s part %d/%d", m.DeliveryID, i+1, len(parts)), err)
 		}
 		rc.EventIDs = append(rc.EventIDs, resp.EventID.String())
-		c.known.add(m.RoomID, resp.EventID.String()) // a thread root the bot posts is known to be of its room
+		c.known.add(m.RoomID, resp.EventID.String(), m.ThreadRoot) // a thread root the bot posts is known to be of its room
 		displayed.WriteString(part)
 		if i == 0 {
 			c.clearTyping(ctx, m.RoomID) // the answer is shown: so the bot no longer types (as on Discord)
@@ -453,6 +453,7 @@ func (c *Client) postPart(ctx context.Context, m Message, part int) (string, err
 	if err != nil {
 		return "", classify(fmt.Sprintf("matrix: post %s part %d", m.DeliveryID, part+1), err)
 	}
+	c.known.add(m.RoomID, resp.EventID.String(), m.ThreadRoot) // its thread, for a redaction that strips it
 	c.clearTyping(ctx, m.RoomID)
 	return resp.EventID.String(), nil
 }

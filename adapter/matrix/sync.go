@@ -159,7 +159,7 @@ func (s *Sync) drain(lanes *lane.Lanes, sv *saver) {
 // push hands one event to h on its conversation's lane, counted in batch b.
 func (s *Sync) push(lanes *lane.Lanes, b *batch, h Handler, in Inbound) {
 	if in.Kind != KindInvite {
-		s.c.NoteEvent(in.RoomID, in.EventID) // the homeserver handed it in this room: a thread root there, at once
+		s.c.NoteEvent(in.RoomID, in.EventID, in.ThreadRoot) // the homeserver handed it in this room: a thread root there, at once
 	}
 	key := laneOf(in)
 	b.add()
