@@ -23,7 +23,7 @@ import (
 // newACP builds the external-agent manager from acp.agents (nil when none
 // is configured). Relative workspaces are resolved against the working
 // directory, like store.path.
-func newACP(a *app) *acp.Manager {
+func newACP(a *App) *acp.Manager {
 	if len(a.cfg.ACP.Agents) == 0 {
 		return nil
 	}
@@ -83,11 +83,11 @@ func (a acpCommands) Start(ctx context.Context, req command.ACPStart) (command.A
 	return command.ACPStarted{Thread: res.Thread, SessionKey: res.SessionKey, Created: res.Created}, nil
 }
 
-// doctorACP starts each configured ACP agent once, in a scratch directory
+// DoctorACP starts each configured ACP agent once, in a scratch directory
 // with a scratch HOME, and runs initialize; it prints a line per agent and
 // returns the number that failed. The error names how the agent ended,
 // never its environment.
-func doctorACP(ctx context.Context, cfg *config.Config, stdout io.Writer) int {
+func DoctorACP(ctx context.Context, cfg *config.Config, stdout io.Writer) int {
 	problems := 0
 	names := make([]string, 0, len(cfg.ACP.Agents))
 	for n := range cfg.ACP.Agents {

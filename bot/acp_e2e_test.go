@@ -163,23 +163,6 @@ func TestE2EACPScriptedAgent(t *testing.T) {
 	finishBot(t, h, h.general.ID, thread.ID)
 }
 
-// bot doctor starts each ACP agent once and runs initialize.
-func TestCLIDoctorProbesACPAgents(t *testing.T) {
-	t.Parallel()
-	bin := acptest.Build(t)
-	cfg, _ := cliConfig(t, "acp:\n  agents:\n    good:\n      command: "+bin+"\n      args: [-load]\n      workspace: "+t.TempDir()+
-		"\n    broken:\n      command: "+filepath.Join(t.TempDir(), "missing")+"\n      workspace: "+t.TempDir()+"\n")
-	code, out, errOut := cliRun(t, "doctor", "-config", cfg)
-	if code != 1 {
-		t.Fatalf("doctor: exit %d\n%s%s", code, out, errOut)
-	}
-	for _, want := range []string{"✔ acp agent good: started and answered initialize (resumes sessions with session/load)", "✘ acp agent broken: start agent"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("doctor output lacks %q:\n%s", want, out)
-		}
-	}
-}
-
 // /focus target:acp:<name> in a channel binds a new thread to a new ACP
 // session (no task: the agent is started and waits); someone who may not
 // use the agent is refused.

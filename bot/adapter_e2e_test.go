@@ -1,7 +1,7 @@
 package bot
 
 // End-to-end tests of the Discord adapter (issue 4): the real wiring of
-// cmd/bot/app.go and the real discordgo against the loopback emulator.
+// bot/app.go and the real discordgo against the loopback emulator.
 
 import (
 	"context"

@@ -37,14 +37,14 @@ import (
 	"github.com/agentbot/agentbot/tools/mcp"
 )
 
-// app is the whole bot, wired explicitly: store, core services, sessions,
+// App is the whole bot, wired explicitly: store, core services, sessions,
 // the Discord adapter, the scheduler and the HTTP endpoints.
-type app struct {
+type App struct {
 	procs *procs.Registry
 	cfg   *config.Config
 	log   zerolog.Logger
 	clock clock.Clock
-	store botStore
+	store Store
 	reg   *prometheus.Registry
 
 	bindings    *binding.Service
@@ -70,38 +70,49 @@ type app struct {
 	// recovered): the Matrix /sync loop starts then.
 	resumed  chan struct{}
 	httpAddr chan string // receives the bound HTTP address (tests)
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
-// appOptions are what differs between `bot run`, `bot demo` and tests.
-type appOptions struct {
-	Clock         clock.Clock
-	BaseTransport http.RoundTripper // under the adapter's rewriting transport
-	HTTPClient    *http.Client      // for model providers
+// Options are what the application is asked to be: its config and the
+// pacing that differs between `bot run`, `bot demo` and tests.
+type Options struct {
+	Config        *config.Config
 	RetryBackoff  time.Duration
 	SweepInterval time.Duration
+	// MCPBackoff is the first MCP server restart delay (0: the hub's default).
+	MCPBackoff time.Duration
+}
+
+// Deps are what the application is given.
+type Deps struct {
+	Log           zerolog.Logger
+	Clock         clock.Clock       // nil: the real clock
+	BaseTransport http.RoundTripper // under the adapter's rewriting transport
+	HTTPClient    *http.Client      // for model providers
 	// Provider, if set, replaces every agent's model provider (tests:
 	// a provider that blocks until released).
 	Provider model.Provider
 	// TypingAfter, if set, paces the typing indicator (tests fire it by hand).
 	TypingAfter session.After
-	// MCPBackoff is the first MCP server restart delay (0: the hub's default).
-	MCPBackoff time.Duration
 	// LiveAfter, if set, paces streamed replies' edits (tests).
 	LiveAfter func(time.Duration) <-chan time.Time
 	// Redactor is the log's redactor (its secrets grow on SIGHUP): every
 	// text sent to a chat passes it too (invariant 14). nil: one made
-	// from cfg.Secrets().
+	// from the config's secrets.
 	Redactor *redact.Redactor
 }
 
-// newApp opens the store and builds every component. It connects to
+// New opens the store and builds every component. It connects to
 // nothing: Run does.
-func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) {
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
+func New(o Options, d Deps) (*App, error) {
+	cfg, log := o.Config, d.Log
+	if d.Clock == nil {
+		d.Clock = clock.Real{}
 	}
-	if o.Redactor == nil {
-		o.Redactor = redact.New(cfg.Secrets()...)
+	if d.Redactor == nil {
+		d.Redactor = redact.New(cfg.Secrets()...)
 	}
 	if cfg.HTTP.Enabled() {
 		// The console refuses a non-loopback listener without a token (exit 2).
@@ -111,15 +122,15 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	}
 	octx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	st, err := openStore(octx, cfg.Store, time.Second)
+	st, err := OpenStore(octx, cfg.Store, time.Second)
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, log: log, clock: o.Clock, store: st, reg: prometheus.NewRegistry(), started: o.Clock.Now(), httpAddr: make(chan string, 1),
+	a := &App{cfg: cfg, log: log, clock: d.Clock, store: st, reg: prometheus.NewRegistry(), started: d.Clock.Now(), httpAddr: make(chan string, 1),
 		recovered: make(chan struct{}), resumed: make(chan struct{})}
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	a.bindings = binding.New(binding.Options{SweepInterval: bindingTick(st)}, binding.Deps{Store: st, Clock: o.Clock, Log: log.With().Str("component", "bindings").Logger()})
+	a.bindings = binding.New(binding.Options{SweepInterval: bindingTick(st)}, binding.Deps{Store: st, Clock: d.Clock, Log: log.With().Str("component", "bindings").Logger()})
 	if !cfg.Discord.ThreadBindings.Enabled {
 		// Stored bindings stop routing and are kept (invariant 8).
 		a.bindings.Disable()
@@ -130,10 +141,10 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	}
 	a.metrics = metrics.New(a.reg, func() float64 { return float64(len(a.bindings.Active())) })
 	a.reg.MustRegister(leaderGauge(a))
-	a.transcripts = transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: o.Clock})
+	a.transcripts = transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: d.Clock})
 	a.router = delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: a.bindings})
 
-	if err := a.wire(o); err != nil {
+	if err := a.wire(o, d); err != nil {
 		a.cluster.close()
 		st.Close()
 		return nil, err
@@ -144,15 +155,15 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 // wire builds every component over the opened store, each once, in one
 // direction: the platforms' clients, the send owner, the sessions, the
 // commands, the platforms' inbound sides.
-func (a *app) wire(o appOptions) error {
+func (a *App) wire(o Options, d Deps) error {
 	cfg, log, st := a.cfg, a.log, a.store
-	agents, err := buildAgents(cfg, o.HTTPClient)
+	agents, err := buildAgents(cfg, d.HTTPClient)
 	if err != nil {
 		return err
 	}
-	if o.Provider != nil {
+	if d.Provider != nil {
 		for i := range agents {
-			agents[i].Provider = o.Provider
+			agents[i].Provider = d.Provider
 		}
 	}
 	tb := cfg.Discord.ThreadBindings
@@ -169,8 +180,8 @@ func (a *app) wire(o appOptions) error {
 	if cfg.DiscordOn() {
 		a.discord, err = discord.NewClient(discord.ClientOptions{
 			Token: cfg.Discord.Token, APIURL: cfg.Discord.APIURL, Guilds: cfg.Discord.Guilds,
-			BaseTransport: o.BaseTransport, RetryBackoff: o.RetryBackoff,
-		}, discord.ClientDeps{Webhooks: st, Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger()})
+			BaseTransport: d.BaseTransport, RetryBackoff: o.RetryBackoff,
+		}, discord.ClientDeps{Webhooks: st, Metrics: a.metrics, Clock: d.Clock, Log: log.With().Str("component", "discord").Logger()})
 		if err != nil {
 			return err
 		}
@@ -194,11 +205,11 @@ func (a *app) wire(o appOptions) error {
 		DefaultAgent: agents[0].ID, Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
 	}, delivery.OutboundDeps{
 		Sender: delivery.NewMux(senders), Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
-		Clock: o.Clock, Log: log.With().Str("component", "outbound").Logger(),
+		Clock: d.Clock, Log: log.With().Str("component", "outbound").Logger(),
 		Observe:  func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
 		Diagnose: func(d delivery.Diagnostic) { a.metrics.Rule1Exception(d.Reason) },
 		Claimer:  a.cluster.claimer(),
-		Redact:   o.Redactor,
+		Redact:   d.Redactor,
 	})
 	if a.matrix != nil {
 		if err := a.matrix.newThreads(a.outbound); err != nil {
@@ -221,7 +232,7 @@ func (a *app) wire(o appOptions) error {
 	// Admission takes a turn per message, the session manager one per
 	// re-run after an edit and per subagent spawned (invariant 20).
 	access := cfg.EffectiveAccess()
-	gate := authz.NewGate(accessPolicy(access), accessLimits(access.RateLimit), o.Clock)
+	gate := authz.NewGate(accessPolicy(access), accessLimits(access.RateLimit), d.Clock)
 	a.sessions = session.New(session.Options{
 		Channel: "discord", AccountID: "default", Agents: agents,
 		ThreadBindings: tb.Enabled, SpawnSubagentSessions: tb.SpawnSubagentSessions,
@@ -229,10 +240,10 @@ func (a *app) wire(o appOptions) error {
 		MaxConcurrentSubagents: cfg.Subagents.MaxConcurrent, SubagentTimeout: cfg.Subagents.RunTimeout,
 		ModelText: modelText,
 		OnTurn:    func(d time.Duration) { a.metrics.Turn(d.Seconds()) },
-		LiveAfter: o.LiveAfter,
+		LiveAfter: d.LiveAfter,
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
-		Store: st, Threads: a.threads, Typist: typists, Fetcher: fetcher, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
+		Store: st, Threads: a.threads, Typist: typists, Fetcher: fetcher, After: d.TypingAfter, Turns: a.cluster.turnLocker(), Clock: d.Clock, Log: log.With().Str("component", "sessions").Logger(),
 		Authority: a.auth, Toolbox: toolbox, Budget: gate,
 	})
 	if cfg.Scheduler.Enabled {
@@ -266,7 +277,7 @@ func (a *app) wire(o appOptions) error {
 	// and answers them.
 	commands := command.New(command.Options{}, command.Deps{
 		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.threads, Authority: a.auth, Jobs: jobs, ACP: acpCmds,
-		Once: commandOnce{st: st, clock: o.Clock},
+		Once: commandOnce{st: st, clock: d.Clock},
 	})
 	if a.discord != nil {
 		a.gateway = discord.NewGateway(discord.GatewayOptions{
@@ -276,13 +287,13 @@ func (a *app) wire(o appOptions) error {
 		}, discord.GatewayDeps{
 			Client: a.discord, Authority: a.auth, Sessions: sessions, Bindings: a.bindings, Outbound: a.outbound, Commands: commands, ACP: acpDep,
 			Changes: a.transcripts,
-			Metrics: a.metrics, Clock: o.Clock, Log: log.With().Str("component", "discord").Logger(),
+			Metrics: a.metrics, Clock: d.Clock, Log: log.With().Str("component", "discord").Logger(),
 		})
 	}
 	if a.matrix != nil {
 		err := a.matrix.finish(matrixCore{outbound: a.outbound, sessions: sessions, bindings: a.bindings, changes: a.transcripts,
 			commands: commands, threadBindings: tb.Enabled, syncTokenFile: cfg.Matrix.SyncTokenFile,
-			gate: gate, operator: a.auth.Operator, clock: o.Clock})
+			gate: gate, operator: a.auth.Operator, clock: d.Clock})
 		if err != nil {
 			return err
 		}
@@ -362,9 +373,8 @@ func buildAgents(cfg *config.Config, hc *http.Client) ([]session.Agent, error) {
 // Run loads state, recovers unfinished deliveries, and runs every
 // component under one errgroup until ctx ends; then everything stops
 // within bounded time and the store is closed.
-func (a *app) Run(ctx context.Context) error {
-	defer a.store.Close()
-	defer a.cluster.close() // before the store
+func (a *App) Run(ctx context.Context) error {
+	defer a.Close()
 	if err := a.bindings.Load(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting: a clean stop
@@ -463,11 +473,45 @@ func (a *app) Run(ctx context.Context) error {
 	return err
 }
 
+// Close releases what New opened: the cluster's connections, then the
+// store. Run closes them when it returns; Close is for an App that is
+// never run, and a second call does nothing.
+func (a *App) Close() error {
+	a.closeOnce.Do(func() {
+		a.cluster.close()
+		a.closeErr = a.store.Close()
+	})
+	return a.closeErr
+}
+
+// SetToken applies a rotated bot token: every later REST call uses it, and
+// the gateway re-identifies with it.
+func (a *App) SetToken(token string) {
+	if a.discord != nil {
+		a.discord.SetToken(token)
+	}
+}
+
+// Connected is closed once the Discord gateway's session is up; at once
+// on a bot without Discord.
+func (a *App) Connected() <-chan struct{} {
+	if a.gateway == nil {
+		now := make(chan struct{})
+		close(now)
+		return now
+	}
+	return a.gateway.Connected()
+}
+
+// HTTPAddr receives the HTTP server's bound address once it listens
+// (http.listen may name port 0).
+func (a *App) HTTPAddr() <-chan string { return a.httpAddr }
+
 // ready: the Discord gateway's session is ready (a Matrix-only process has
 // no connection to wait for: its /sync loop retries on its own).
-func (a *app) ready() bool { return a.gateway == nil || a.gateway.Ready() }
+func (a *App) ready() bool { return a.gateway == nil || a.gateway.Ready() }
 
-func (a *app) serveHTTP(ctx context.Context) error {
+func (a *App) serveHTTP(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -520,7 +564,7 @@ type deliveryPruner interface {
 
 // pruneDeliveries applies store.deliveryRetentionDays at start and on
 // every tick until ctx ends.
-func (a *app) pruneDeliveries(ctx context.Context, p deliveryPruner, tick <-chan time.Time) {
+func (a *App) pruneDeliveries(ctx context.Context, p deliveryPruner, tick <-chan time.Time) {
 	for {
 		before := a.clock.Now().Add(-a.cfg.Store.DeliveryRetention())
 		n, err := p.PruneDeliveries(ctx, before, false)

@@ -48,7 +48,7 @@ type cluster struct {
 }
 
 // newCluster returns nil, nil unless st is PostgreSQL.
-func newCluster(ctx context.Context, st botStore, bindings *binding.Service, log zerolog.Logger) (*cluster, error) {
+func newCluster(ctx context.Context, st Store, bindings *binding.Service, log zerolog.Logger) (*cluster, error) {
 	pg, ok := st.(*postgres.Store)
 	if !ok {
 		return nil, nil
@@ -96,7 +96,7 @@ func (c *cluster) turnLocker() session.TurnLocker {
 
 // bindingTick is the binding sweep/flush period: shorter when several
 // processes share the store (PostgreSQL).
-func bindingTick(st botStore) time.Duration {
+func bindingTick(st Store) time.Duration {
 	if _, ok := st.(*postgres.Store); ok {
 		return clusterBindingTick
 	}
@@ -105,13 +105,13 @@ func bindingTick(st botStore) time.Duration {
 
 // leads reports whether this process runs the scheduler: always on bbolt
 // (one process), on PostgreSQL while it holds the leader lock.
-func (a *app) leads() bool {
+func (a *App) leads() bool {
 	return a.cluster == nil || a.cluster.leading.Load()
 }
 
 // leaderGauge is agentbot_scheduler_leader: 1 while this process runs the
 // scheduler (on bbolt: whenever the scheduler is enabled).
-func leaderGauge(a *app) prometheus.Collector {
+func leaderGauge(a *App) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentbot_scheduler_leader",
 		Help: "1 while this process runs the scheduler (with several processes on PostgreSQL: holds the leader lock)."},
 		func() float64 {
@@ -131,7 +131,7 @@ func (c *cluster) close() {
 // runLed runs what exactly one process may run: the scheduler and the
 // outbox's recovery loop, and with a cluster the job resync of the shared
 // database, under the leader lock.
-func (a *app) runLed(ctx context.Context) error {
+func (a *App) runLed(ctx context.Context) error {
 	if a.cluster == nil {
 		g, gctx := errgroup.WithContext(ctx)
 		if a.sched != nil {
@@ -159,7 +159,7 @@ const pendingRetry = 2 * time.Minute
 // resyncJobs, in the leader, every clusterHousekeeping: picks up jobs
 // other processes added or changed (RunDue tracks every stored job; the
 // ledger keeps an instant from running twice).
-func (a *app) resyncJobs(ctx context.Context) {
+func (a *App) resyncJobs(ctx context.Context) {
 	t := time.NewTicker(clusterHousekeeping)
 	defer t.Stop()
 	for {

@@ -72,8 +72,8 @@ func TestConsoleRefusesOpenListener(t *testing.T) {
 	cfg := config.Default()
 	cfg.Store.Path = t.TempDir() + "/bot.db"
 	cfg.HTTP.Listen = "0.0.0.0:9464"
-	_, err := newApp(cfg, zerolog.Nop(), appOptions{})
+	_, err := New(Options{Config: cfg}, Deps{Log: zerolog.Nop()})
 	if err == nil || !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "http.listen 0.0.0.0:9464 is not loopback: set http.token") {
-		t.Fatalf("newApp = %v", err)
+		t.Fatalf("New = %v", err)
 	}
 }

@@ -120,7 +120,7 @@ scheduler: {enabled: true, timezone: UTC}
 	// The job: in-chat, due two seconds after the bot starts.
 	at := time.Now().Add(3 * time.Second).UTC().Truncate(time.Second)
 	var jobID string
-	cliSeed(t, storePath, func(st *bolt.Store) {
+	seedStore(t, storePath, func(st *bolt.Store) {
 		s := scheduler.New(scheduler.Options{Settings: scheduler.Settings{Enabled: true, Location: time.UTC}}, scheduler.Deps{Store: st, Log: zerolog.Nop()})
 		j, err := s.Add(context.Background(), scheduler.AddRequest{Name: "digest", Schedule: "at " + at.Format(time.RFC3339), Prompt: "post the digest",
 			Target: "main", CreatedBy: alice.ID, CreatedIn: binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: ch.ID}})

@@ -2,56 +2,21 @@ package bot
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
-	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/sessionkey"
-	"github.com/agentbot/agentbot/internal/redact"
 	"github.com/agentbot/agentbot/store/bolt"
 )
 
-// cmdDemo plays a short scripted story against the built-in emulator with
-// the echo model and prints, per channel, what was displayed next to what
-// the transcripts hold, then the invariant checks it ran.
-func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	verbose := fs.Bool("v", false, "show the bot's logs")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	dir, err := os.MkdirTemp("", "agentbot-demo-")
-	if err != nil {
-		fmt.Fprintln(stderr, "bot demo:", err)
-		return exitProblems
-	}
-	defer os.RemoveAll(dir)
-	log := zerolog.Nop()
-	if *verbose {
-		log = newLogger(defaultLogConfig(), stderr, redact.New())
-	}
-	problems, err := playDemo(ctx, dir, log, stdout)
-	if err != nil {
-		fmt.Fprintln(stderr, "bot demo:", err)
-		return exitProblems
-	}
-	if problems > 0 {
-		return exitProblems
-	}
-	return exitOK
-}
-
-// playDemo runs the story and returns how many invariant checks failed.
-func playDemo(ctx context.Context, dir string, log zerolog.Logger, w io.Writer) (int, error) {
+// PlayDemo runs the story and returns how many invariant checks failed.
+func PlayDemo(ctx context.Context, dir string, log zerolog.Logger, w io.Writer) (int, error) {
 	h, err := newHarness(harnessOptions{Dir: dir, Log: log})
 	if err != nil {
 		return 0, err
@@ -162,7 +127,7 @@ func playDemo(ctx context.Context, dir string, log zerolog.Logger, w io.Writer) 
 	return printChecks(ctx, w, emu, st, general, thread)
 }
 
-func printChecks(ctx context.Context, w io.Writer, emu *discordtest.Emulator, st botStore, general, thread string) (int, error) {
+func printChecks(ctx context.Context, w io.Writer, emu *discordtest.Emulator, st Store, general, thread string) (int, error) {
 	problems, err := rule1Check(ctx, emulatorDisplay{emu}, st, []string{general, thread}, nil)
 	if err != nil {
 		return 0, err
@@ -207,8 +172,6 @@ func printChecks(ctx context.Context, w io.Writer, emu *discordtest.Emulator, st
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ⏎ ") }
-
-func defaultLogConfig() config.LogConfig { return config.LogConfig{Level: "info", Format: "console"} }
 
 // discordRef is a Discord conversation on the bot's (only) account.
 func discordRef(id string) binding.ConversationRef {

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/model"
+	"github.com/agentbot/agentbot/store/bolt"
 )
 
 // edModel records every request and answers "answer-N" (N counts calls),
@@ -174,12 +174,8 @@ func TestEditsE2EDeletionsLeaveHistoryAndStore(t *testing.T) {
 	}
 	// `bot compact`: afterwards the text is in no byte of the file (freed
 	// pages included).
-	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("store:\n  path: %q\nhttp:\n  listen: \"\"\n", h.cfg.Store.Path)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if code, out, errOut := cliRun(t, "compact", "-config", cfgPath); code != 0 || !strings.Contains(out, "compacted") {
-		t.Fatalf("bot compact = %d %q %q", code, out, errOut)
+	if _, _, err := bolt.Compact(h.cfg.Store.Path, 200*time.Millisecond); err != nil {
+		t.Fatalf("bot compact: %v", err)
 	}
 	raw, err := os.ReadFile(h.cfg.Store.Path)
 	if err != nil {

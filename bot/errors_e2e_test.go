@@ -38,7 +38,7 @@ func TestCommandErrorBoundary(t *testing.T) {
 	t.Parallel()
 	logs := newLogSink()
 	var broken atomic.Bool
-	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: zerolog.New(logs), Prepare: func(a *app) {
+	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: zerolog.New(logs), Prepare: func(a *App) {
 		// The same scheduler over a store whose job listing fails.
 		a.sched.Scheduler = scheduler.New(scheduler.Options{Settings: schedulerSettings(a.cfg.Scheduler), DefaultAgent: a.cfg.Agents[0].ID},
 			scheduler.Deps{Store: brokenJobs{a.store, &broken}, Clock: a.clock, Runner: a.sched, Background: a.sched, Deliverer: a.outbound,

@@ -23,7 +23,7 @@ import (
 type harness struct {
 	emu     *discordtest.Emulator
 	cfg     *config.Config
-	app     *app
+	app     *App
 	log     zerolog.Logger
 	clock   clock.Clock
 	guild   discordtest.Guild
@@ -40,7 +40,7 @@ type harness struct {
 	refused map[string]bool
 	typing  session.After
 	live    func(time.Duration) <-chan time.Time
-	prepare func(*app)
+	prepare func(*App)
 }
 
 // commandsRoute is where the bot registers its slash commands at start
@@ -75,7 +75,7 @@ type harnessOptions struct {
 	LiveAfter func(time.Duration) <-chan time.Time
 	// Prepare, if set, sees the wired app before it runs (tests replace
 	// a component with a faulty one).
-	Prepare func(*app)
+	Prepare func(*App)
 }
 
 // newHarness starts the emulator and seeds a guild with #general and alice.
@@ -121,7 +121,8 @@ func configureHarness(o harnessOptions, emu *discordtest.Emulator, g discordtest
 
 // start builds and runs the bot; it returns once the gateway is ready.
 func (h *harness) start(ctx context.Context) error {
-	a, err := newApp(h.cfg, h.log, appOptions{Clock: h.clock, RetryBackoff: 10 * time.Millisecond, Provider: h.prov, BaseTransport: h.base, TypingAfter: h.typing, LiveAfter: h.live, MCPBackoff: 100 * time.Millisecond})
+	a, err := New(Options{Config: h.cfg, RetryBackoff: 10 * time.Millisecond, MCPBackoff: 100 * time.Millisecond},
+		Deps{Log: h.log, Clock: h.clock, Provider: h.prov, BaseTransport: h.base, TypingAfter: h.typing, LiveAfter: h.live})
 	if err != nil {
 		return err
 	}

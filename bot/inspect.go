@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,11 +14,10 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/internal/redact"
-	"github.com/agentbot/agentbot/store/bolt"
 )
 
-// errNotFound: the session or job asked for does not exist (exit 1).
-var errNotFound = errors.New("not found")
+// ErrNotFound: the session or job asked for does not exist (exit 1).
+var ErrNotFound = errors.New("not found")
 
 // bindingJSON is the scripting contract of `bot inspect bindings -json`.
 type bindingJSON struct {
@@ -80,8 +77,15 @@ func timePtr(t time.Time) *time.Time {
 // inspector renders read-only views of a store, for the CLI and for the
 // running bot's /inspect endpoint (the same code answers both).
 type inspector struct {
-	store botStore
+	store Store
 	red   *redact.Redactor // every byte written passes through it (nil: the shape rules only)
+}
+
+// Inspect writes the view what (bindings, jobs, runs [JOB], transcript KEY)
+// of st to w, every byte through red: `bot inspect` and the running bot's
+// /inspect endpoint answer with it.
+func Inspect(ctx context.Context, st Store, red *redact.Redactor, w io.Writer, what string, args []string, asJSON bool) error {
+	return inspector{st, red}.write(ctx, w, what, args, asJSON)
 }
 
 func (in inspector) write(ctx context.Context, w io.Writer, what string, args []string, asJSON bool) error {
@@ -141,7 +145,7 @@ func (in inspector) transcript(ctx context.Context, w io.Writer, key string, asJ
 		return err
 	}
 	if len(entries) == 0 {
-		return fmt.Errorf("session %q: %w (bot inspect transcript takes a session key such as agent:main:discord:channel:<id>)", key, errNotFound)
+		return fmt.Errorf("session %q: %w (bot inspect transcript takes a session key such as agent:main:discord:channel:<id>)", key, ErrNotFound)
 	}
 	enc := json.NewEncoder(w)
 	latest, deleted := map[uint64]string{}, map[uint64]bool{}
@@ -195,78 +199,6 @@ func (in inspector) transcript(ctx context.Context, w io.Writer, key string, asJ
 	return nil
 }
 
-func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: bot inspect bindings|jobs|runs [JOB]|transcript KEY|tools [AGENT] [-config FILE] [-json]")
-		return exitUsage
-	}
-	what := args[0]
-	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "one JSON object per line")
-	// Positional arguments may come before or after the flags.
-	var pos []string
-	rest := args[1:]
-	for len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		pos, rest = append(pos, rest[0]), rest[1:]
-	}
-	cfg, code := loadConfig(fs, rest, stderr)
-	if cfg == nil {
-		return code
-	}
-	pos = append(pos, fs.Args()...)
-	if what == "tools" {
-		// From the config: starts the agent's MCP servers once to list their tools.
-		return inspectExit(inspectTools(ctx, cfg, pos, redact.New(cfg.Secrets()...).Writer(stdout), *asJSON), stderr)
-	}
-	st, err := openStore(ctx, cfg.Store, 200*time.Millisecond)
-	if errors.Is(err, bolt.ErrLocked) && cfg.HTTP.Enabled() {
-		// The bot is running: ask it.
-		err = inspectRemote(ctx, cfg.HTTP.Listen, cfg.HTTP.Token, what, pos, *asJSON, stdout)
-		return inspectExit(err, stderr)
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "bot:", err)
-		return exitUsage
-	}
-	defer st.Close()
-	return inspectExit(inspector{st, redact.New(cfg.Secrets()...)}.write(ctx, stdout, what, pos, *asJSON), stderr)
-}
-
-func inspectExit(err error, stderr io.Writer) int {
-	if err != nil {
-		fmt.Fprintln(stderr, "bot:", err)
-		return exitProblems
-	}
-	return exitOK
-}
-
-// inspectRemote reads a view from the running bot's /inspect endpoint.
-func inspectRemote(ctx context.Context, listen, token, what string, args []string, asJSON bool, w io.Writer) error {
-	q := url.Values{"arg": args}
-	if asJSON {
-		q.Set("json", "1")
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+listen+"/inspect/"+url.PathEscape(what)+"?"+q.Encode(), nil)
-	if err != nil {
-		return err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("the store is locked by a running bot, and its HTTP endpoint did not answer: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return errors.New(strings.TrimSpace(string(body)))
-	}
-	_, err = io.Copy(w, resp.Body)
-	return err
-}
-
 // inspectHandler serves /inspect/{what} on the running bot (read-only).
 // The token and the Host are checked by console.Guard around the whole
 // HTTP surface.
@@ -277,7 +209,7 @@ func inspectHandler(in inspector) http.Handler {
 		err := in.write(r.Context(), &buf, r.PathValue("what"), r.URL.Query()["arg"], r.URL.Query().Get("json") != "")
 		if err != nil {
 			status := http.StatusBadRequest
-			if errors.Is(err, errNotFound) {
+			if errors.Is(err, ErrNotFound) {
 				status = http.StatusNotFound
 			}
 			http.Error(w, err.Error(), status)

@@ -66,7 +66,7 @@ func diagnosticsText(ds []scheduler.Diagnostic) string {
 	return strings.Join(parts, ",")
 }
 
-func inspectJobs(ctx context.Context, st botStore, w io.Writer, asJSON bool) error {
+func inspectJobs(ctx context.Context, st Store, w io.Writer, asJSON bool) error {
 	jobs, err := st.Jobs(ctx)
 	if err != nil {
 		return err
@@ -93,13 +93,13 @@ func inspectJobs(ctx context.Context, st botStore, w io.Writer, asJSON bool) err
 	return tw.Flush()
 }
 
-func inspectRuns(ctx context.Context, st botStore, w io.Writer, jobID string, asJSON bool) error {
+func inspectRuns(ctx context.Context, st Store, w io.Writer, jobID string, asJSON bool) error {
 	var ids []string
 	if jobID != "" {
 		if _, ok, err := st.Job(ctx, jobID); err != nil {
 			return err
 		} else if !ok {
-			return fmt.Errorf("job %q: %w", jobID, errNotFound)
+			return fmt.Errorf("job %q: %w", jobID, ErrNotFound)
 		}
 		ids = []string{jobID}
 	} else {

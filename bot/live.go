@@ -14,9 +14,9 @@ import (
 	"github.com/agentbot/agentbot/config"
 )
 
-// liveFindings asks Discord what the configured bot may do where, against
+// LiveFindings asks Discord what the configured bot may do where, against
 // what the config needs of it (discord.CheckOptions).
-func liveFindings(ctx context.Context, cfg *config.Config, base http.RoundTripper) ([]discord.Finding, error) {
+func LiveFindings(ctx context.Context, cfg *config.Config, base http.RoundTripper) ([]discord.Finding, error) {
 	c, err := discord.NewChecker(discord.CheckOptions{
 		Token: cfg.Discord.Token, APIURL: cfg.Discord.APIURL, BaseTransport: base, Guilds: cfg.Discord.Guilds,
 		ThreadBindings: cfg.Discord.ThreadBindings.Enabled,
@@ -28,9 +28,9 @@ func liveFindings(ctx context.Context, cfg *config.Config, base http.RoundTrippe
 	return c.Check(ctx)
 }
 
-// printFindings writes the table of what is missing where, with the fix;
+// PrintFindings writes the table of what is missing where, with the fix;
 // it returns how many findings are required.
-func printFindings(w io.Writer, fs []discord.Finding) int {
+func PrintFindings(w io.Writer, fs []discord.Finding) int {
 	required := 0
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tSERVER\tCHANNEL\tMISSING\tNEEDED FOR\tFIX")
@@ -57,12 +57,12 @@ func dash(s string) string {
 	return s
 }
 
-// logLiveFindings logs the live check's findings once, as warnings, at
+// LogLiveFindings logs the live check's findings once, as warnings, at
 // the start of `bot run` (the same check as `bot doctor -live`).
-func logLiveFindings(ctx context.Context, cfg *config.Config, base http.RoundTripper, log zerolog.Logger) {
+func LogLiveFindings(ctx context.Context, cfg *config.Config, base http.RoundTripper, log zerolog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	fs, err := liveFindings(ctx, cfg, base)
+	fs, err := LiveFindings(ctx, cfg, base)
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Warn().Err(err).Msg("live permission check failed; run bot doctor -live")

@@ -3,7 +3,6 @@ package bot
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -43,8 +42,8 @@ import (
 // row measures what the same traffic costs without the bot, so the bot's
 // own share is the difference.
 
-// loadProfile is one load run's shape.
-type loadProfile struct {
+// LoadProfile is one load run's shape.
+type LoadProfile struct {
 	Name          string
 	Conversations int
 	Guilds        int
@@ -56,9 +55,9 @@ type loadProfile struct {
 	Hot429 bool
 }
 
-// loadResult is one run's figures.
-type loadResult struct {
-	Profile                     loadProfile
+// LoadResult is one run's figures.
+type LoadResult struct {
+	Profile                     LoadProfile
 	Turns                       int           // replies measured
 	Offered                     int           // messages sent in the window
 	Busy                        int           // ticks skipped: every conversation had a turn in flight
@@ -76,7 +75,7 @@ type loadResult struct {
 
 // loadRun is the driver's state for one run.
 type loadRun struct {
-	p     loadProfile
+	p     LoadProfile
 	h     *harness
 	user  []string // per guild: the member who talks
 	chans []loadConv
@@ -190,7 +189,7 @@ func (t *loadTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // newLoadRun seeds the world, starts the emulator and the bot, and warms
 // every conversation up with one turn.
-func newLoadRun(ctx context.Context, dir string, p loadProfile, log zerolog.Logger) (*loadRun, error) {
+func newLoadRun(ctx context.Context, dir string, p LoadProfile, log zerolog.Logger) (*loadRun, error) {
 	if p.Guilds <= 0 {
 		p.Guilds = 1
 	}
@@ -309,8 +308,8 @@ func (r *loadRun) waitIdle(ctx context.Context, timeout time.Duration) error {
 // drive offers p.Rate turns/s for p.Duration, round-robin over the
 // conversations (skipping one whose turn is still in flight), and
 // measures the window.
-func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (loadResult, error) {
-	res := loadResult{Profile: r.p}
+func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (LoadResult, error) {
+	res := LoadResult{Profile: r.p}
 	if r.p.Hot429 {
 		hot := r.chans[0].channel
 		r.h.emu.InjectFault(discordtest.Fault{Method: "POST", Path: "/channels/" + hot + "/messages", Times: -1,
@@ -485,16 +484,16 @@ func processRSS() (rss, peak uint64) {
 	return rss, peak
 }
 
-// runLoad runs one profile from scratch (fresh store, emulator and bot).
-func runLoad(ctx context.Context, p loadProfile, log zerolog.Logger, cpuProfile io.Writer) (loadResult, error) {
+// RunLoad runs one profile from scratch (fresh store, emulator and bot).
+func RunLoad(ctx context.Context, p LoadProfile, log zerolog.Logger, cpuProfile io.Writer) (LoadResult, error) {
 	dir, err := os.MkdirTemp("", "agentbot-load-")
 	if err != nil {
-		return loadResult{}, err
+		return LoadResult{}, err
 	}
 	defer os.RemoveAll(dir)
 	r, err := newLoadRun(ctx, dir, p, log)
 	if err != nil {
-		return loadResult{}, fmt.Errorf("load %s: %w", p.Name, err)
+		return LoadResult{}, fmt.Errorf("load %s: %w", p.Name, err)
 	}
 	res, err := r.drive(ctx, cpuProfile)
 	if cerr := r.close(); err == nil && cerr != nil {
@@ -510,8 +509,8 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(
 
 func mib(b uint64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
 
-// printLoadTable prints results as one table.
-func printLoadTable(w io.Writer, rs []loadResult) {
+// PrintLoadTable prints results as one table.
+func PrintLoadTable(w io.Writer, rs []LoadResult) {
 	fmt.Fprintf(w, "%-22s %5s %5s %7s %7s %6s %6s %6s %7s %8s %9s %8s %6s %6s %5s %4s %7s %7s\n",
 		"profile", "conv", "guild", "offer/s", "turns/s", "p50ms", "p95ms", "p99ms", "maxms", "cpu-ms/t", "allocs/t", "KiB/t", "heapMB", "rssMB", "429s", "lost", "fsync50", "fsync99")
 	for _, r := range rs {
@@ -526,128 +525,10 @@ func printLoadTable(w io.Writer, rs []loadResult) {
 	fmt.Fprintln(w, "see the README's performance section.")
 }
 
-// standardProfiles are what `make load` runs.
-func standardProfiles(d time.Duration) []loadProfile {
-	return []loadProfile{
+// StandardProfiles are what `make load` runs.
+func StandardProfiles(d time.Duration) []LoadProfile {
+	return []LoadProfile{
 		{Name: "standard", Conversations: 500, Guilds: 25, Rate: 100, Duration: d},
 		{Name: "standard+model200ms", Conversations: 500, Guilds: 25, Rate: 100, Duration: d, ModelLatency: 200 * time.Millisecond},
 	}
-}
-
-// cmdLoad is `bot load`: run a load profile against the built-in emulator
-// and print the table.
-func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("load", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	profile := fs.String("profile", "standard", "standard | saturation | hot429 | custom | guilds | store")
-	conv := fs.Int("conversations", 500, "custom: conversations")
-	guilds := fs.Int("guilds", 25, "custom: guilds")
-	rate := fs.Float64("rate", 100, "custom: turns offered per second")
-	dur := fs.Duration("duration", 20*time.Second, "measured window per run")
-	modelLat := fs.Duration("model-latency", 0, "custom: the stand-in model's time per call")
-	cpuOut := fs.String("cpuprofile", "", "write a CPU profile of the first run's measured window")
-	memOut := fs.String("memprofile", "", "write a heap (allocs) profile after the first run")
-	verbose := fs.Bool("v", false, "show the bot's warnings")
-	scaleGuilds := fs.Int("scale-guilds", 2500, "guilds: guilds announced by GUILD_CREATE")
-	scaleChannels := fs.Int("scale-channels", 40, "guilds: text channels per guild")
-	scaleRoles := fs.Int("scale-roles", 50, "guilds: roles per guild")
-	bindings := fs.Int("bindings", 100_000, "store: thread bindings in the store")
-	entries := fs.Int("entries", 1_000_000, "store: transcript entries in the store")
-	cacheDir := fs.String("cache", ".cache/load", "store: where the generated store is kept between runs")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	log := zerolog.Nop()
-	if *verbose {
-		log = zerolog.New(stderr).Level(zerolog.WarnLevel)
-	}
-	switch *profile {
-	case "guilds", "store":
-		var res scaleResult
-		var err error
-		if *cpuOut != "" {
-			f, err := os.Create(*cpuOut)
-			if err != nil {
-				fmt.Fprintln(stderr, "bot load:", err)
-				return exitProblems
-			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				fmt.Fprintln(stderr, "bot load:", err)
-				return exitProblems
-			}
-			defer pprof.StopCPUProfile()
-		}
-		if *profile == "guilds" {
-			res, err = guildScale(ctx, *scaleGuilds, *scaleChannels, *scaleRoles, log)
-		} else {
-			res, err = storeScale(ctx, *cacheDir, *bindings, *entries, log, stderr)
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, "bot load:", err)
-			return exitProblems
-		}
-		if *memOut != "" {
-			fmt.Fprintln(stderr, "bot load: -memprofile applies to the turn profiles (guilds: LOAD_HEAPPROFILE=FILE)")
-		}
-		printScaleTable(stdout, []scaleResult{res})
-		return exitOK
-	}
-	var ps []loadProfile
-	switch *profile {
-	case "standard":
-		ps = standardProfiles(*dur)
-	case "saturation":
-		for _, r := range []float64{100, 200, 300, 400, 500, 750} {
-			ps = append(ps, loadProfile{Name: fmt.Sprintf("saturation@%.0f", r), Conversations: 500, Guilds: 25, Rate: r, Duration: *dur})
-		}
-	case "hot429":
-		ps = []loadProfile{
-			{Name: "baseline", Conversations: 500, Guilds: 25, Rate: 100, Duration: *dur},
-			{Name: "one-channel-429", Conversations: 500, Guilds: 25, Rate: 100, Duration: *dur, Hot429: true},
-		}
-	case "custom":
-		ps = []loadProfile{{Name: "custom", Conversations: *conv, Guilds: *guilds, Rate: *rate, Duration: *dur, ModelLatency: *modelLat}}
-	default:
-		fmt.Fprintf(stderr, "bot load: unknown profile %q\n", *profile)
-		return exitUsage
-	}
-	if *memOut != "" {
-		runtime.MemProfileRate = 64 << 10
-	}
-	var results []loadResult
-	for i, p := range ps {
-		var cpu io.Writer
-		if i == 0 && *cpuOut != "" {
-			f, err := os.Create(*cpuOut)
-			if err != nil {
-				fmt.Fprintln(stderr, "bot load:", err)
-				return exitProblems
-			}
-			defer f.Close()
-			cpu = f
-		}
-		res, err := runLoad(ctx, p, log, cpu)
-		if err != nil {
-			fmt.Fprintln(stderr, "bot load:", err)
-			return exitProblems
-		}
-		if i == 0 && *memOut != "" {
-			f, err := os.Create(*memOut)
-			if err != nil {
-				fmt.Fprintln(stderr, "bot load:", err)
-				return exitProblems
-			}
-			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-				fmt.Fprintln(stderr, "bot load:", err)
-			}
-			f.Close()
-		}
-		results = append(results, res)
-		if *profile == "saturation" && res.TurnsPerSec < 0.8*p.Rate {
-			break // saturated: it no longer keeps up with the offered rate
-		}
-	}
-	printLoadTable(stdout, results)
-	return exitOK
 }

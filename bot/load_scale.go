@@ -25,8 +25,8 @@ import (
 // The scale scenarios of `bot load`: one shard's worth of guilds announced
 // by GUILD_CREATE, and a big store opened to READY.
 
-// scaleResult is one scale scenario's figures.
-type scaleResult struct {
+// ScaleResult is one scale scenario's figures.
+type ScaleResult struct {
 	Name    string
 	Serving time.Duration // last GUILD_CREATE queued (or store opening) -> a reply sent
 	Ready   time.Duration // bot start -> READY handled (store scenario)
@@ -36,7 +36,7 @@ type scaleResult struct {
 	Note               string
 }
 
-func printScaleTable(w io.Writer, rs []scaleResult) {
+func PrintScaleTable(w io.Writer, rs []ScaleResult) {
 	fmt.Fprintf(w, "%-34s %9s %9s %10s %10s %10s  %s\n", "scenario", "ready-s", "serve-s", "bot-heapMB", "+rssMB", "peakRSSMB", "note")
 	for _, r := range rs {
 		fmt.Fprintf(w, "%-34s %9.2f %9.2f %10s %10s %10s  %s\n", r.Name, r.Ready.Seconds(), r.Serving.Seconds(), mib(r.Heap), mib(r.RSS), mib(r.PeakRSS), r.Note)
@@ -65,7 +65,7 @@ func startLoadBot(ctx context.Context, dir string, emu *discordtest.Emulator, r 
 	if err != nil {
 		return nil, err
 	}
-	a, err := newApp(h.cfg, h.log, appOptions{RetryBackoff: 10 * time.Millisecond, Provider: h.prov, BaseTransport: h.base})
+	a, err := New(Options{Config: h.cfg, RetryBackoff: 10 * time.Millisecond}, Deps{Log: h.log, Provider: h.prov, BaseTransport: h.base})
 	if err != nil {
 		return nil, err
 	}
@@ -77,12 +77,12 @@ func startLoadBot(ctx context.Context, dir string, emu *discordtest.Emulator, r 
 	return h, nil
 }
 
-// guildScale: guilds x channels x roles announced by GUILD_CREATE (one
+// GuildScale: guilds x channels x roles announced by GUILD_CREATE (one
 // shard's maximum is 2,500 guilds). Serving is measured from the moment
 // the emulator has queued the last GUILD_CREATE to the reply to a message
 // posted right then in the last guild (it is read after every GUILD_CREATE).
-func guildScale(ctx context.Context, guilds, channels, roles int, log zerolog.Logger) (scaleResult, error) {
-	res := scaleResult{Name: fmt.Sprintf("guilds %dx%d ch x%d roles", guilds, channels, roles)}
+func GuildScale(ctx context.Context, guilds, channels, roles int, log zerolog.Logger) (ScaleResult, error) {
+	res := ScaleResult{Name: fmt.Sprintf("guilds %dx%d ch x%d roles", guilds, channels, roles)}
 	dir, err := os.MkdirTemp("", "agentbot-load-")
 	if err != nil {
 		return res, err
@@ -164,11 +164,11 @@ func guildScale(ctx context.Context, guilds, channels, roles int, log zerolog.Lo
 	return res, nil
 }
 
-// storeScale opens a store holding bindings bindings and entries
+// StoreScale opens a store holding bindings bindings and entries
 // transcript entries (built once and cached under cacheDir) and measures
 // the bot from start to READY, and to its first reply.
-func storeScale(ctx context.Context, cacheDir string, bindings, entries int, log zerolog.Logger, w io.Writer) (scaleResult, error) {
-	res := scaleResult{Name: fmt.Sprintf("store %dk bindings %dk entries", bindings/1000, entries/1000)}
+func StoreScale(ctx context.Context, cacheDir string, bindings, entries int, log zerolog.Logger, w io.Writer) (ScaleResult, error) {
+	res := ScaleResult{Name: fmt.Sprintf("store %dk bindings %dk entries", bindings/1000, entries/1000)}
 	src := filepath.Join(cacheDir, fmt.Sprintf("store-%d-%d.db", bindings, entries))
 	if _, err := os.Stat(src); err != nil {
 		fmt.Fprintf(w, "building %s (once)...\n", src)

@@ -13,8 +13,8 @@ import (
 // It asserts counts, never a time (`make load` is where figures come from).
 func TestLoadSmoke(t *testing.T) {
 	t.Parallel()
-	p := loadProfile{Name: "smoke", Conversations: 4, Guilds: 2, Rate: 40, Duration: 300 * time.Millisecond}
-	res, err := runLoad(t.Context(), p, zerolog.Nop(), nil)
+	p := LoadProfile{Name: "smoke", Conversations: 4, Guilds: 2, Rate: 40, Duration: 300 * time.Millisecond}
+	res, err := RunLoad(t.Context(), p, zerolog.Nop(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestGuildScaleSmoke(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	res, err := guildScale(ctx, 3, 2, 2, zerolog.Nop())
+	res, err := GuildScale(ctx, 3, 2, 2, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,9 +52,9 @@ func startHub(ctx context.Context, h *mcp.Hub, timeout time.Duration) (stop func
 	return func() { cancel(); <-done }
 }
 
-// doctorMCP starts each configured server once and lists its tools; a
+// DoctorMCP starts each configured server once and lists its tools; a
 // server that does not start is a problem.
-func doctorMCP(ctx context.Context, cfg *config.Config, stdout io.Writer) int {
+func DoctorMCP(ctx context.Context, cfg *config.Config, stdout io.Writer) int {
 	h := newToolHub(cfg, nil, nil, zerolog.Nop(), time.Hour, nil)
 	if h == nil {
 		return 0
@@ -93,10 +93,10 @@ func startWait(cfg *config.Config) time.Duration {
 	return d
 }
 
-// inspectTools starts the configured servers once and prints the tools an
+// InspectTools starts the configured servers once and prints the tools an
 // agent's model is offered from them (AGENT defaults to the first agent),
 // whoever may use them; the bot's own tools are listed too.
-func inspectTools(ctx context.Context, cfg *config.Config, args []string, w io.Writer, asJSON bool) error {
+func InspectTools(ctx context.Context, cfg *config.Config, args []string, w io.Writer, asJSON bool) error {
 	agent := cfg.DefaultAgent()
 	if len(args) > 0 {
 		a, ok := cfg.Agent(args[0])

@@ -3,7 +3,6 @@ package bot
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,46 +14,6 @@ import (
 	"github.com/agentbot/agentbot/store/bolt"
 )
 
-// seedDeliveries writes n records of state created at.
-func seedDeliveries(t *testing.T, st *bolt.Store, prefix string, n int, state delivery.PendingState, at time.Time) {
-	t.Helper()
-	for i := range n {
-		r := delivery.Record{Delivery: delivery.Delivery{ID: fmt.Sprintf("%s-%d", prefix, i), Text: "a reply"}, State: state, CreatedAt: at, UpdatedAt: at}
-		if err := st.PutDelivery(t.Context(), r); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func TestCLIDoctorReportsStoreSizeAndDeliveryRetention(t *testing.T) {
-	t.Parallel()
-	cfg, storePath := cliConfig(t, "")
-	now := time.Now()
-	cliSeed(t, storePath, func(st *bolt.Store) {
-		seedDeliveries(t, st, "old", 3, delivery.StateDelivered, now.Add(-40*24*time.Hour))
-		seedDeliveries(t, st, "oldfailed", 1, delivery.StateFailed, now.Add(-31*24*time.Hour))
-		seedDeliveries(t, st, "oldpending", 2, delivery.StatePending, now.Add(-40*24*time.Hour)) // never pruned
-		seedDeliveries(t, st, "new", 5, delivery.StateDelivered, now.Add(-time.Hour))
-	})
-	code, out, errOut := cliRun(t, "doctor", "-config", cfg)
-	if code != 0 {
-		t.Fatalf("doctor: exit %d\n%s%s", code, out, errOut)
-	}
-	for _, want := range []string{"✔ store size ", "delivery retention (30 days) would free 4 record(s)"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("doctor output lacks %q:\n%s", want, out)
-		}
-	}
-	st, err := bolt.Open(storePath, bolt.Options{LockTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if all, _ := st.Deliveries(t.Context(), "", 0); len(all) != 11 {
-		t.Fatalf("doctor deleted records: %d left, want 11", len(all))
-	}
-}
-
 // notifyPruner signals every prune it passes on.
 type notifyPruner struct {
 	deliveryPruner
@@ -65,6 +24,17 @@ func (p notifyPruner) PruneDeliveries(ctx context.Context, before time.Time, dry
 	n, err := p.deliveryPruner.PruneDeliveries(ctx, before, dry)
 	p.done <- n
 	return n, err
+}
+
+// seedDeliveries writes n records of state created at.
+func seedDeliveries(t *testing.T, st *bolt.Store, prefix string, n int, state delivery.PendingState, at time.Time) {
+	t.Helper()
+	for i := range n {
+		r := delivery.Record{Delivery: delivery.Delivery{ID: fmt.Sprintf("%s-%d", prefix, i), Text: "a reply"}, State: state, CreatedAt: at, UpdatedAt: at}
+		if err := st.PutDelivery(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestAppPrunesDeliveriesPastRetention(t *testing.T) {
@@ -81,7 +51,7 @@ func TestAppPrunesDeliveriesPastRetention(t *testing.T) {
 	seedDeliveries(t, st, "recent", 2, delivery.StateDelivered, now.Add(-6*24*time.Hour))
 	cfg := config.Default()
 	cfg.Store.DeliveryRetentionDays = 7
-	a := &app{cfg: cfg, clock: clk, log: zerolog.Nop()}
+	a := &App{cfg: cfg, clock: clk, log: zerolog.Nop()}
 	p := notifyPruner{deliveryPruner: st, done: make(chan bolt.DeliveryPrune)}
 	tick := make(chan time.Time)
 	ctx, cancel := context.WithCancel(t.Context())

@@ -51,7 +51,7 @@ func TestScenario(t *testing.T) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			runScenario(t, seed, steps)
 			if t.Failed() {
-				t.Logf("reproduce with: SCENARIO_SEED=%d go test -race -run 'TestScenario' ./cmd/bot/", seed)
+				t.Logf("reproduce with: SCENARIO_SEED=%d go test -race -run 'TestScenario' ./bot/", seed)
 			}
 		})
 	}

@@ -33,7 +33,7 @@ var (
 	_ scheduler.Authorizer       = (*schedulerBridge)(nil)
 )
 
-func newSchedulerBridge(a *app) (*schedulerBridge, error) {
+func newSchedulerBridge(a *App) (*schedulerBridge, error) {
 	b := &schedulerBridge{sessions: a.sessions, auth: a.auth}
 	b.Scheduler = scheduler.New(scheduler.Options{
 		Settings: schedulerSettings(a.cfg.Scheduler), DefaultAgent: a.cfg.Agents[0].ID,

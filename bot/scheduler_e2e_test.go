@@ -10,8 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +22,7 @@ import (
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/model"
 	"github.com/agentbot/agentbot/scheduler"
+	"github.com/agentbot/agentbot/store/bolt"
 )
 
 // schedT0 is 08:30 in Berlin (CET) on a Monday.
@@ -108,17 +107,6 @@ func botMessages(h *harness, channel, prefix string) []discordtest.Message {
 		}
 	}
 	return out
-}
-
-// writeCLIConfig writes a config for the CLI pointing at a store, with HTTP disabled.
-func writeCLIConfig(t *testing.T, storePath string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "config.yaml")
-	body := fmt.Sprintf("store:\n  path: %q\nhttp:\n  listen: \"\"\n", storePath)
-	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // A /cron add in-chat job with a cron expression in a time zone runs at
@@ -297,9 +285,14 @@ func TestSchedE2ECatchUpAfterDowntime(t *testing.T) {
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"inspect", "runs", j.ID, "-json", "-config", writeCLIConfig(t, h.cfg.Store.Path)}, &stdout, &stderr); code != 0 {
-		t.Fatalf("inspect runs: exit %d: %s", code, stderr.String())
+	st, err := bolt.Open(h.cfg.Store.Path, bolt.Options{LockTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var stdout bytes.Buffer
+	if err := Inspect(t.Context(), st, nil, &stdout, "runs", []string{j.ID}, true); err != nil {
+		t.Fatalf("inspect runs: %v", err)
 	}
 	var ran []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {

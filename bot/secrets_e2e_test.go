@@ -96,7 +96,7 @@ func (r *refusingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 }
 
 // TestNoSecretLeavesUnderNetworkFailures runs the real bot with the process
-// logger (newLogger) while webhook executes and interaction callbacks fail
+// logger (NewLogger) while webhook executes and interaction callbacks fail
 // with network errors, and greps every log line, every message and
 // interaction response displayed, and the inspect output for the bot
 // token, the webhook token, the interaction tokens and the model API key
@@ -108,7 +108,7 @@ func TestNoSecretLeavesUnderNetworkFailures(t *testing.T) {
 	const apiKey = "sk-test-model-api-key-0123456789abcdef"
 	logs := newLogSink()
 	red := redact.New()
-	log := newLogger(config.LogConfig{Level: "debug", Format: "json"}, logs, red)
+	log := NewLogger(config.LogConfig{Level: "debug", Format: "json"}, logs, red)
 	rt := &refusingTransport{}
 	// The model accepts the key: the subagent's task waits at the gate
 	// until the webhook refusal is armed (with another key its call failed
@@ -198,7 +198,7 @@ func TestLoggerRedactsConfiguredSecrets(t *testing.T) {
 	cfg.Models[config.DefaultModelName] = mc
 	for _, format := range []string{"json", "console"} {
 		var buf bytes.Buffer
-		log := newLogger(config.LogConfig{Level: "info", Format: format}, &buf, redact.New(cfg.Secrets()...))
+		log := NewLogger(config.LogConfig{Level: "info", Format: format}, &buf, redact.New(cfg.Secrets()...))
 		err := errors.Join(&url.Error{Op: "Post", URL: "https://discord.com/api/v9/webhooks/1/hook-token-value/messages/@original", Err: errors.New("EOF")},
 			errors.New("connect "+cfg.Store.DSN+" as "+cfg.Discord.Token))
 		log.Error().Err(err).Str("key", "model-key-value-123").Str("console", "console-token-value").Msg("dsn-password-value")

@@ -1,7 +1,7 @@
 package bot
 
 // End-to-end tests of agent sessions (issue 5): the real wiring of
-// cmd/bot/app.go, real discordgo and the loopback emulator, with the echo
+// bot/app.go, real discordgo and the loopback emulator, with the echo
 // model (wrapped to record requests or hold subagent tasks).
 
 import (

@@ -16,9 +16,9 @@ import (
 	"github.com/agentbot/agentbot/store/postgres"
 )
 
-// botStore is every store interface the bot's components consume, served
+// Store is every store interface the bot's components consume, served
 // by one value: the bbolt file (default) or, later, PostgreSQL.
-type botStore interface {
+type Store interface {
 	binding.Store
 	transcript.Store
 	delivery.Store
@@ -31,16 +31,16 @@ type botStore interface {
 	Close() error
 }
 
-var _ botStore = (*bolt.Store)(nil)
+var _ Store = (*bolt.Store)(nil)
 
-var _ botStore = (*postgres.Store)(nil)
+var _ Store = (*postgres.Store)(nil)
 
-// openStore opens the configured store. lockWait bounds how long a bbolt
+// OpenStore opens the configured store. lockWait bounds how long a bbolt
 // file locked by another process is waited for (then bolt.ErrLocked).
 // On PostgreSQL several bot processes may share one database (see
 // cluster.go: binding notices, turn locks, delivery claims, one scheduler
 // leader).
-func openStore(ctx context.Context, cfg config.StoreConfig, lockWait time.Duration) (botStore, error) {
+func OpenStore(ctx context.Context, cfg config.StoreConfig, lockWait time.Duration) (Store, error) {
 	switch cfg.Driver {
 	case "", "bolt":
 		return bolt.Open(cfg.Path, bolt.Options{LockTimeout: lockWait})
@@ -54,8 +54,8 @@ func openStore(ctx context.Context, cfg config.StoreConfig, lockWait time.Durati
 	return nil, fmt.Errorf("store.driver %q: %w", cfg.Driver, config.ErrInvalid)
 }
 
-// storeLabel names a store for people: its kind, place and schema.
-func storeLabel(cfg config.StoreConfig, st botStore) string {
+// StoreLabel names a store for people: its kind, place and schema.
+func StoreLabel(cfg config.StoreConfig, st Store) string {
 	switch s := st.(type) {
 	case *bolt.Store:
 		return fmt.Sprintf("bbolt file %s (schema %d)", s.Path(), bolt.SchemaVersion)

@@ -16,7 +16,7 @@ import (
 func buildBot(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "bot")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/bot").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	return bin
@@ -53,4 +53,17 @@ func openStopped(t *testing.T, path string) *bolt.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// seedStore opens the store, lets fill seed it and closes it.
+func seedStore(t *testing.T, storePath string, fill func(st *bolt.Store)) {
+	t.Helper()
+	st, err := bolt.Open(storePath, bolt.Options{LockTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(st)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

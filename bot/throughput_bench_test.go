@@ -22,7 +22,7 @@ import (
 // the most those limits allow (target ≥ 0.9) and the 429s served (target:
 // at most one per bucket), and fails on any lost or duplicated delivery.
 //
-//	go test -run '^$' -bench BoundCompletionThroughput -benchtime 1x ./cmd/bot/
+//	go test -run '^$' -bench BoundCompletionThroughput -benchtime 1x ./bot/
 func BenchmarkBoundCompletionThroughput(b *testing.B) {
 	const (
 		parents    = 10
