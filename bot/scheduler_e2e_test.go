@@ -289,9 +289,10 @@ func TestSchedE2ECatchUpAfterDowntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
 	var stdout bytes.Buffer
-	if err := Inspect(t.Context(), st, nil, &stdout, "runs", []string{j.ID}, true); err != nil {
+	err = Inspect(t.Context(), st, nil, &stdout, "runs", []string{j.ID}, true)
+	st.Close()
+	if err != nil {
 		t.Fatalf("inspect runs: %v", err)
 	}
 	var ran []map[string]any
