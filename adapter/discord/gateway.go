@@ -130,7 +130,7 @@ type Gateway struct {
 	// stopped is set when Run returns: no session of this gateway may
 	// connect again (see dial).
 	stopped atomic.Bool
-	gate  *authz.Gate
+	gate    *authz.Gate
 
 	shard      Shard        // Count 0 until known (auto); guarded by mu
 	identifies atomic.Int64 // connect attempts (see connect)
