@@ -55,14 +55,15 @@ func newSchedulerBridge(a *App) (*schedulerBridge, error) {
 // A turn whose model call failed displays a notice instead of a reply and
 // reports no error; the run failed all the same (failure alerts, backoff),
 // so it is returned as an error along with what was displayed.
-func (b *schedulerBridge) RunJobTurn(ctx context.Context, in scheduler.InChatRun) ([]string, error) {
+func (b *schedulerBridge) RunJobTurn(ctx context.Context, in scheduler.InChatRun) (scheduler.InChatResult, error) {
 	wctx := context.WithoutCancel(ctx)
-	ids, err := b.sessions.RunJobTurn(wctx, session.JobTurn{Conversation: in.Conversation, DeliveryID: "job:" + in.JobID + ":run:" + in.RunID,
+	key, ids, err := b.sessions.RunJobTurn(wctx, session.JobTurn{Conversation: in.Conversation, DeliveryID: in.DeliveryID,
 		Trigger: in.Trigger, Meta: in.Meta, CreatedBy: in.CreatedBy})
+	res := scheduler.InChatResult{SessionKey: key, MessageIDs: ids}
 	if errors.Is(err, session.ErrTurnFailed) {
-		return ids, fmt.Errorf("%w: %w", scheduler.ErrTurnFailed, err)
+		return res, fmt.Errorf("%w: %w", scheduler.ErrTurnFailed, err)
 	}
-	return ids, err
+	return res, err
 }
 
 // schedulerSettings maps the config's scheduler section onto the

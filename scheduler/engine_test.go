@@ -36,7 +36,7 @@ func TestInChatRunAtItsTime(t *testing.T) {
 		in.DeliveryID != "job:"+j.ID+":run:"+in.RunID {
 		t.Fatalf("run %+v", in)
 	}
-	if in.Conversation.ConversationID != "100" || in.SessionKey != sessionkey.ForConversation("main", chat) {
+	if in.Conversation.ConversationID != "100" {
 		t.Fatalf("wrong chat: %+v", in)
 	}
 	if in.Meta["jobId"] != j.ID || in.Meta["jobName"] != "standup" || in.Meta["schedule"] != "0 9 * * *" {
@@ -50,6 +50,9 @@ func TestInChatRunAtItsTime(t *testing.T) {
 		t.Fatalf("runs %+v", rs)
 	}
 	r := rs[0]
+	if r.SessionKey != sessionkey.ForConversation("main", chat) {
+		t.Fatalf("run in %s, want the chat's session", r.SessionKey)
+	}
 	if r.Status != scheduler.StatusOK || r.Delivery.Status != scheduler.DeliveryDelivered ||
 		strings.Join(r.Delivery.MessageIDs, ",") != "trigger-1,reply-1" || !r.ScheduledAt.Equal(utc(2026, 3, 2, 9, 0)) || r.Late {
 		t.Fatalf("run %+v", r)

@@ -13,6 +13,7 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/scheduler"
 	"github.com/agentbot/agentbot/store/memory"
@@ -33,14 +34,20 @@ type fakeChat struct {
 	block chan struct{} // when set, RunJobTurn waits for it (after signalling started)
 	start chan struct{}
 	n     int
+	// routed is the session the chat routes to (a binding's); "" = the chat's own.
+	routed string
 }
 
-func (f *fakeChat) RunJobTurn(_ context.Context, in scheduler.InChatRun) ([]string, error) {
+func (f *fakeChat) RunJobTurn(_ context.Context, in scheduler.InChatRun) (scheduler.InChatResult, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, in)
 	f.n++
 	n, err, p, block, start := f.n, f.err, f.panic, f.block, f.start
+	key := f.routed
 	f.mu.Unlock()
+	if key == "" {
+		key = sessionkey.ForConversation(in.AgentID, in.Conversation)
+	}
 	if start != nil {
 		start <- struct{}{}
 	}
@@ -51,9 +58,9 @@ func (f *fakeChat) RunJobTurn(_ context.Context, in scheduler.InChatRun) ([]stri
 		panic("runner exploded")
 	}
 	if err != nil {
-		return nil, err
+		return scheduler.InChatResult{SessionKey: key}, err
 	}
-	return []string{fmt.Sprintf("trigger-%d", n), fmt.Sprintf("reply-%d", n)}, nil
+	return scheduler.InChatResult{SessionKey: key, MessageIDs: []string{fmt.Sprintf("trigger-%d", n), fmt.Sprintf("reply-%d", n)}}, nil
 }
 
 func (f *fakeChat) runs() []scheduler.InChatRun {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
 )
 
@@ -82,7 +83,7 @@ func (s *Scheduler) recoverJob(ctx context.Context, id string) (int, error) {
 func (s *Scheduler) settleInterrupted(ctx context.Context, j Job, r *Run) {
 	now := s.clk.Now()
 	r.FinishedAt = now
-	runDelivery := "job:" + j.ID + ":run:" + r.RunID
+	runDelivery := sessionkey.JobRunDelivery(j.ID, r.RunID)
 	var shown []string
 	if j.Mode() == ModeInChat {
 		if rec, ok := s.delivered(ctx, runDelivery+":trigger"); ok {

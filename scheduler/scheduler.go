@@ -29,16 +29,14 @@ type InChatRun struct {
 	JobName string
 	RunID   string
 	AgentID string
-	// DeliveryID is unique per run: job:<jobID>:run:<runID> (the trigger
+	// DeliveryID is unique per run: sessionkey.JobRunDelivery (the trigger
 	// and reply deliveries derive their ids from it).
 	DeliveryID string
 	// Conversation is the chat the job belongs to; the turn runs in the
-	// session it routes to (sessionkey.Route) and posts only there.
+	// session it routes to when it runs (sessionkey.Route: a bound chat's
+	// bound session) and posts only there.
 	Conversation binding.ConversationRef
-	// SessionKey is the chat's own session key (sessionkey.ForConversation,
-	// or the key of a session:<key> target).
-	SessionKey string
-	Prompt     string
+	Prompt       string
 	// Trigger is the visible line to post before the turn:
 	// "⏰ <job name>: <prompt>", with " (late by 3h)" after the name when late.
 	Trigger string
@@ -63,10 +61,19 @@ type Authorizer interface {
 // ChatRunner runs in-chat job turns (implemented by the session layer).
 // RunJobTurn posts in.Trigger into in.Conversation through Outbound, then
 // runs a turn with in.Prompt in that chat's session, serialized with user
-// turns, and returns the Discord message ids of what it displayed (trigger
-// and reply). The scheduler writes no transcript entry itself.
+// turns, and returns the session it ran in and the message ids of what it
+// displayed (trigger and reply). The scheduler writes no transcript entry
+// itself.
 type ChatRunner interface {
-	RunJobTurn(ctx context.Context, in InChatRun) (messageIDs []string, err error)
+	RunJobTurn(ctx context.Context, in InChatRun) (InChatResult, error)
+}
+
+// InChatResult is what an in-chat run's turn did.
+type InChatResult struct {
+	// SessionKey is the session the turn ran in: the run record names it.
+	SessionKey string
+	// MessageIDs are the platform ids of what it displayed (trigger and reply).
+	MessageIDs []string
 }
 
 // ErrTurnFailed wraps a RunJobTurn error when the turn failed (e.g. the
@@ -75,10 +82,10 @@ type ChatRunner interface {
 var ErrTurnFailed = errors.New("the job's turn failed")
 
 // ChatRunnerFunc adapts a function to ChatRunner (wiring helper).
-type ChatRunnerFunc func(ctx context.Context, in InChatRun) ([]string, error)
+type ChatRunnerFunc func(ctx context.Context, in InChatRun) (InChatResult, error)
 
 // RunJobTurn calls f.
-func (f ChatRunnerFunc) RunJobTurn(ctx context.Context, in InChatRun) ([]string, error) {
+func (f ChatRunnerFunc) RunJobTurn(ctx context.Context, in InChatRun) (InChatResult, error) {
 	return f(ctx, in)
 }
 
@@ -715,18 +722,15 @@ func (s *Scheduler) performInChat(ctx context.Context, j Job, r *Run) {
 		r.Status, r.Error, r.Summary = StatusError, fmt.Sprintf("in-chat target %q names no conversation", j.Target), SummaryNoTarget
 		return
 	}
-	key := sessionkey.ForConversation(j.AgentID, chat)
-	if k, ok := sessionTargetKey(j.Target); ok {
-		key = k
-	}
-	r.SessionKey = key
 	r.Delivery.Target = FormatTo(chat)
-	ids, err := s.d.Runner.RunJobTurn(ctx, InChatRun{
-		JobID: j.ID, JobName: j.Name, RunID: r.RunID, AgentID: j.AgentID, DeliveryID: "job:" + j.ID + ":run:" + r.RunID,
-		Conversation: chat, SessionKey: key, Prompt: j.Prompt,
+	res, err := s.d.Runner.RunJobTurn(ctx, InChatRun{
+		JobID: j.ID, JobName: j.Name, RunID: r.RunID, AgentID: j.AgentID, DeliveryID: sessionkey.JobRunDelivery(j.ID, r.RunID),
+		Conversation: chat, Prompt: j.Prompt,
 		Trigger: "⏰ " + j.Name + lateNote(*r) + ": " + j.Prompt,
 		Meta:    jobMeta(j, *r), ScheduledAt: r.ScheduledAt, Late: r.Late, LateBy: r.LateBy, CreatedBy: j.CreatedBy,
 	})
+	r.SessionKey = res.SessionKey // where the turn ran, not where the scheduler thinks it would
+	ids := res.MessageIDs
 	r.Delivery.MessageIDs = slices.Clone(ids)
 	r.Summary = FailureSummary(err)
 	switch {
@@ -776,7 +780,7 @@ func (s *Scheduler) performBackground(ctx context.Context, j Job, r *Run) {
 		text = "⏰ " + j.Name + lateNote(*r) + "\n" + result
 	}
 	res, err := s.d.Deliverer.Deliver(ctx, delivery.Delivery{
-		ID: "job:" + j.ID + ":run:" + r.RunID, Target: target, Text: text,
+		ID: sessionkey.JobRunDelivery(j.ID, r.RunID), Target: target, Text: text,
 		Producer: delivery.Producer{Source: transcript.SourceJob, AgentID: j.AgentID, Meta: jobMeta(j, *r)},
 	}, nil)
 	if err == nil && len(res.MessageIDs) == 0 {
@@ -792,7 +796,7 @@ func (s *Scheduler) performBackground(ctx context.Context, j Job, r *Run) {
 		r.Delivery.Status, r.Delivery.Error = DeliveryFailed, err.Error()
 		return
 	}
-	s.diagnose(r, res, "job:"+j.ID+":run:"+r.RunID)
+	s.diagnose(r, res, sessionkey.JobRunDelivery(j.ID, r.RunID))
 	r.Status = StatusOK
 	r.Delivery.Status, r.Delivery.MessageIDs = DeliveryDelivered, slices.Clone(res.MessageIDs)
 }

@@ -116,8 +116,26 @@ func TestInChatSessionTargetRunsInItsChat(t *testing.T) {
 	e.clk.Advance(10 * time.Minute)
 	e.tick()
 	in := e.chat.runs()[0]
-	if in.SessionKey != key || in.Conversation.ConversationID != "user:77" {
+	if in.Conversation.ConversationID != "user:77" {
 		t.Fatalf("run %+v", in)
+	}
+	if r := e.runs(in.JobID)[0]; r.SessionKey != key {
+		t.Fatalf("run in %s, want %s", r.SessionKey, key)
+	}
+}
+
+// TestInChatRunNamesTheSessionTheTurnRanIn (issue 28 item 4): the run
+// record names the session the turn ran in (a bound chat's bound session,
+// as the session layer routes it when the turn runs), not the chat's own
+// session computed beside it.
+func TestInChatRunNamesTheSessionTheTurnRanIn(t *testing.T) {
+	e := newEnv(t)
+	e.chat.routed = "agent:main:subagent:focused"
+	j := e.add(scheduler.AddRequest{Name: "digest", Schedule: "every 10m", Target: scheduler.TargetMain})
+	e.clk.Advance(10 * time.Minute)
+	e.tick()
+	if rs := e.runs(j.ID); len(rs) != 1 || rs[0].SessionKey != "agent:main:subagent:focused" {
+		t.Fatalf("runs %+v, want one in the bound session", rs)
 	}
 }
 

@@ -60,7 +60,7 @@ func TestJobTurnToolsActForCreator(t *testing.T) {
 		{Conversation: ref("c1"), DeliveryID: "job:j1:run:r1", Trigger: "⏰ list:\n!tool list_jobs {}", CreatedBy: "creator9"},
 		{Conversation: ref("c1"), DeliveryID: "job:j2:run:r1", Trigger: "⏰ list:\n!tool list_jobs {}"}, // no recorded creator
 	} {
-		if _, err := f.m.RunJobTurn(context.Background(), jt); err != nil {
+		if _, _, err := f.m.RunJobTurn(context.Background(), jt); err != nil {
 			t.Fatal(err)
 		}
 		f.settle()

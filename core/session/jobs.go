@@ -15,7 +15,7 @@ import (
 // JobTurn is an in-chat job run: a turn in the chat's session.
 type JobTurn struct {
 	Conversation binding.ConversationRef
-	DeliveryID   string            // unique per run, e.g. job:<id>:run:<run>
+	DeliveryID   string            // unique per run: sessionkey.JobRunDelivery
 	Trigger      string            // "⏰ <job name>: <prompt>"
 	Meta         map[string]string // jobId, jobName, schedule
 	// CreatedBy is the job's creator: the turn's tools act with their
@@ -26,11 +26,19 @@ type JobTurn struct {
 // RunJobTurn posts the visible trigger line and runs a turn in the chat's
 // session, serialised with user turns (Rule 2, in-chat mode). Both the
 // trigger and the reply are displayed, so the turn writes both. It returns
-// the message ids of the trigger and the reply; a failed model call
-// displays a notice and returns ErrTurnFailed with those ids.
-func (m *Manager) RunJobTurn(ctx context.Context, jt JobTurn) ([]string, error) {
+// the session the turn ran in (the one the chat routes to now: a bound
+// chat's bound session) and the message ids of the trigger and the reply;
+// a failed model call displays a notice and returns ErrTurnFailed with
+// those ids.
+func (m *Manager) RunJobTurn(ctx context.Context, jt JobTurn) (key string, ids []string, err error) {
 	conv := jt.Conversation.Normalize()
 	key, rec, bound := m.d.Outbound.SessionFor(conv)
+	ids, err = m.jobTurn(ctx, key, rec, bound, conv, jt)
+	return key, ids, err
+}
+
+// jobTurn runs in-chat job turn jt in session key, the session conv routes to.
+func (m *Manager) jobTurn(ctx context.Context, key string, rec binding.Record, bound bool, conv binding.ConversationRef, jt JobTurn) ([]string, error) {
 	type result struct {
 		ids []string
 		err error

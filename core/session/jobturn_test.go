@@ -41,10 +41,10 @@ func TestInChatJobTurnCannotSendElsewhere(t *testing.T) {
 	t.Parallel()
 	p := &toolCaller{}
 	f := newFixture(t, fixtureOptions{provider: p})
-	ids, err := f.m.RunJobTurn(context.Background(), session.JobTurn{Conversation: ref("c1"), DeliveryID: "job:j1:run:r1",
+	key, ids, err := f.m.RunJobTurn(context.Background(), session.JobTurn{Conversation: ref("c1"), DeliveryID: "job:j1:run:r1",
 		Trigger: "⏰ digest: post the digest", Meta: map[string]string{"jobId": "j1"}})
-	if err != nil || len(ids) != 2 {
-		t.Fatalf("job turn: ids %v err %v", ids, err)
+	if err != nil || len(ids) != 2 || key != keyOf("c1") {
+		t.Fatalf("job turn: key %s ids %v err %v", key, ids, err)
 	}
 	if sent := f.sender.to("c2"); len(sent) != 0 {
 		t.Fatalf("the in-chat job posted into another chat: %+v", sent)
@@ -67,5 +67,27 @@ func TestInChatJobTurnCannotSendElsewhere(t *testing.T) {
 	p.mu.Unlock()
 	if !slices.Contains(userOffered, "send_message") {
 		t.Fatalf("user turn offered %v", userOffered)
+	}
+}
+
+// TestJobTurnInBoundChatNamesItsSession (issue 28 item 4): a job whose chat
+// is bound to another session runs its turn in that session, and says so:
+// the run record names the session whose transcript holds the trigger and
+// the reply, not the chat's own.
+func TestJobTurnInBoundChatNamesItsSession(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOptions{})
+	bound := "agent:main:subagent:focused"
+	focus(t, f, bound, "t1")
+	key, ids, err := f.m.RunJobTurn(context.Background(), session.JobTurn{Conversation: threadRef("t1", "c1"), DeliveryID: "job:j1:run:r1",
+		Trigger: "⏰ digest: post the digest", Meta: map[string]string{"jobId": "j1"}})
+	if err != nil || len(ids) != 2 {
+		t.Fatalf("job turn: ids %v err %v", ids, err)
+	}
+	if key != bound {
+		t.Fatalf("job turn ran in %s by its own account, want the bound session %s", key, bound)
+	}
+	if got := f.entries(bound); len(got) != 2 || got[0].MessageIDs[0] != ids[0] {
+		t.Fatalf("bound session entries %+v, want the trigger and the reply", got)
 	}
 }

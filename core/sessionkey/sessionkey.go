@@ -86,6 +86,10 @@ func isMatrixThread(platform, id string) bool {
 // Subagent returns agent:<agent>:subagent:<id>.
 func Subagent(agentID, id string) string { return fmt.Sprintf("agent:%s:subagent:%s", agentID, id) }
 
+// JobRunDelivery returns job:<job>:run:<run>, the delivery id of a job run (its trigger and reply deliveries
+// derive their ids from it).
+func JobRunDelivery(jobID, runID string) string { return "job:" + jobID + ":run:" + runID }
+
 // CronRun returns agent:<agent>:cron:<job>:run:<run>.
 func CronRun(agentID, jobID, runID string) string {
 	return fmt.Sprintf("agent:%s:cron:%s:run:%s", agentID, jobID, runID)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/scheduler"
 )
@@ -68,7 +69,7 @@ func sampleRun(job, id string, started time.Time) scheduler.Run {
 	return scheduler.Run{
 		JobID: job, RunID: id, Trigger: scheduler.TriggerSchedule, ScheduledAt: started, StartedAt: started,
 		FinishedAt: started.Add(time.Second), Status: scheduler.StatusOK, Late: true, LateBy: 3 * time.Hour, Missed: 2,
-		SessionKey: "agent:main:cron:" + job + ":run:" + id,
+		SessionKey: sessionkey.CronRun("main", job, id),
 		Delivery:   scheduler.RunDelivery{Status: scheduler.DeliveryDelivered, MessageIDs: []string{"1", "2"}, Target: "channel:42"},
 	}
 }
