@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -350,7 +349,7 @@ func (m *Manager) Stop(ctx context.Context, rec binding.Record, userID string) (
 // Choose answers a permission button. refusal is shown to the clicker
 // only; "" means the choice was taken (the message is edited to show it).
 func (m *Manager) Choose(ctx context.Context, customID, userID string, where binding.ConversationRef) (refusal string) {
-	id, idx, ok := parseCustomID(customID)
+	id, idx, ok := delivery.ParsePermissionButton(customID)
 	if !ok {
 		return "This button is not mine to answer."
 	}
@@ -377,24 +376,6 @@ func (m *Manager) Choose(ctx context.Context, customID, userID string, where bin
 	m.mu.Unlock()
 	p.answer <- choice{index: idx, by: userID}
 	return ""
-}
-
-// IsButton reports whether a component custom id is a permission button.
-func IsButton(customID string) bool { return strings.HasPrefix(customID, "acp:") }
-
-func parseCustomID(s string) (id string, idx int, ok bool) {
-	rest, found := strings.CutPrefix(s, "acp:")
-	if !found {
-		return "", 0, false
-	}
-	id, n, found := strings.Cut(rest, ":")
-	if !found {
-		return "", 0, false
-	}
-	if _, err := fmt.Sscanf(n, "%d", &idx); err != nil {
-		return "", 0, false
-	}
-	return id, idx, true
 }
 
 func (m *Manager) running(agent string) int {

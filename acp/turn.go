@@ -222,7 +222,7 @@ func (t *turn) permission(ctx context.Context, r sdk.RequestPermissionRequest) (
 		if o.Kind == sdk.PermissionOptionKindRejectOnce || o.Kind == sdk.PermissionOptionKindRejectAlways {
 			style = delivery.ButtonDanger
 		}
-		buttons = append(buttons, delivery.Button{CustomID: fmt.Sprintf("acp:%s:%d", id, i), Label: truncate(o.Name, 80), Style: style})
+		buttons = append(buttons, delivery.Button{CustomID: delivery.PermissionButton(id, i), Label: truncate(o.Name, 80), Style: style})
 	}
 	title := "a tool call"
 	if r.ToolCall.Title != nil && *r.ToolCall.Title != "" {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/agentbot/agentbot/acp"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/command"
@@ -163,7 +162,7 @@ func (g *Gateway) onComponent(ctx context.Context, in *discordgo.Interaction) {
 		resp = ephemeral(g.stopClick(ctx, conv, userID, idText))
 	} else {
 		refusal := "This button is no longer active."
-		if g.d.ACP != nil && acp.IsButton(data.CustomID) {
+		if g.d.ACP != nil && delivery.IsPermissionButton(data.CustomID) {
 			refusal = g.d.ACP.Choose(ctx, data.CustomID, userID, conv)
 		}
 		resp = &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}

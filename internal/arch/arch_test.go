@@ -84,6 +84,8 @@ func TestNoForbiddenDependencies(t *testing.T) {
 			"delivery is the send owner below the turns: sessions call it, it calls no session"},
 		{[]string{"store/..."}, slices.Concat(platforms, protocols, []string{module + "adapter"}),
 			"stores keep the core's records; they know no platform or tool protocol"},
+		{[]string{"core/...", "adapter/..."}, []string{module + "acp"},
+			"the ACP side is wired to the core by the application; shared nouns (the permission button) live in core"},
 	}
 	for _, r := range rules {
 		for rel, p := range pkgs {
