@@ -678,4 +678,3 @@ func (l *Live) unfinished(ctx context.Context, err error) (Result, error) {
 	l.o.observe(l.rec)
 	return Result{MessageIDs: slices.Clone(l.ids)}, &FailedError{DeliveryID: l.d.ID, Target: l.d.Target, Err: err}
 }
-
