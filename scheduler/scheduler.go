@@ -7,116 +7,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"runtime/debug"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
 
-	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
 )
-
-// InChatRun is one run of an in-chat job, handed to the session layer.
-type InChatRun struct {
-	JobID   string
-	JobName string
-	RunID   string
-	AgentID string
-	// DeliveryID is unique per run: sessionkey.JobRunDelivery (the trigger
-	// and reply deliveries derive their ids from it).
-	DeliveryID string
-	// Conversation is the chat the job belongs to; the turn runs in the
-	// session it routes to when it runs (sessionkey.Route: a bound chat's
-	// bound session) and posts only there.
-	Conversation binding.ConversationRef
-	Prompt       string
-	// Trigger is the visible line to post before the turn:
-	// "⏰ <job name>: <prompt>", with " (late by 3h)" after the name when late.
-	Trigger string
-	// Meta names the job for the trigger and reply entries (jobId, jobName,
-	// schedule, runId, and late when late), so the model sees which job posted.
-	Meta        map[string]string
-	ScheduledAt time.Time
-	Late        bool
-	LateBy      time.Duration
-	// CreatedBy is the job's creator: the turn's tools act with their
-	// authority (invariant 13).
-	CreatedBy string
-}
-
-// Authorizer re-checks, at run time, that a job's creator may still have
-// it post where it posts (invariant 13); an error fails the run with its
-// text, and nothing is run or posted.
-type Authorizer interface {
-	AuthorizeRun(ctx context.Context, j Job) error
-}
-
-// ChatRunner runs in-chat job turns (implemented by the session layer).
-// RunJobTurn posts in.Trigger into in.Conversation through Outbound, then
-// runs a turn with in.Prompt in that chat's session, serialized with user
-// turns, and returns the session it ran in and the message ids of what it
-// displayed (trigger and reply). The scheduler writes no transcript entry
-// itself.
-type ChatRunner interface {
-	RunJobTurn(ctx context.Context, in InChatRun) (InChatResult, error)
-}
-
-// InChatResult is what an in-chat run's turn did.
-type InChatResult struct {
-	// SessionKey is the session the turn ran in: the run record names it.
-	SessionKey string
-	// MessageIDs are the platform ids of what it displayed (trigger and reply).
-	MessageIDs []string
-}
-
-// ErrTurnFailed wraps a RunJobTurn error when the turn failed (e.g. the
-// model call) but its trigger and a failure notice were displayed; the ids
-// returned with it are what was displayed.
-var ErrTurnFailed = errors.New("the job's turn failed")
-
-// ChatRunnerFunc adapts a function to ChatRunner (wiring helper).
-type ChatRunnerFunc func(ctx context.Context, in InChatRun) (InChatResult, error)
-
-// RunJobTurn calls f.
-func (f ChatRunnerFunc) RunJobTurn(ctx context.Context, in InChatRun) (InChatResult, error) {
-	return f(ctx, in)
-}
-
-// BackgroundRun is one run of a background job.
-type BackgroundRun struct {
-	JobID   string
-	RunID   string
-	AgentID string
-	// SessionKey is the run's own fresh session (sessionkey.CronRun); it is
-	// no chat's session.
-	SessionKey string
-	Prompt     string
-	// Seed is the creating chat's history snapshot (target current), to be
-	// given to the model before Prompt. Nil for other targets.
-	Seed []transcript.Entry
-}
-
-// BackgroundRunner runs a background job's turns in their own session and
-// returns the final result text ("" = nothing to post). It must not post
-// anything into a chat nor write any chat's transcript.
-type BackgroundRunner interface {
-	RunBackground(ctx context.Context, in BackgroundRun) (result string, err error)
-}
-
-// BackgroundRunnerFunc adapts a function to BackgroundRunner (wiring helper).
-type BackgroundRunnerFunc func(ctx context.Context, in BackgroundRun) (string, error)
-
-// RunBackground calls f.
-func (f BackgroundRunnerFunc) RunBackground(ctx context.Context, in BackgroundRun) (string, error) {
-	return f(ctx, in)
-}
 
 // Deliverer is the method set of *delivery.Outbound the scheduler uses.
 type Deliverer interface {
@@ -657,146 +558,9 @@ func (s *Scheduler) postNotice(ctx context.Context, j Job, r *Run, kind noticeKi
 	}
 }
 
-// diagnose records a delivery's Rule 1 exception with the run (a warn
-// diagnostic) and says whether there was one.
-func (s *Scheduler) diagnose(r *Run, res delivery.Result, deliveryID string) bool {
-	d, ok := res.Diagnostic(deliveryID)
-	if !ok {
-		return false
-	}
-	r.Diagnostics = append(r.Diagnostics, Diagnostic{Level: d.Level, Reason: d.Reason, DeliveryID: d.DeliveryID, Detail: d.Detail})
-	return true
-}
-
 func (s *Scheduler) jobLoc(j Job) *time.Location {
 	if loc, err := time.LoadLocation(j.Schedule.TZ); err == nil && j.Schedule.TZ != "" {
 		return loc
 	}
 	return s.loc
-}
-
-func jobMeta(j Job, r Run) map[string]string {
-	m := map[string]string{"jobId": j.ID, "jobName": j.Name, "schedule": j.Schedule.Text, "runId": r.RunID}
-	if r.Late {
-		m["late"] = HumanDuration(r.LateBy)
-	}
-	return m
-}
-
-func lateNote(r Run) string {
-	if !r.Late {
-		return ""
-	}
-	return " (late by " + HumanDuration(r.LateBy) + ")"
-}
-
-// perform runs the job's turn(s) and delivery, filling r. Panics are
-// recovered into an error status.
-func (s *Scheduler) perform(ctx context.Context, j Job, r *Run) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error().Str("job", j.ID).Str("run", r.RunID).Interface("panic", p).Bytes("stack", debug.Stack()).Msg("job run panicked")
-			r.Status, r.Error, r.Summary = StatusError, fmt.Sprintf("panic: %v", p), SummaryInternal
-			if r.Delivery.Status == "" {
-				r.Delivery.Status = DeliveryNotRequested
-			}
-		}
-	}()
-	if s.d.Authorizer != nil {
-		if err := s.d.Authorizer.AuthorizeRun(ctx, j); err != nil {
-			r.Status, r.Error = StatusError, "not authorized: "+err.Error()
-			r.Delivery.Status, r.Delivery.Error = DeliveryNotRequested, r.Error
-			return
-		}
-	}
-	if j.Mode() == ModeInChat {
-		s.performInChat(ctx, j, r)
-		return
-	}
-	s.performBackground(ctx, j, r)
-}
-
-func (s *Scheduler) performInChat(ctx context.Context, j Job, r *Run) {
-	chat, ok := chatOf(j)
-	if !ok {
-		r.Status, r.Error, r.Summary = StatusError, fmt.Sprintf("in-chat target %q names no conversation", j.Target), SummaryNoTarget
-		return
-	}
-	r.Delivery.Target = FormatTo(chat)
-	res, err := s.d.Runner.RunJobTurn(ctx, InChatRun{
-		JobID: j.ID, JobName: j.Name, RunID: r.RunID, AgentID: j.AgentID, DeliveryID: sessionkey.JobRunDelivery(j.ID, r.RunID),
-		Conversation: chat, Prompt: j.Prompt,
-		Trigger: "⏰ " + j.Name + lateNote(*r) + ": " + j.Prompt,
-		Meta:    jobMeta(j, *r), ScheduledAt: r.ScheduledAt, Late: r.Late, LateBy: r.LateBy, CreatedBy: j.CreatedBy,
-	})
-	r.SessionKey = res.SessionKey // where the turn ran, not where the scheduler thinks it would
-	ids := res.MessageIDs
-	r.Delivery.MessageIDs = slices.Clone(ids)
-	r.Summary = FailureSummary(err)
-	switch {
-	case errors.Is(err, ErrTurnFailed) && len(ids) > 0:
-		// The turn failed, and the chat displayed the trigger and a
-		// failure notice: the run failed, what it posted was delivered.
-		r.Status, r.Error = StatusError, err.Error()
-		r.Delivery.Status = DeliveryDelivered
-	case err != nil:
-		r.Status, r.Error = StatusError, err.Error()
-		r.Delivery.Status, r.Delivery.Error = DeliveryFailed, err.Error()
-	case len(ids) == 0:
-		r.Status, r.Error, r.Summary = StatusError, "the turn returned no message ids: nothing was displayed", SummaryNothingShown
-		r.Delivery.Status, r.Delivery.Error = DeliveryFailed, r.Error
-	default:
-		r.Status = StatusOK
-		r.Delivery.Status = DeliveryDelivered
-	}
-}
-
-func (s *Scheduler) performBackground(ctx context.Context, j Job, r *Run) {
-	target, err := DeliveryTarget(j)
-	if err != nil {
-		r.Status, r.Error, r.Summary = StatusError, err.Error(), SummaryNoTarget
-		return
-	}
-	r.SessionKey = sessionkey.CronRun(j.AgentID, j.ID, r.RunID)
-	r.Delivery.Target = FormatTo(target)
-	in := BackgroundRun{JobID: j.ID, RunID: r.RunID, AgentID: j.AgentID, SessionKey: r.SessionKey, Prompt: j.Prompt}
-	if j.Target == TargetCurrent {
-		// A seed entry whose message was deleted since is erased and left out.
-		in.Seed = slices.DeleteFunc(slices.Clone(j.Seed), func(e transcript.Entry) bool { return e.Deleted || e.IsChange() })
-	}
-	result, err := s.d.Background.RunBackground(ctx, in)
-	if err != nil {
-		r.Status, r.Error, r.Summary = StatusError, err.Error(), FailureSummary(err)
-		return
-	}
-	result = strings.TrimSpace(result)
-	if result == "" || strings.EqualFold(result, "NO_REPLY") {
-		r.Status = StatusOK
-		r.Delivery.Status = DeliveryNotRequested
-		return
-	}
-	text := result
-	if r.Late {
-		text = "⏰ " + j.Name + lateNote(*r) + "\n" + result
-	}
-	res, err := s.d.Deliverer.Deliver(ctx, delivery.Delivery{
-		ID: sessionkey.JobRunDelivery(j.ID, r.RunID), Target: target, Text: text,
-		Producer: delivery.Producer{Source: transcript.SourceJob, AgentID: j.AgentID, Meta: jobMeta(j, *r)},
-	}, nil)
-	if err == nil && len(res.MessageIDs) == 0 {
-		err = errors.New("no message id in the delivery receipt")
-	}
-	if err != nil {
-		// The result did not reach the chat: the run failed at what it is for.
-		r.Status, r.Error = StatusError, "delivery failed: "+err.Error()
-		r.Summary = FailureSummary(err)
-		if !strings.HasPrefix(r.Summary, summaryDeliveryPrefix) {
-			r.Summary = summaryDeliveryPrefix
-		}
-		r.Delivery.Status, r.Delivery.Error = DeliveryFailed, err.Error()
-		return
-	}
-	s.diagnose(r, res, sessionkey.JobRunDelivery(j.ID, r.RunID))
-	r.Status = StatusOK
-	r.Delivery.Status, r.Delivery.MessageIDs = DeliveryDelivered, slices.Clone(res.MessageIDs)
 }
