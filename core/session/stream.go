@@ -69,149 +69,185 @@ func (m *Manager) streaming(agent Agent, t turnInput) (LiveOutbound, model.Strea
 func (m *Manager) streamTurn(ctx, wctx context.Context, end func(), unwatch func(proceed bool) error, lo LiveOutbound, sp model.Streamer, agent Agent, t turnInput, history []transcript.Entry, stopTyping func()) error {
 	mctx, cancel := context.WithCancelCause(wctx)
 	defer cancel(nil)
-	watching := true
-	var changed error
-	// show ends the watch before the first text is displayed; false: the
-	// message changed first, and nothing may be shown.
-	show := func() bool {
-		if watching {
-			watching = false
-			if changed = unwatch(true); changed != nil {
-				cancel(changed)
-			}
-		}
-		return changed == nil
-	}
 	run, _ := m.Running(t.key)
-	author := agent.Name
-	n := 0
-	var ids []string
-	id := func() string { return roundID(t.deliveryID, n) }
-	open := func() *delivery.Live {
-		d := delivery.Delivery{ID: id(), Target: t.conv, ReplyTo: t.replyTo, BindingID: t.bindingID,
-			Producer: delivery.Producer{Source: transcript.SourceTurn, TurnSessionKey: t.key, AgentID: agent.ID}}
-		if n > 0 {
-			d.ReplyTo = ""
-		}
-		return lo.Live(ctx, d, delivery.LiveOptions{
-			Controls: delivery.Controls{StopRun: strconv.FormatUint(run.ID, 10)},
-			Commit:   m.commitReply(t.key, author, transcript.SourceTurn, d.ID),
-			After:    m.opt.LiveAfter,
-		})
-	}
-	noteFinished := func(res delivery.Result, err error) error {
-		ids = append(ids, res.MessageIDs...)
-		if err != nil {
-			m.d.Log.Error().Err(err).Str("session", t.key).Msg("streamed reply not delivered")
-		}
-		return err
-	}
-	finish := func(l *delivery.Live, text string) error { return noteFinished(l.Finish(ctx, text)) }
-	live := open()
+	s := &stream{m: m, ctx: ctx, mctx: mctx, cancel: cancel, unwatch: unwatch, watching: true, lo: lo, agent: agent, t: t, run: run, stopTyping: stopTyping}
+	s.live = s.open()
 	req := model.Request{System: m.systemPrompt(agent, t.key), Messages: m.toMessages(ctx, t, history)}
 	if agent.MaxToolSteps > 0 {
 		req.Tools = append(turnTools(m.tools(t.key), t), m.toolboxTools(ctx, agent, t)...)
 	}
-	var text string
-	var err error
+	text, err := s.rounds(sp, req)
+	return s.conclude(end, text, err)
+}
+
+// stream is one streamed turn (streamTurn): its live messages, one per
+// model round that showed text, and the watch of its message.
+type stream struct {
+	m          *Manager
+	ctx        context.Context // the turn's: sends and their entries
+	mctx       context.Context // the model's: ends on /stop or a change of the message
+	cancel     context.CancelCauseFunc
+	unwatch    func(proceed bool) error
+	watching   bool
+	changed    error // the message changed before anything was shown
+	lo         LiveOutbound
+	agent      Agent
+	t          turnInput
+	run        Run
+	stopTyping func()
+	n          int            // rounds whose text was shown so far
+	ids        []string       // message ids displayed
+	live       *delivery.Live // the current round's
+}
+
+// show ends the watch before the first text is displayed; false: the
+// message changed first, and nothing may be shown.
+func (s *stream) show() bool {
+	if s.watching {
+		s.watching = false
+		if s.changed = s.unwatch(true); s.changed != nil {
+			s.cancel(s.changed)
+		}
+	}
+	return s.changed == nil
+}
+
+// id is the delivery id of the current round's live message.
+func (s *stream) id() string { return roundID(s.t.deliveryID, s.n) }
+
+// open starts the current round's live message.
+func (s *stream) open() *delivery.Live {
+	d := delivery.Delivery{ID: s.id(), Target: s.t.conv, ReplyTo: s.t.replyTo, BindingID: s.t.bindingID,
+		Producer: delivery.Producer{Source: transcript.SourceTurn, TurnSessionKey: s.t.key, AgentID: s.agent.ID}}
+	if s.n > 0 {
+		d.ReplyTo = ""
+	}
+	return s.lo.Live(s.ctx, d, delivery.LiveOptions{
+		Controls: delivery.Controls{StopRun: strconv.FormatUint(s.run.ID, 10)},
+		Commit:   s.m.commitReply(s.t.key, s.agent.Name, transcript.SourceTurn, d.ID),
+		After:    s.m.opt.LiveAfter,
+	})
+}
+
+func (s *stream) noteFinished(res delivery.Result, err error) error {
+	s.ids = append(s.ids, res.MessageIDs...)
+	if err != nil {
+		s.m.d.Log.Error().Err(err).Str("session", s.t.key).Msg("streamed reply not delivered")
+	}
+	return err
+}
+
+func (s *stream) finish(l *delivery.Live, text string) error {
+	return s.noteFinished(l.Finish(s.ctx, text))
+}
+
+// rounds streams the model's rounds, running their tool calls, until one
+// ends without any (or the steps run out, the model fails, the message
+// changes or the turn is stopped); it returns the last round's text.
+func (s *stream) rounds(sp model.Streamer, req model.Request) (string, error) {
 	for step := 0; ; step++ {
 		var acc strings.Builder
 		onText := func(delta string) {
 			if acc.Len() == 0 && strings.TrimSpace(delta) != "" {
-				if !show() {
+				if !s.show() {
 					return
 				}
-				stopTyping() // the reply ends the indicator
+				s.stopTyping() // the reply ends the indicator
 			}
-			if changed != nil {
+			if s.changed != nil {
 				return
 			}
 			acc.WriteString(delta)
-			live.Update(acc.String())
+			s.live.Update(acc.String())
 		}
-		var resp model.Response
-		resp, err = sp.Stream(mctx, req, onText)
+		resp, err := sp.Stream(s.mctx, req, onText)
 		if err != nil {
-			text = acc.String()
-			break
+			return acc.String(), err
 		}
-		if len(resp.ToolCalls) == 0 || step >= agent.MaxToolSteps {
-			text = resp.Text
-			if len(resp.ToolCalls) > 0 && strings.TrimSpace(text) == "" {
-				err = fmt.Errorf("%w (%d)", errToolSteps, agent.MaxToolSteps)
+		if len(resp.ToolCalls) == 0 || step >= s.agent.MaxToolSteps {
+			if len(resp.ToolCalls) > 0 && strings.TrimSpace(resp.Text) == "" {
+				return resp.Text, fmt.Errorf("%w (%d)", errToolSteps, s.agent.MaxToolSteps)
 			}
-			break
+			return resp.Text, nil
 		}
 		if strings.TrimSpace(resp.Text) != "" {
-			if !show() {
-				break
+			if !s.show() {
+				return "", nil
 			}
 			// A complete round's text stays shown, as its own message;
 			// the turn's record says first that its last delivery is the
 			// next round's (turnstate.go).
-			m.markRounds(ctx, t.key, t.deliveryID, n+1)
-			_ = finish(live, resp.Text)
-			n++
-			live = open()
+			s.m.markRounds(s.ctx, s.t.key, s.t.deliveryID, s.n+1)
+			_ = s.finish(s.live, resp.Text)
+			s.n++
+			s.live = s.open()
 		}
-		if sideEffects(resp.ToolCalls, req.Tools) && !show() {
+		if sideEffects(resp.ToolCalls, req.Tools) && !s.show() {
 			// The message changed before a tool with effects ran: the
 			// attempt ends here (once past this, it stands: an edit no
 			// longer runs it again, so no effect happens twice).
-			break
+			return "", nil
 		}
 		req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		for _, call := range resp.ToolCalls {
-			out := m.runTool(mctx, t, req.Tools, call)
+			out := s.m.runTool(s.mctx, s.t, req.Tools, call)
 			req.Messages = append(req.Messages, model.Message{Role: model.RoleTool, Text: out, ToolCallID: call.ID, Name: call.Name})
 		}
 	}
-	wasStopped := stopped(mctx)
-	if watching {
+}
+
+// conclude ends the turn after its rounds: a change of the message before
+// anything was shown is returned (errDeleted, errEdited); else the last
+// live message is finished as stopped, failed (with a notice) or answered,
+// and the turn is done.
+func (s *stream) conclude(end func(), text string, err error) error {
+	m, t := s.m, s.t
+	wasStopped := stopped(s.mctx)
+	if s.watching {
 		// Nothing was displayed: the watch ends as a non-streamed turn's.
-		watching = false
-		changed = unwatch(!wasStopped)
+		s.watching = false
+		s.changed = s.unwatch(!wasStopped)
 	}
-	if changed != nil {
+	if s.changed != nil {
 		end()
-		_ = finish(live, "") // nothing of this attempt was displayed
-		return changed
+		_ = s.finish(s.live, "") // nothing of this attempt was displayed
+		return s.changed
 	}
 	end()
-	stopTyping()
+	s.stopTyping()
 	var turnErr error
 	switch {
 	case wasStopped:
 		// What was displayed stays, and is what the entry records.
 		m.d.Log.Info().Str("session", t.key).Msg("turn stopped")
-		_ = noteFinished(live.FinishShown(ctx))
+		_ = s.noteFinished(s.live.FinishShown(s.ctx))
 		turnErr = ErrStopped
 	case err != nil:
 		m.d.Log.Error().Err(err).Str("session", t.key).Msg("turn failed")
 		turnErr = fmt.Errorf("%w: %w", ErrTurnFailed, err)
 		notice := "⚠️ " + noticeText(err)
 		if strings.TrimSpace(text) != "" {
-			if ferr := finish(live, text+"\n\n"+notice); ferr != nil {
+			if ferr := s.finish(s.live, text+"\n\n"+notice); ferr != nil {
 				turnErr = ferr
 			}
 			break
 		}
-		_ = finish(live, "")
+		_ = s.finish(s.live, "")
 		tt := t
-		tt.deliveryID = id()
-		got, rerr := m.reply(ctx, tt, notice, transcript.SourceNotice)
-		ids = append(ids, got...)
+		tt.deliveryID = s.id()
+		got, rerr := m.reply(s.ctx, tt, notice, transcript.SourceNotice)
+		s.ids = append(s.ids, got...)
 		if rerr != nil {
 			m.d.Log.Error().Err(rerr).Str("session", t.key).Msg("turn reply not delivered")
 			turnErr = rerr
 		}
 	default:
-		if ferr := finish(live, text); ferr != nil {
+		if ferr := s.finish(s.live, text); ferr != nil {
 			turnErr = ferr
 		}
 	}
 	if t.done != nil {
-		t.done(ids, turnErr)
+		t.done(s.ids, turnErr)
 	}
 	return nil
 }
