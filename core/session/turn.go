@@ -65,7 +65,6 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) (waiting bool) {
 	agent := m.agentFor(t.key)
 	var text string
 	var err error
-	source := transcript.SourceTurn
 	stopTyping := m.startTyping(t.conv)
 	defer stopTyping()
 	for {
@@ -143,6 +142,14 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) (waiting bool) {
 		break
 	}
 	stopTyping() // the reply ends the indicator; no renewal may follow it
+	m.answer(ctx, t, text, err)
+	return waiting
+}
+
+// answer posts a turn's reply text, or a notice for the model's error err,
+// and reports the turn done.
+func (m *Manager) answer(ctx context.Context, t turnInput, text string, err error) {
+	source := transcript.SourceTurn
 	var turnErr error
 	if err != nil {
 		m.d.Log.Error().Err(err).Str("session", t.key).Msg("turn failed")
@@ -153,7 +160,7 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) (waiting bool) {
 		if t.done != nil {
 			t.done(nil, nil)
 		}
-		return waiting
+		return
 	}
 	ids, err := m.replyWaitingForStore(ctx, t, text, source)
 	if err != nil {
@@ -164,7 +171,6 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) (waiting bool) {
 	if t.done != nil {
 		t.done(ids, err)
 	}
-	return waiting
 }
 
 // upTo drops entries written after the turn's own message (a message
