@@ -316,44 +316,7 @@ func (o *Outbound) deliver(ctx context.Context, d Delivery, commit CommitFunc, r
 		sendErr = fmt.Errorf("no message id in receipt: %w", ErrTransient)
 	}
 	if sendErr != nil {
-		shown := receipt.MessageIDs
-		if len(shown) < len(rec.MessageIDs) {
-			shown = rec.MessageIDs
-		}
-		if len(shown) > 0 && !errors.Is(sendErr, ErrTransient) {
-			if receipt.Text != "" {
-				// A later part failed permanently after earlier parts were
-				// displayed: the transcript records exactly what is shown
-				// (invariant 2) and the delivery is reported failed.
-				rec.State, rec.MessageIDs, rec.DisplayedText = StateSent, slices.Clone(shown), receipt.Text
-				rec.Error, rec.UpdatedAt = sendErr.Error(), o.clock.Now()
-				if err := o.outbox.PutDelivery(context.WithoutCancel(ctx), rec); err != nil {
-					o.log.Error().Err(err).Str("delivery", d.ID).Msg("record partly displayed delivery")
-				}
-				o.log.Warn().Err(sendErr).Str("delivery", d.ID).Int("parts_shown", len(shown)).
-					Msg("delivery partly displayed: recording the parts shown")
-				return o.finish(context.WithoutCancel(ctx), rec, Receipt{MessageIDs: shown}, commit, found)
-			}
-			// The sender cannot say what the shown parts display: keep it
-			// pending rather than record a guess (a resend resumes).
-			sendErr = fmt.Errorf("%w (parts shown, text unknown: %w)", sendErr, ErrTransient)
-		}
-		// A transient failure may hide a message Discord did display (a
-		// dropped response): the record stays pending, so Recover at the
-		// next start sends it again under the same id (the sender's
-		// idempotency finds the displayed one) and writes its entry once.
-		// A permanent failure displayed nothing.
-		state := StateFailed
-		if errors.Is(sendErr, ErrTransient) {
-			state = StatePending
-			rec.MessageIDs = slices.Clone(shown)
-		}
-		rec.State, rec.Error, rec.UpdatedAt = state, sendErr.Error(), o.clock.Now()
-		if err := o.outbox.PutDelivery(context.WithoutCancel(ctx), rec); err != nil {
-			o.log.Error().Err(err).Str("delivery", d.ID).Msg("record failed delivery")
-		}
-		o.observe(rec)
-		return Result{}, &FailedError{DeliveryID: d.ID, Target: d.Target, Err: sendErr}
+		return o.sendFailed(ctx, rec, receipt, sendErr, commit, found)
 	}
 	rec.State, rec.MessageIDs, rec.Error, rec.UpdatedAt = StateSent, slices.Clone(receipt.MessageIDs), "", o.clock.Now()
 	// Persist the receipt first: from here on a restart finishes the write
@@ -362,6 +325,51 @@ func (o *Outbound) deliver(ctx context.Context, d Delivery, commit CommitFunc, r
 		o.log.Error().Err(err).Str("delivery", d.ID).Msg("record delivered receipt")
 	}
 	return o.finish(context.WithoutCancel(ctx), rec, receipt, commit, found)
+}
+
+// sendFailed records a failed send of rec (receipt: what the sender says it
+// displayed before failing) and returns its result: the parts shown when a
+// later part failed for good, else the failure.
+func (o *Outbound) sendFailed(ctx context.Context, rec Record, receipt Receipt, sendErr error, commit CommitFunc, found bool) (Result, error) {
+	d := rec.Delivery
+	shown := receipt.MessageIDs
+	if len(shown) < len(rec.MessageIDs) {
+		shown = rec.MessageIDs
+	}
+	if len(shown) > 0 && !errors.Is(sendErr, ErrTransient) {
+		if receipt.Text != "" {
+			// A later part failed permanently after earlier parts were
+			// displayed: the transcript records exactly what is shown
+			// (invariant 2) and the delivery is reported failed.
+			rec.State, rec.MessageIDs, rec.DisplayedText = StateSent, slices.Clone(shown), receipt.Text
+			rec.Error, rec.UpdatedAt = sendErr.Error(), o.clock.Now()
+			if err := o.outbox.PutDelivery(context.WithoutCancel(ctx), rec); err != nil {
+				o.log.Error().Err(err).Str("delivery", d.ID).Msg("record partly displayed delivery")
+			}
+			o.log.Warn().Err(sendErr).Str("delivery", d.ID).Int("parts_shown", len(shown)).
+				Msg("delivery partly displayed: recording the parts shown")
+			return o.finish(context.WithoutCancel(ctx), rec, Receipt{MessageIDs: shown}, commit, found)
+		}
+		// The sender cannot say what the shown parts display: keep it
+		// pending rather than record a guess (a resend resumes).
+		sendErr = fmt.Errorf("%w (parts shown, text unknown: %w)", sendErr, ErrTransient)
+	}
+	// A transient failure may hide a message Discord did display (a
+	// dropped response): the record stays pending, so Recover at the
+	// next start sends it again under the same id (the sender's
+	// idempotency finds the displayed one) and writes its entry once.
+	// A permanent failure displayed nothing.
+	state := StateFailed
+	if errors.Is(sendErr, ErrTransient) {
+		state = StatePending
+		rec.MessageIDs = slices.Clone(shown)
+	}
+	rec.State, rec.Error, rec.UpdatedAt = state, sendErr.Error(), o.clock.Now()
+	if err := o.outbox.PutDelivery(context.WithoutCancel(ctx), rec); err != nil {
+		o.log.Error().Err(err).Str("delivery", d.ID).Msg("record failed delivery")
+	}
+	o.observe(rec)
+	return Result{}, &FailedError{DeliveryID: d.ID, Target: d.Target, Err: sendErr}
 }
 
 // ErrPartlyDisplayed: a later part of a split message failed permanently;
