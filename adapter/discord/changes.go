@@ -277,46 +277,9 @@ func (g *Gateway) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 			oldest = e.MessageIDs[0]
 		}
 	}
-	shown := map[string]*discordgo.Message{}
-	after, complete := prevSnowflake(oldest), false
-	for page := 0; page < changesPages; page++ {
-		msgs, err := s.ChannelMessages(channelID, 100, "", after, "", discordgo.WithContext(ctx))
-		if err != nil {
-			g.c.countError(err)
-			g.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
-			return
-		}
-		for _, m := range msgs {
-			shown[m.ID] = m
-			if compareIDs(m.ID, after) > 0 {
-				after = m.ID
-			}
-		}
-		if len(msgs) < 100 {
-			complete = true
-			break
-		}
-	}
-	// Past the pages read, the newest page: a long gap between the
-	// window's oldest entry and the rest costs the entries in the gap only.
-	newest, tail := after, ""
-	if !complete {
-		msgs, err := s.ChannelMessages(channelID, 100, "", "", "", discordgo.WithContext(ctx))
-		if err != nil {
-			g.c.countError(err)
-			g.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
-			return
-		}
-		for _, m := range msgs {
-			shown[m.ID] = m
-			if tail == "" || compareIDs(m.ID, tail) < 0 {
-				tail = m.ID
-			}
-		}
-	}
-	// judged: every message of the range holding id was read.
-	judged := func(id string) bool {
-		return complete || compareIDs(id, newest) <= 0 || (tail != "" && compareIDs(id, tail) >= 0)
+	shown, judged, ok := g.readSince(ctx, s, conv, channelID, oldest)
+	if !ok {
+		return
 	}
 	applied := 0
 	for _, e := range entries {
@@ -350,6 +313,54 @@ func (g *Gateway) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 		g.log.Info().Str("conversation", conv).Int("changes", applied).Msg("applied edits and deletions made while down")
 	}
 	g.catchUpEditedMentions(ctx, shown, guildID, watermark)
+}
+
+// readSince reads the channel's messages from oldest on (a few pages at most, then the newest page): shown by id,
+// and judged, which says whether every message of the range holding an id was read. ok is false when a read
+// failed (logged).
+func (g *Gateway) readSince(ctx context.Context, s *discordgo.Session, conv, channelID, oldest string) (shown map[string]*discordgo.Message, judged func(id string) bool, ok bool) {
+	shown = map[string]*discordgo.Message{}
+	after, complete := prevSnowflake(oldest), false
+	for page := 0; page < changesPages; page++ {
+		msgs, err := s.ChannelMessages(channelID, 100, "", after, "", discordgo.WithContext(ctx))
+		if err != nil {
+			g.c.countError(err)
+			g.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
+			return nil, nil, false
+		}
+		for _, m := range msgs {
+			shown[m.ID] = m
+			if compareIDs(m.ID, after) > 0 {
+				after = m.ID
+			}
+		}
+		if len(msgs) < 100 {
+			complete = true
+			break
+		}
+	}
+	// Past the pages read, the newest page: a long gap between the
+	// window's oldest entry and the rest costs the entries in the gap only.
+	newest, tail := after, ""
+	if !complete {
+		msgs, err := s.ChannelMessages(channelID, 100, "", "", "", discordgo.WithContext(ctx))
+		if err != nil {
+			g.c.countError(err)
+			g.log.Warn().Err(err).Str("conversation", conv).Msg("catch up on edits and deletions")
+			return nil, nil, false
+		}
+		for _, m := range msgs {
+			shown[m.ID] = m
+			if tail == "" || compareIDs(m.ID, tail) < 0 {
+				tail = m.ID
+			}
+		}
+	}
+	// judged: every message of the range holding id was read.
+	judged = func(id string) bool {
+		return complete || compareIDs(id, newest) <= 0 || (tail != "" && compareIDs(id, tail) >= 0)
+	}
+	return shown, judged, true
 }
 
 // catchUpEditedMentions routes the messages up to the watermark that were
