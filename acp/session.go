@@ -354,6 +354,12 @@ func (s *session) run(ctx context.Context, t *turn) {
 		return // shutting down: the deferred notice says so
 	}
 	t.resolvePerms()
+	s.ended(ctx, t, c, resp, perr, crashed)
+}
+
+// ended tells the thread how turn t ended: the agent crashed (or was ended),
+// its prompt failed, or it answered with stop reason resp.StopReason.
+func (s *session) ended(ctx context.Context, t *turn, c *conn, resp sdk.PromptResponse, perr error, crashed bool) {
 	switch {
 	case crashed:
 		s.mu.Lock()
