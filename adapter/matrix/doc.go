@@ -5,10 +5,14 @@
 // Handler, turning events into core calls). It is not wired into cmd/bot yet (see "Needs from core" below).
 //
 // Invariants:
-//   - The /sync token is saved (TokenStore) only after every event of its batch was handed to the Handler, and a
-//     batch being handled is finished even when the context is cancelled: a clean stop and restart resumes after
-//     the last handled batch, with no event handled twice and none lost. A crash between the Handler and the save
-//     hands that one batch again (at-least-once): the consumer dedupes by event id. The very first start (no
+//   - Events are handled on their conversation's lane (core/lane; key: room and named thread, text commands on a
+//     lane of their own beside it): one conversation's in /sync order, conversations in parallel, so a conversation
+//     waiting on its sends stalls neither /sync nor another conversation. An edit or redaction continues on the lane
+//     of the message it changes, behind that conversation's sends.
+//   - The /sync token is saved (TokenStore) only after every event of its batch and of every earlier batch was
+//     handled, and events already queued are finished when the context is cancelled (bounded by DrainTimeout): a
+//     clean stop and restart resumes after the last handled batch, with none lost. A crash hands the unsaved
+//     batches again (at-least-once, at most 64 batches): the consumer dedupes by event id. The very first start (no
 //     token) skips the room history and handles only what arrives afterwards (and pending invites). A timeline
 //     truncated by the homeserver (more events since the token than one /sync holds) is filled in from
 //     /messages between the token and the timeline, oldest first, up to SyncOptions.MaxCatchUp events per room.
