@@ -93,9 +93,31 @@ func (b *schedulerBridge) RunBackground(ctx context.Context, in scheduler.Backgr
 //     conversations (so a server's operator sees that server's jobs only).
 
 // Add implements /cron add.
-func (b *schedulerBridge) Add(ctx context.Context, actor authz.Actor, req command.CronAdd) (scheduler.Job, error) {
-	return b.add(ctx, actor, scheduler.AddRequest{Schedule: req.Schedule, Prompt: req.Prompt, Target: req.Target, TZ: req.TZ, To: req.To,
+func (b *schedulerBridge) Add(ctx context.Context, actor authz.Actor, req command.CronAdd) (command.Job, error) {
+	j, err := b.add(ctx, actor, scheduler.AddRequest{Schedule: req.Schedule, Prompt: req.Prompt, Target: req.Target, TZ: req.TZ, To: req.To,
 		CreatedBy: req.CreatedBy, CreatedIn: req.CreatedIn})
+	if err != nil {
+		return command.Job{}, err
+	}
+	return b.jobView(j), nil
+}
+
+// jobView is what /cron shows of j.
+func (b *schedulerBridge) jobView(j scheduler.Job) command.Job {
+	v := command.Job{ID: j.ID, Name: j.Name, Mode: string(j.Mode()), Enabled: j.Enabled, When: b.Describe(j), CreatedIn: j.CreatedIn}
+	if to, err := scheduler.DeliveryTarget(j); err == nil {
+		v.PostsTo = to
+	}
+	return v
+}
+
+// runView is what /cron shows of r.
+func runView(r scheduler.Run) command.Run {
+	v := command.Run{StartedAt: r.StartedAt, Status: string(r.Status), Delivery: string(r.Delivery.Status), Error: r.Error}
+	if r.Late {
+		v.Late = scheduler.HumanDuration(r.LateBy)
+	}
+	return v
 }
 
 func (b *schedulerBridge) add(ctx context.Context, actor authz.Actor, req scheduler.AddRequest) (scheduler.Job, error) {
@@ -211,7 +233,17 @@ func (b *schedulerBridge) AuthorizeRun(ctx context.Context, j scheduler.Job) err
 }
 
 // List implements /cron list: the jobs the asker may see.
-func (b *schedulerBridge) List(ctx context.Context, actor authz.Actor) ([]scheduler.Job, error) {
+func (b *schedulerBridge) List(ctx context.Context, actor authz.Actor) ([]command.Job, error) {
+	jobs, err := b.visibleJobs(ctx, actor)
+	views := make([]command.Job, 0, len(jobs))
+	for _, j := range jobs {
+		views = append(views, b.jobView(j))
+	}
+	return views, err
+}
+
+// visibleJobs are the jobs the asker may see.
+func (b *schedulerBridge) visibleJobs(ctx context.Context, actor authz.Actor) ([]scheduler.Job, error) {
 	all, err := b.Scheduler.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
@@ -237,15 +269,15 @@ func (b *schedulerBridge) Remove(ctx context.Context, actor authz.Actor, id stri
 }
 
 // RunNow implements /cron run.
-func (b *schedulerBridge) RunNow(ctx context.Context, actor authz.Actor, id string) (scheduler.Run, error) {
+func (b *schedulerBridge) RunNow(ctx context.Context, actor authz.Actor, id string) (command.Run, error) {
 	if err := b.requireJobOperator(ctx, actor, "run", id, "run it (/cron run)"); err != nil {
-		return scheduler.Run{}, err
+		return command.Run{}, err
 	}
 	r, err := b.Scheduler.RunNow(ctx, id)
 	if err != nil {
-		return scheduler.Run{}, fmt.Errorf("run job %s: %w", id, err)
+		return command.Run{}, fmt.Errorf("run job %s: %w", id, err)
 	}
-	return r, nil
+	return runView(r), nil
 }
 
 // recentRuns is how many runs /cron runs shows.
@@ -253,7 +285,7 @@ const recentRuns = 10
 
 // Runs implements /cron runs (newest first): a job the asker may not list
 // is unknown to them.
-func (b *schedulerBridge) Runs(ctx context.Context, actor authz.Actor, id string) ([]scheduler.Run, error) {
+func (b *schedulerBridge) Runs(ctx context.Context, actor authz.Actor, id string) ([]command.Run, error) {
 	j, err := b.Scheduler.Get(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", id, err)
@@ -265,7 +297,11 @@ func (b *schedulerBridge) Runs(ctx context.Context, actor authz.Actor, id string
 	if err != nil {
 		return nil, fmt.Errorf("runs of job %s: %w", id, err)
 	}
-	return runs, nil
+	views := make([]command.Run, 0, len(runs))
+	for _, r := range runs {
+		views = append(views, runView(r))
+	}
+	return views, nil
 }
 
 // ScheduleJob implements the schedule_job tool: /cron add's rules, for
@@ -282,7 +318,7 @@ func (b *schedulerBridge) ScheduleJob(ctx context.Context, actor authz.Actor, re
 // ListJobs implements the list_jobs tool: /cron list's rules, in words
 // for the model.
 func (b *schedulerBridge) ListJobs(ctx context.Context, actor authz.Actor) (string, error) {
-	jobs, err := b.List(ctx, actor)
+	jobs, err := b.visibleJobs(ctx, actor)
 	if err != nil || len(jobs) == 0 {
 		return "no jobs", forModel(err)
 	}

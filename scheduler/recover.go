@@ -9,6 +9,7 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/core/usertext"
 )
 
 // RecoverInterrupted finishes the runs a previous process left `running`
@@ -113,7 +114,7 @@ func (s *Scheduler) settleInterrupted(ctx context.Context, j Job, r *Run) {
 	when := r.StartedAt.In(s.jobLoc(j)).Format("2006-01-02 15:04 MST")
 	text := fmt.Sprintf("⚠️ Job %s (`%s`): the run started at %s was interrupted (the bot stopped), so it has no result. "+
 		"It is not run again", j.Name, j.ID, when)
-	text += s.d.Hints.For(target).hintLine(j.ID, "; see %s, or run it now with %s", HintJobRuns, HintRunJob) + "."
+	text += usertext.Line(s.d.Hints.For(target), j.ID, "; see %s, or run it now with %s", HintJobRuns, HintRunJob) + "."
 	id := "job:" + j.ID + ":interrupted:" + r.RunID
 	res, err := s.d.Deliverer.Deliver(context.WithoutCancel(ctx), delivery.Delivery{
 		ID: id, Target: target, Text: text,

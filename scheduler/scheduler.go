@@ -17,6 +17,7 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/core/usertext"
 )
 
 // Deliverer is the method set of *delivery.Outbound the scheduler uses.
@@ -526,7 +527,7 @@ func (s *Scheduler) postNotice(ctx context.Context, j Job, r *Run, kind noticeKi
 		id = "job:" + j.ID + ":disabled:" + r.RunID
 		text = fmt.Sprintf("⚠️ Job %s (`%s`) failed %d times in a row and was turned off. Last failure (run at %s): %s",
 			j.Name, j.ID, j.State.ConsecutiveFailures, when, summaryOf(*r))
-		if hint := s.d.Hints.For(target).hintLine(j.ID, "See %s; to try again use %s, or remove it with %s and add it anew.",
+		if hint := usertext.Line(s.d.Hints.For(target), j.ID, "See %s; to try again use %s, or remove it with %s and add it anew.",
 			HintJobRuns, HintRunJob, HintRemoveJob); hint != "" {
 			text += "\n" + hint
 		}
@@ -534,7 +535,7 @@ func (s *Scheduler) postNotice(ctx context.Context, j Job, r *Run, kind noticeKi
 		id = "job:" + j.ID + ":alert:" + r.RunID
 		text = fmt.Sprintf("⚠️ Job %s (`%s`) failed %d times in a row. Last failure (run at %s): %s",
 			j.Name, j.ID, j.State.ConsecutiveFailures, when, summaryOf(*r))
-		if hint := s.d.Hints.For(target).hintLine(j.ID, "See %s.", HintJobRuns); hint != "" {
+		if hint := usertext.Line(s.d.Hints.For(target), j.ID, "See %s.", HintJobRuns); hint != "" {
 			text += "\n" + hint
 		}
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/core/usertext"
 	"github.com/agentbot/agentbot/internal/redact"
-	"github.com/agentbot/agentbot/scheduler"
 )
 
 // Sessions is what the commands need of core/session.Manager.
@@ -198,9 +198,9 @@ func (c *Commands) run(ctx context.Context, v Invocation) (Reply, error) {
 type userFacing interface{ UserMessage() string }
 
 // hinted is a user-facing error that names what would help next as a hint
-// (scheduler.UserError), rendered in the reader's terms.
+// (the scheduler's UserError), rendered in the reader's terms.
 type hinted interface {
-	Render(scheduler.HintText) string
+	Render(usertext.HintText) string
 }
 
 // userError is a command failure whose message is meant for the user; err,

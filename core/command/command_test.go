@@ -245,14 +245,14 @@ func TestCommands(t *testing.T) {
 			discord: "⏰ Job `j1` added (in-chat): every 10m in this chat", public: true},
 		{name: "cron list empty", cmd: "cron", sub: "list", discord: "No jobs. Add one with /cron add.", matrix: "No jobs. Add one with !cron add."},
 		{name: "cron list", setup: func(w *world) {
-			w.jobs.jobs = []scheduler.Job{{ID: "j1", Name: "daily", StoredMode: scheduler.ModeInChat, Enabled: true}, {ID: "j2", Name: "bg", StoredMode: scheduler.ModeBackground}}
+			w.jobs.jobs = []Job{{ID: "j1", Name: "daily", Mode: "in-chat", Enabled: true, When: "every 10m in this chat"}, {ID: "j2", Name: "bg", Mode: "background", When: "every 10m in this chat"}}
 		}, cmd: "cron", sub: "list",
 			discord: "• `j1` daily (in-chat, enabled): every 10m in this chat\n• `j2` bg (background, disabled): every 10m in this chat\n"},
 		{name: "cron remove", cmd: "cron", sub: "remove", user: "op", opts: map[string]any{"id": "j1"}, discord: "🗑️ Job `j1` removed.", public: true},
 		{name: "cron run", cmd: "cron", sub: "run", user: "op", opts: map[string]any{"id": "j1"}, discord: "▶️ Job `j1` ran: ok (delivery delivered).", public: true},
 		{name: "cron runs none", cmd: "cron", sub: "runs", opts: map[string]any{"id": "j1"}, discord: "Job `j1` has not run yet."},
 		{name: "cron runs", setup: func(w *world) {
-			w.jobs.runs = []scheduler.Run{{StartedAt: boundAt, Status: "ok", Late: true, LateBy: 2 * time.Minute, Delivery: scheduler.RunDelivery{Status: "delivered"}}}
+			w.jobs.runs = []Run{{StartedAt: boundAt, Status: "ok", Late: scheduler.HumanDuration(2 * time.Minute), Delivery: "delivered"}}
 		}, cmd: "cron", sub: "runs", opts: map[string]any{"id": "j1"}, discord: "• 2026-01-02 03:04 ok (late by " + scheduler.HumanDuration(2*time.Minute) + ") — delivery delivered \n"},
 		{name: "cron hint in the platform's syntax", setup: func(w *world) {
 			w.jobs.err = &scheduler.UserError{Msg: `there is no job "nope"`, Err: scheduler.ErrNotFound, Hint: scheduler.HintListJobs}

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
-	"github.com/agentbot/agentbot/scheduler"
 )
 
 // Jobs is the scheduler surface behind /cron: it does what was asked and
@@ -17,13 +17,34 @@ import (
 // the invoker: Jobs applies the authority rule (core/authz), the same one
 // the model's job tools go through (invariant 13).
 type Jobs interface {
-	Add(ctx context.Context, actor authz.Actor, req CronAdd) (scheduler.Job, error)
-	List(ctx context.Context, actor authz.Actor) ([]scheduler.Job, error)
+	Add(ctx context.Context, actor authz.Actor, req CronAdd) (Job, error)
+	List(ctx context.Context, actor authz.Actor) ([]Job, error)
 	Remove(ctx context.Context, actor authz.Actor, id string) error
-	RunNow(ctx context.Context, actor authz.Actor, id string) (scheduler.Run, error)
-	Runs(ctx context.Context, actor authz.Actor, id string) ([]scheduler.Run, error)
-	// Describe says when and where a job runs, in the bot's time zone.
-	Describe(j scheduler.Job) string
+	RunNow(ctx context.Context, actor authz.Actor, id string) (Run, error)
+	// Runs are the job's runs, newest first.
+	Runs(ctx context.Context, actor authz.Actor, id string) ([]Run, error)
+}
+
+// Job is what /cron shows of a scheduled job (Jobs fills it from the scheduler's).
+type Job struct {
+	ID, Name string
+	Mode     string // in-chat | background
+	Enabled  bool
+	// When says when and where it runs, in the bot's time zone.
+	When string
+	// CreatedIn is the conversation it was made in; PostsTo is where it posts (invalid when that is unknown).
+	CreatedIn, PostsTo binding.ConversationRef
+}
+
+// Run is what /cron shows of one run of a job.
+type Run struct {
+	StartedAt time.Time
+	Status    string
+	// Late says how late it started ("" when on time).
+	Late string
+	// Delivery is its delivery's status.
+	Delivery string
+	Error    string
 }
 
 // CronAdd is a /cron add invocation.
@@ -65,14 +86,14 @@ func cronRun(ctx context.Context, jobs Jobs, v Invocation) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("⏰ Job `%s` added (%s): %s", j.ID, j.Mode(), jobs.Describe(j)), nil
+		return fmt.Sprintf("⏰ Job `%s` added (%s): %s", j.ID, j.Mode, j.When), nil
 	case "list":
 		list, err := jobs.List(ctx, actor)
 		if err != nil {
 			return "", err
 		}
 		if v.Platform.PublicReplies {
-			var own []scheduler.Job
+			var own []Job
 			for _, j := range list {
 				if ownRoom(j, v.Conversation) {
 					own = append(own, j)
@@ -80,7 +101,7 @@ func cronRun(ctx context.Context, jobs Jobs, v Invocation) (string, error) {
 			}
 			list = own
 		}
-		return cronList(jobs, list, v.Platform), nil
+		return cronList(list, v.Platform), nil
 	case "remove":
 		if err := jobs.Remove(ctx, actor, id); err != nil {
 			return "", err
@@ -91,7 +112,7 @@ func cronRun(ctx context.Context, jobs Jobs, v Invocation) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("▶️ Job `%s` ran: %s (delivery %s).", id, r.Status, r.Delivery.Status), nil
+		return fmt.Sprintf("▶️ Job `%s` ran: %s (delivery %s).", id, r.Status, r.Delivery), nil
 	default: // runs
 		runs, err := jobs.Runs(ctx, actor, id)
 		if err != nil {
@@ -105,7 +126,7 @@ func cronRun(ctx context.Context, jobs Jobs, v Invocation) (string, error) {
 // in it and posts into it (a thread counts as its room). A listing shown
 // to everyone in a room holds only such jobs, never another room's or a
 // DM's prompts.
-func ownRoom(j scheduler.Job, conv binding.ConversationRef) bool {
+func ownRoom(j Job, conv binding.ConversationRef) bool {
 	room := func(c binding.ConversationRef) string {
 		c = c.Normalize()
 		if c.ParentConversationID != "" {
@@ -113,12 +134,11 @@ func ownRoom(j scheduler.Job, conv binding.ConversationRef) bool {
 		}
 		return c.Channel + "/" + c.ConversationID
 	}
-	to, err := scheduler.DeliveryTarget(j)
-	return err == nil && j.CreatedIn.Valid() && room(j.CreatedIn) == room(conv) && room(to) == room(conv)
+	return j.PostsTo.Valid() && j.CreatedIn.Valid() && room(j.CreatedIn) == room(conv) && room(j.PostsTo) == room(conv)
 }
 
 // cronList is /cron list's reply.
-func cronList(jobs Jobs, list []scheduler.Job, p Platform) string {
+func cronList(list []Job, p Platform) string {
 	if len(list) == 0 {
 		return "No jobs. Add one with " + p.Command("cron", "add") + "."
 	}
@@ -128,23 +148,23 @@ func cronList(jobs Jobs, list []scheduler.Job, p Platform) string {
 		if !j.Enabled {
 			state = "disabled"
 		}
-		fmt.Fprintf(&sb, "• `%s` %s (%s, %s): %s\n", j.ID, j.Name, j.Mode(), state, jobs.Describe(j))
+		fmt.Fprintf(&sb, "• `%s` %s (%s, %s): %s\n", j.ID, j.Name, j.Mode, state, j.When)
 	}
 	return sb.String()
 }
 
 // cronRunList is /cron runs' reply (the runs newest first, as Jobs returns them).
-func cronRunList(id string, runs []scheduler.Run) string {
+func cronRunList(id string, runs []Run) string {
 	if len(runs) == 0 {
 		return fmt.Sprintf("Job `%s` has not run yet.", id)
 	}
 	var sb strings.Builder
 	for _, r := range runs {
 		late := ""
-		if r.Late {
-			late = " (late by " + scheduler.HumanDuration(r.LateBy) + ")"
+		if r.Late != "" {
+			late = " (late by " + r.Late + ")"
 		}
-		fmt.Fprintf(&sb, "• %s %s%s — delivery %s %s\n", r.StartedAt.UTC().Format("2006-01-02 15:04"), r.Status, late, r.Delivery.Status, r.Error)
+		fmt.Fprintf(&sb, "• %s %s%s — delivery %s %s\n", r.StartedAt.UTC().Format("2006-01-02 15:04"), r.Status, late, r.Delivery, r.Error)
 	}
 	return sb.String()
 }

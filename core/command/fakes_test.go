@@ -10,7 +10,6 @@ import (
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/session"
-	"github.com/agentbot/agentbot/scheduler"
 )
 
 // Hand-written fakes of the commands' collaborators; each records what it
@@ -166,8 +165,8 @@ func (f *fakeAuthority) MayFocus(_ context.Context, a authz.Actor, t authz.Focus
 // is what every call returns.
 type fakeJobs struct {
 	operators map[string]bool
-	jobs      []scheduler.Job
-	runs      []scheduler.Run
+	jobs      []Job
+	runs      []Run
 	err       error
 	added     []CronAdd
 }
@@ -182,32 +181,30 @@ func (f *fakeJobs) refuse(a authz.Actor, what string) error {
 	return nil
 }
 
-func (f *fakeJobs) Add(_ context.Context, a authz.Actor, req CronAdd) (scheduler.Job, error) {
+func (f *fakeJobs) Add(_ context.Context, a authz.Actor, req CronAdd) (Job, error) {
 	if err := f.refuse(a, "schedule jobs"); err != nil {
-		return scheduler.Job{}, err
+		return Job{}, err
 	}
 	f.added = append(f.added, req)
-	return scheduler.Job{ID: "j1", StoredMode: scheduler.ModeInChat}, nil
+	return Job{ID: "j1", Mode: "in-chat", When: "every 10m in this chat"}, nil
 }
 
-func (f *fakeJobs) List(context.Context, authz.Actor) ([]scheduler.Job, error) { return f.jobs, f.err }
+func (f *fakeJobs) List(context.Context, authz.Actor) ([]Job, error) { return f.jobs, f.err }
 
 func (f *fakeJobs) Remove(_ context.Context, a authz.Actor, _ string) error {
 	return f.refuse(a, "remove jobs")
 }
 
-func (f *fakeJobs) RunNow(_ context.Context, a authz.Actor, _ string) (scheduler.Run, error) {
+func (f *fakeJobs) RunNow(_ context.Context, a authz.Actor, _ string) (Run, error) {
 	if err := f.refuse(a, "run jobs"); err != nil {
-		return scheduler.Run{}, err
+		return Run{}, err
 	}
-	return scheduler.Run{Status: "ok", Delivery: scheduler.RunDelivery{Status: "delivered"}}, nil
+	return Run{Status: "ok", Delivery: "delivered"}, nil
 }
 
-func (f *fakeJobs) Runs(context.Context, authz.Actor, string) ([]scheduler.Run, error) {
+func (f *fakeJobs) Runs(context.Context, authz.Actor, string) ([]Run, error) {
 	return f.runs, f.err
 }
-
-func (f *fakeJobs) Describe(j scheduler.Job) string { return "every 10m in this chat" }
 
 type fakeACP struct {
 	names    map[string]bool

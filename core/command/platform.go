@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/core/binding"
-	"github.com/agentbot/agentbot/scheduler"
+	"github.com/agentbot/agentbot/core/usertext"
 )
 
 // Platform is what a command's texts need to know of the chat they are
@@ -76,19 +76,19 @@ func (p Platform) link(conv binding.ConversationRef) string {
 }
 
 // JobCommand names the /cron command that does what a scheduler hint says,
-// with its job id, as p's users type it (scheduler.HintText): the
-// scheduler's texts name no command (scheduler.Hint), so each platform
+// with its job id, as p's users type it (usertext.HintText): the
+// scheduler's texts name no command (usertext.Hint), so each platform
 // renders them for its chats (command replies and the scheduler's notices
 // alike). "" for a hint no command serves.
-func (p Platform) JobCommand(h scheduler.Hint, jobID string) string {
+func (p Platform) JobCommand(h usertext.Hint, jobID string) string {
 	switch h {
-	case scheduler.HintListJobs:
+	case usertext.HintListJobs:
 		return "`" + p.Command("cron", "list") + "`"
-	case scheduler.HintJobRuns:
+	case usertext.HintJobRuns:
 		return "`" + p.Command("cron", "runs", jobID) + "`"
-	case scheduler.HintRunJob:
+	case usertext.HintRunJob:
 		return "`" + p.Command("cron", "run", jobID) + "`"
-	case scheduler.HintRemoveJob:
+	case usertext.HintRemoveJob:
 		return "`" + p.Command("cron", "remove", jobID) + "`"
 	}
 	return ""

@@ -271,18 +271,19 @@ func FuzzParseDuration(f *testing.F) {
 func TestCronListInPublicRepliesOnlyTheRoomsOwnJobs(t *testing.T) {
 	t.Parallel()
 	other, dm := ref("chan-9", ""), ref("user:victim", "")
-	jobs := []scheduler.Job{
-		{ID: "here", Name: "here", StoredMode: scheduler.ModeInChat, Target: "main", CreatedIn: channel, Enabled: true},
-		{ID: "thread", Name: "thread", StoredMode: scheduler.ModeInChat, Target: "main", CreatedIn: thread, Enabled: true},
-		{ID: "other", Name: "other", StoredMode: scheduler.ModeInChat, Target: "main", CreatedIn: other, Enabled: true},
-		{ID: "dm", Name: "dm", StoredMode: scheduler.ModeInChat, Target: "main", CreatedIn: dm, Enabled: true},
-		{ID: "into-dm", Name: "into-dm", StoredMode: scheduler.ModeBackground, Target: "isolated", To: "user:victim", CreatedIn: channel, Enabled: true},
+	jobs := []Job{
+		{ID: "here", Name: "here", Mode: "in-chat", CreatedIn: channel, PostsTo: channel, Enabled: true},
+		{ID: "thread", Name: "thread", Mode: "in-chat", CreatedIn: thread, PostsTo: thread, Enabled: true},
+		{ID: "other", Name: "other", Mode: "in-chat", CreatedIn: other, PostsTo: other, Enabled: true},
+		{ID: "dm", Name: "dm", Mode: "in-chat", CreatedIn: dm, PostsTo: dm, Enabled: true},
+		{ID: "into-dm", Name: "into-dm", Mode: "background", CreatedIn: channel, PostsTo: dm, Enabled: true},
+		{ID: "posts-unknown", Name: "posts-unknown", Mode: "background", CreatedIn: channel, Enabled: true},
 	}
 	for _, tc := range []struct {
 		name   string
 		public bool
 		want   []string
-	}{{"public replies", true, []string{"here", "thread"}}, {"ephemeral replies", false, []string{"here", "thread", "other", "dm", "into-dm"}}} {
+	}{{"public replies", true, []string{"here", "thread"}}, {"ephemeral replies", false, []string{"here", "thread", "other", "dm", "into-dm", "posts-unknown"}}} {
 		w := newWorld()
 		w.jobs.jobs = jobs
 		p := matrixWords

@@ -86,6 +86,8 @@ func TestNoForbiddenDependencies(t *testing.T) {
 			"stores keep the core's records; they know no platform or tool protocol"},
 		{[]string{"core/...", "adapter/..."}, []string{module + "acp"},
 			"the ACP side is wired to the core by the application; shared nouns (the permission button) live in core"},
+		{[]string{"core/..."}, []string{module + "scheduler"},
+			"the command layer asks the scheduler through an interface (command.Jobs) filled by the application; shared nouns (hints) live in core/usertext"},
 	}
 	for _, r := range rules {
 		for rel, p := range pkgs {
