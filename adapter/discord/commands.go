@@ -14,6 +14,7 @@ import (
 	"github.com/agentbot/agentbot/core/command"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/core/usertext"
 )
 
 func opt(t discordgo.ApplicationCommandOptionType, name, desc string, required bool) *discordgo.ApplicationCommandOption {
@@ -184,7 +185,7 @@ func (g *Gateway) onInteraction(ctx context.Context, in *discordgo.Interaction) 
 	df.timer = time.AfterFunc(deferAfter, func() { g.deferReply(ctx, v, df) })
 	r, err := g.command(ctx, v)
 	if err != nil {
-		text, internal := command.FailureText(err)
+		text, internal := usertext.ForChat(err)
 		if internal {
 			g.log.Error().Err(err).Str("command", v.name).Msg("slash command failed")
 		}

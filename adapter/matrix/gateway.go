@@ -20,7 +20,7 @@ import (
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
-	"github.com/agentbot/agentbot/internal/redact"
+	"github.com/agentbot/agentbot/core/usertext"
 )
 
 // Sessions is what the Gateway needs of core/session.Manager.
@@ -250,12 +250,6 @@ func (g *Gateway) routeIn(ctx context.Context, in Inbound, conv binding.Conversa
 	}
 }
 
-// userFacing is an error whose UserMessage is written for the person who ran the command.
-type userFacing interface{ UserMessage() string }
-
-// genericFailure is what a user reads when a command failed for a reason not written for them.
-const genericFailure = "⚠️ Something went wrong; the bot logged the details."
-
 // command runs a text command and delivers its reply, once per command event.
 func (g *Gateway) command(ctx context.Context, in Inbound, conv binding.ConversationRef, cmd Command) {
 	if done, err := g.d.Outbound.Delivered(ctx, "cmd:"+in.EventID); err == nil && done {
@@ -271,12 +265,9 @@ func (g *Gateway) command(ctx context.Context, in Inbound, conv binding.Conversa
 		return
 	}
 	if err != nil {
-		var uf userFacing
-		if errors.As(err, &uf) && strings.TrimSpace(uf.UserMessage()) != "" {
-			text = "⚠️ " + redact.String(uf.UserMessage())
-		} else {
+		var internal bool
+		if text, internal = usertext.ForChat(err); internal {
 			g.log.Error().Err(err).Str("command", cmd.Name).Str("event", in.EventID).Msg("text command failed")
-			text = genericFailure
 		}
 	}
 	if strings.TrimSpace(text) == "" {

@@ -20,6 +20,7 @@ import (
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/core/usertext"
 	"github.com/agentbot/agentbot/model"
 	"github.com/agentbot/agentbot/model/echo"
 	"github.com/agentbot/agentbot/store/memory"
@@ -386,7 +387,7 @@ func TestGatewayTextCommands(t *testing.T) {
 	e.say(t, text("!spawn"))
 	es = k.waitEntries(t, room, 4)
 	got := []string{es[1].Text, es[2].Text, es[3].Text}
-	want := []string{"⚠️ there is no job \"x\"", genericFailure, "⚠️ !spawn needs task"}
+	want := []string{"⚠️ there is no job \"x\"", usertext.GenericFailure, "⚠️ !spawn needs task"}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("reply %d = %q, want %q", i+1, got[i], want[i])

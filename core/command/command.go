@@ -11,7 +11,6 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/usertext"
-	"github.com/agentbot/agentbot/internal/redact"
 )
 
 // Sessions is what the commands need of core/session.Manager.
@@ -149,8 +148,8 @@ type Reply struct {
 }
 
 // Run runs one command. An error is user-facing (it implements
-// UserMessage() string with the final text) or internal; FailureText says
-// what the boundary shows for either.
+// UserMessage() string with the final text) or internal; usertext.ForChat
+// says what the boundary shows for either.
 func (c *Commands) Run(ctx context.Context, v Invocation) (Reply, error) {
 	if v.EventID != "" && c.d.Once != nil {
 		first, err := c.d.Once.Claim(ctx, "cmdrun:"+strings.ToLower(v.Platform.Name)+":"+v.EventID)
@@ -193,10 +192,6 @@ func (c *Commands) run(ctx context.Context, v Invocation) (Reply, error) {
 	return Reply{}, userErrf("Unknown command %s.", v.Platform.Command(v.Name))
 }
 
-// userFacing is an error whose UserMessage is written for the person who ran
-// the command (what was wrong, what to do).
-type userFacing interface{ UserMessage() string }
-
 // hinted is a user-facing error that names what would help next as a hint
 // (the scheduler's UserError), rendered in the reader's terms.
 type hinted interface {
@@ -212,7 +207,7 @@ type userError struct {
 
 func (e *userError) Error() string { return e.msg }
 
-// UserMessage implements userFacing.
+// UserMessage implements usertext.UserFacing.
 func (e *userError) UserMessage() string { return e.msg }
 
 func (e *userError) Unwrap() error { return e.err }
@@ -222,7 +217,7 @@ func userErrf(format string, args ...any) error { return &userError{msg: fmt.Spr
 // rendered gives a user-facing error with a scheduler hint its text for p
 // (the hint as p's command); other errors are returned as they are.
 func rendered(err error, p Platform) error {
-	var uf userFacing
+	var uf usertext.UserFacing
 	if !errors.As(err, &uf) {
 		return err
 	}
@@ -230,21 +225,6 @@ func rendered(err error, p Platform) error {
 		return &userError{msg: h.Render(p.JobCommand), err: err}
 	}
 	return err
-}
-
-// genericFailure is what a user reads for an internal error.
-const genericFailure = "⚠️ Something went wrong; the bot logged the details."
-
-// FailureText is what the command boundary shows for an error Run returned:
-// a user-facing error's message (secrets redacted), or for any other error
-// the generic text, with internal true: the boundary then logs the error,
-// once, and nothing of its text reaches the user.
-func FailureText(err error) (text string, internal bool) {
-	var uf userFacing
-	if errors.As(err, &uf) {
-		return "⚠️ " + redact.String(uf.UserMessage()), false
-	}
-	return genericFailure, true
 }
 
 // Refusal is an authority refusal as a sentence for the user.

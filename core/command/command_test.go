@@ -11,6 +11,7 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/core/usertext"
 	"github.com/agentbot/agentbot/scheduler"
 )
 
@@ -29,12 +30,12 @@ var (
 )
 
 // outcome is what the invoker reads: the reply's text, "ERR <text>" for a
-// user-facing error (FailureText without its sign), or "INTERNAL".
+// user-facing error (usertext.ForChat without its sign), or "INTERNAL".
 func outcome(r Reply, err error) string {
 	if err == nil {
 		return r.Text
 	}
-	text, internal := FailureText(err)
+	text, internal := usertext.ForChat(err)
 	if internal {
 		return "INTERNAL"
 	}

@@ -3,7 +3,7 @@
 // /stop): what each does and how its answer reads. An adapter only parses
 // its platform's command (Discord: an interaction's options; Matrix: a
 // "!spawn ..." text) into an Invocation, calls Commands.Run, and answers
-// with the Reply (ephemeral or public) or the error's text (FailureText).
+// with the Reply (ephemeral or public) or the error's text (usertext.ForChat).
 //
 // Texts that name the platform's syntax, settings or markup (a command as
 // it is typed, a user mention, a link to a thread, the config key that

@@ -12,6 +12,7 @@ import (
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/core/usertext"
 	"github.com/agentbot/agentbot/scheduler"
 )
 
@@ -140,7 +141,7 @@ func TestCommandsPassWhatWasAsked(t *testing.T) {
 	}
 }
 
-// TestFailureText (issue 18's one rule): a user-facing error is shown, its
+// TestFailureText: usertext.ForChat (issue 18's one rule): a user-facing error is shown, its
 // secrets redacted; any other error shows the generic text and is reported
 // as internal (the boundary logs it once), none of its words shown.
 func TestFailureText(t *testing.T) {
@@ -154,13 +155,13 @@ func TestFailureText(t *testing.T) {
 		{"user error", userErrf("Usage: !cron add|list"), "⚠️ Usage: !cron add|list", false},
 		{"wrapped user error", fmt.Errorf("cron list: %w", userErrf("pick one")), "⚠️ pick one", false},
 		{"secret in a user error", userErrf("bad token %s", token), "⚠️ bad token [redacted]", false},
-		{"internal", fmt.Errorf("cron list: %w", errInternal), genericFailure, true},
-		{"a refusal not made a sentence is internal", &authz.Refusal{Msg: "no"}, genericFailure, true},
+		{"internal", fmt.Errorf("cron list: %w", errInternal), usertext.GenericFailure, true},
+		{"a refusal not made a sentence is internal", &authz.Refusal{Msg: "no"}, usertext.GenericFailure, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, internal := FailureText(tc.err)
+			got, internal := usertext.ForChat(tc.err)
 			if got != tc.want || internal != tc.internal {
-				t.Errorf("FailureText = %q, %v; want %q, %v", got, internal, tc.want, tc.internal)
+				t.Errorf("ForChat = %q, %v; want %q, %v", got, internal, tc.want, tc.internal)
 			}
 			if internal && strings.Contains(got, "disk") {
 				t.Errorf("internal words shown: %q", got)

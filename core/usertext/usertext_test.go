@@ -1,0 +1,58 @@
+package usertext_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/agentbot/agentbot/core/usertext"
+)
+
+type shown struct{ msg string }
+
+func (e shown) Error() string       { return "internal: " + e.msg }
+func (e shown) UserMessage() string { return e.msg }
+
+// TestForChat: a user-facing error's message is shown (wrapped or not), anything else, or a blank message, is the
+// generic text and internal (the caller logs it).
+func TestForChat(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		err      error
+		want     string
+		internal bool
+	}{
+		{"user-facing", shown{"there is no job x"}, "⚠️ there is no job x", false},
+		{"wrapped", fmt.Errorf("cron remove: %w", shown{"there is no job x"}), "⚠️ there is no job x", false},
+		{"blank", shown{"  "}, usertext.GenericFailure, true},
+		{"internal", errors.New("disk full"), usertext.GenericFailure, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, internal := usertext.ForChat(tc.err); got != tc.want || internal != tc.internal {
+				t.Fatalf("ForChat = %q, %v; want %q, %v", got, internal, tc.want, tc.internal)
+			}
+		})
+	}
+}
+
+// TestHints: a hint is rendered in the reader's terms; a reader lacking one gets no sentence with a hole.
+func TestHints(t *testing.T) {
+	slash := func(h usertext.Hint, id string) string {
+		if h == usertext.HintJobRuns {
+			return "/cron runs " + id
+		}
+		return ""
+	}
+	if got := usertext.Render(slash, usertext.HintJobRuns, "j1"); got != "/cron runs j1" {
+		t.Errorf("Render = %q", got)
+	}
+	if got := usertext.Render(nil, usertext.HintJobRuns, "j1"); got != "" {
+		t.Errorf("Render without a reader = %q", got)
+	}
+	if got := usertext.Line(slash, "j1", "See %s.", usertext.HintJobRuns); got != "See /cron runs j1." {
+		t.Errorf("Line = %q", got)
+	}
+	if got := usertext.Line(slash, "j1", "See %s or %s.", usertext.HintJobRuns, usertext.HintRunJob); got != "" {
+		t.Errorf("Line with a hint the reader lacks = %q, want none", got)
+	}
+}
