@@ -133,6 +133,11 @@ func (s *Sync) Run(ctx context.Context) error {
 		s.dispatch(hctx, resp, func(in Inbound) { s.push(lanes, b, h, in) }, since)
 		b.done()
 		select {
+		case err := <-sv.failed: // first: a lost position stops the loop before it runs further ahead
+			return err
+		default:
+		}
+		select {
 		case sv.batches <- b:
 		case err := <-sv.failed:
 			return err
