@@ -14,6 +14,7 @@ import (
 	"github.com/agentbot/agentbot/core/command"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/scheduler"
+	"github.com/agentbot/agentbot/tools/mcp"
 )
 
 // schedulerBridge connects the scheduler to the rest: it runs job turns
@@ -41,6 +42,7 @@ func newSchedulerBridge(a *App) (*schedulerBridge, error) {
 		Store: a.store, Clock: a.clock, Runner: b, Background: b, Deliverer: a.outbound, Outbox: a.store,
 		History: a.transcripts, Routes: a.bindings, Log: a.log.With().Str("component", "scheduler").Logger(), Authorizer: b,
 		Hints: scheduler.HintsByPlatform{"discord": discord.JobCommand, "matrix": matrix.CommandPlatform(a.cfg.Discord.ThreadBindings.Enabled).JobCommand},
+		Tools: toolHealth(a.tools),
 	})
 	return b, nil
 }
@@ -335,4 +337,13 @@ func (b *schedulerBridge) CancelJob(ctx context.Context, actor authz.Actor, id s
 		return "", forModel(err)
 	}
 	return fmt.Sprintf("job %s removed", id), nil
+}
+
+// toolHealth is the hub as the scheduler's ToolHealth (nil without MCP
+// servers: a nil *mcp.Hub must not become a non-nil interface).
+func toolHealth(h *mcp.Hub) scheduler.ToolHealth {
+	if h == nil {
+		return nil
+	}
+	return h
 }

@@ -58,6 +58,7 @@ func (s *Scheduler) perform(ctx context.Context, j Job, r *Run) {
 			return
 		}
 	}
+	s.noteTools(ctx, j, r)
 	if j.Mode() == ModeInChat {
 		s.performInChat(ctx, j, r)
 		return
