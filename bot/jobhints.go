@@ -1,9 +1,7 @@
 package bot
 
 import (
-	"errors"
-	"strings"
-
+	"github.com/agentbot/agentbot/core/usertext"
 	"github.com/agentbot/agentbot/scheduler"
 )
 
@@ -23,26 +21,4 @@ func toolHint(h scheduler.Hint, _ string) string {
 // forModel is the model's job tools' error boundary: a scheduler error with
 // a hint reads in the model's terms ("list_jobs shows the job ids"), after
 // the operation that failed; every other error is returned as it is.
-func forModel(err error) error {
-	var ue *scheduler.UserError
-	if !errors.As(err, &ue) || ue.Hint == scheduler.HintNone {
-		return err
-	}
-	return &toolError{err: err, ue: ue}
-}
-
-// toolError is err with its scheduler hint rendered for the model.
-type toolError struct {
-	err error
-	ue  *scheduler.UserError
-}
-
-// Error keeps the wrapping operations ("remove job x: ") before the
-// rendered text: errors are wrapped with %w last, so the UserError's own
-// text is the suffix.
-func (e *toolError) Error() string {
-	prefix, _ := strings.CutSuffix(e.err.Error(), e.ue.Error())
-	return prefix + e.ue.Render(toolHint)
-}
-
-func (e *toolError) Unwrap() error { return e.err }
+func forModel(err error) error { return usertext.ForReader(err, toolHint) }

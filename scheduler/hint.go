@@ -32,6 +32,9 @@ func (p HintsByPlatform) For(conv binding.ConversationRef) HintText {
 	return p[conv.Normalize().Channel]
 }
 
+// HintOf is what e names as helping next (usertext.Hinted).
+func (e *UserError) HintOf() Hint { return e.Hint }
+
 // Render is e's text for a reader whose terms hint renders (nil: none): the
 // message, then its hint: "there is no job "x": <list> shows the job ids",
 // where <list> is what hint names for HintListJobs.

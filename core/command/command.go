@@ -192,12 +192,6 @@ func (c *Commands) run(ctx context.Context, v Invocation) (Reply, error) {
 	return Reply{}, userErrf("Unknown command %s.", v.Platform.Command(v.Name))
 }
 
-// hinted is a user-facing error that names what would help next as a hint
-// (the scheduler's UserError), rendered in the reader's terms.
-type hinted interface {
-	Render(usertext.HintText) string
-}
-
 // userError is a command failure whose message is meant for the user; err,
 // if any, is what it was made from.
 type userError struct {
@@ -221,7 +215,7 @@ func rendered(err error, p Platform) error {
 	if !errors.As(err, &uf) {
 		return err
 	}
-	if h, ok := uf.(hinted); ok {
+	if h, ok := uf.(usertext.Hinted); ok {
 		return &userError{msg: h.Render(p.JobCommand), err: err}
 	}
 	return err

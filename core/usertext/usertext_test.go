@@ -56,3 +56,43 @@ func TestHints(t *testing.T) {
 		t.Errorf("Line with a hint the reader lacks = %q, want none", got)
 	}
 }
+
+type hintedErr struct {
+	msg  string
+	hint usertext.Hint
+}
+
+func (e *hintedErr) Error() string { return e.msg }
+func (e *hintedErr) Render(f usertext.HintText) string {
+	if c := usertext.Render(f, e.hint, ""); c != "" {
+		return e.msg + ": " + c + " shows the job ids"
+	}
+	return e.msg
+}
+func (e *hintedErr) HintOf() usertext.Hint { return e.hint }
+
+// TestForReader: a hinted error reads in the reader's terms after the operations wrapping it; errors.Is still
+// sees it; an error without a hint is returned as it is.
+func TestForReader(t *testing.T) {
+	tools := func(h usertext.Hint, _ string) string {
+		if h == usertext.HintListJobs {
+			return "list_jobs"
+		}
+		return ""
+	}
+	inner := &hintedErr{msg: `there is no job "x"`, hint: usertext.HintListJobs}
+	err := usertext.ForReader(fmt.Errorf("cancel job x: %w", inner), tools)
+	if want := `cancel job x: there is no job "x": list_jobs shows the job ids`; err.Error() != want {
+		t.Errorf("ForReader = %q, want %q", err, want)
+	}
+	if !errors.Is(err, inner) {
+		t.Error("the rendered error no longer wraps its cause")
+	}
+	plain := errors.New("disk full")
+	if got := usertext.ForReader(plain, tools); got != plain {
+		t.Errorf("an error without a hint became %v", got)
+	}
+	if got := usertext.ForReader(&hintedErr{msg: "m"}, tools); got.Error() != "m" {
+		t.Errorf("HintNone rendered as %q", got)
+	}
+}
