@@ -49,7 +49,9 @@ type GatewayOptions struct {
 // Sessions is what the Gateway needs of core/session.Manager.
 type Sessions interface {
 	HandleMessage(ctx context.Context, msg session.Message) error
-	DefaultAgent() session.Agent
+	// OwnSessions are a conversation's own sessions, one per agent (a
+	// route change leaves its earlier messages in another agent's).
+	OwnSessions(conv binding.ConversationRef) []string
 	Watermarks() map[string]string
 	Running(key string) (session.Run, bool)
 	Stop(run session.Run) bool
