@@ -21,6 +21,7 @@ import (
 	"github.com/agentbot/agentbot/adapter/matrix"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/console"
+	"github.com/agentbot/agentbot/core/agentroute"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
@@ -50,6 +51,7 @@ type app struct {
 	bindings    *binding.Service
 	transcripts *transcript.Service
 	outbound    *delivery.Outbound
+	routes      *agentroute.Table // agents[].channels
 	router      *delivery.Router
 	sessions    *session.Manager
 	discord     *discord.Client
@@ -190,10 +192,17 @@ func (a *app) wire(o appOptions) error {
 	// matrix.operators (user ids of either platform).
 	a.auth = authz.New(authz.Config{OperatorUsers: slices.Concat(cfg.Discord.Operators.Users, cfg.Matrix.Operators), OperatorRoles: cfg.Discord.Operators.Roles},
 		directories)
+	locators := map[string]agentroute.Locator{}
+	if a.discord != nil {
+		locators["discord"] = a.discord
+	}
+	if a.routes, err = agentRoutes(cfg, locators); err != nil {
+		return err
+	}
 	a.outbound = delivery.NewOutbound(delivery.OutboundOptions{
 		DefaultAgent: agents[0].ID, Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
 	}, delivery.OutboundDeps{
-		Sender: delivery.NewMux(senders), Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
+		Sender: delivery.NewMux(senders), Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings, Agents: a.routes,
 		Clock: o.Clock, Log: log.With().Str("component", "outbound").Logger(),
 		Observe:  func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
 		Diagnose: func(d delivery.Diagnostic) { a.metrics.Rule1Exception(d.Reason) },

@@ -9,6 +9,7 @@ import (
 	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/adapter/matrix"
 	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/core/agentroute"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/command"
@@ -23,6 +24,7 @@ type schedulerBridge struct {
 	*scheduler.Scheduler
 	sessions *session.Manager
 	auth     *authz.Authority
+	routes   *agentroute.Table // a job's agent is its chat's (agents[].channels)
 }
 
 var (
@@ -34,7 +36,7 @@ var (
 )
 
 func newSchedulerBridge(a *app) (*schedulerBridge, error) {
-	b := &schedulerBridge{sessions: a.sessions, auth: a.auth}
+	b := &schedulerBridge{sessions: a.sessions, auth: a.auth, routes: a.routes}
 	b.Scheduler = scheduler.New(scheduler.Options{
 		Settings: schedulerSettings(a.cfg.Scheduler), DefaultAgent: a.cfg.Agents[0].ID,
 	}, scheduler.Deps{
@@ -102,6 +104,9 @@ func (b *schedulerBridge) add(ctx context.Context, actor authz.Actor, req schedu
 		return scheduler.Job{}, err
 	}
 	req.CreatedBy = actor.UserID
+	if req.AgentID == "" {
+		req.AgentID = b.routes.Agent(req.CreatedIn)
+	}
 	if strings.TrimSpace(req.To) != "" {
 		to, err := scheduler.ParseTo(req.To, req.CreatedIn)
 		if err != nil {
