@@ -274,7 +274,7 @@ func (a *app) wire(o appOptions) error {
 	// The commands' logic is the core's; each platform's adapter parses
 	// and answers them.
 	commands := command.New(command.Options{}, command.Deps{
-		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.threads, Authority: a.auth, Jobs: jobs, ACP: acpCmds,
+		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.threads, Authority: a.auth, Jobs: jobs, ACP: acpCmds, Agents: a.routes,
 		Once: commandOnce{st: st, clock: o.Clock},
 	})
 	if a.discord != nil {

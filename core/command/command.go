@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbot/agentbot/core/agentroute"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/session"
@@ -39,6 +40,12 @@ type Routes interface {
 	SessionFor(ref binding.ConversationRef) (string, binding.Record, bool)
 }
 
+// Agents says which agent answers in a conversation and why
+// (core/agentroute.Table, agents[].channels).
+type Agents interface {
+	Resolve(ref binding.ConversationRef) agentroute.Route
+}
+
 // Threads creates the thread /focus binds when run in a channel, on the
 // conversation's platform.
 type Threads interface {
@@ -69,6 +76,8 @@ type Deps struct {
 	Authority Authority
 	Jobs      Jobs
 	ACP       ACP
+	// Agents, if set, lets /agents say which agent answers here and why.
+	Agents Agents
 	// Once makes a command event run at most once (nil: no dedupe).
 	Once Once
 }

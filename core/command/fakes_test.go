@@ -111,10 +111,13 @@ func deref(d *time.Duration) string {
 	return d.String()
 }
 
-type fakeRoutes struct{ key string }
+type fakeRoutes struct {
+	key   string
+	bound bool
+}
 
 func (f fakeRoutes) SessionFor(binding.ConversationRef) (string, binding.Record, bool) {
-	return f.key, binding.Record{}, false
+	return f.key, binding.Record{}, f.bound
 }
 
 type fakeThreads struct {
@@ -238,6 +241,7 @@ type world struct {
 	jobs     *fakeJobs
 	acp      *fakeACP
 	routes   fakeRoutes
+	agents   Agents // nil: /agents does not say who answers
 	noJobs   bool
 	noACP    bool
 }
@@ -262,6 +266,7 @@ func (w *world) commands() *Commands {
 	if w.noACP {
 		d.ACP = nil
 	}
+	d.Agents = w.agents
 	return New(Options{}, d)
 }
 
