@@ -20,3 +20,14 @@ func agentRoutes(cfg *config.Config, locators map[string]agentroute.Locator) (*a
 	}
 	return t, nil
 }
+
+// routeIDs are agents[].channels as claimed id -> agent (for the live check).
+func routeIDs(cfg *config.Config) map[string]string {
+	out := map[string]string{}
+	for _, a := range cfg.Agents {
+		for _, id := range a.Channels {
+			out[id] = a.ID
+		}
+	}
+	return out
+}
