@@ -152,6 +152,15 @@ type Command struct {
 type CommandOption struct {
 	Name  string
 	Value any
+	// Focused marks the option a user is typing in an autocomplete
+	// interaction (InvokeAutocomplete): exactly one is.
+	Focused bool
+}
+
+// Choice is one autocomplete suggestion the bot offered (type 8 response).
+type Choice struct {
+	Name  string `json:"name"`
+	Value any    `json:"value"`
 }
 
 // InteractionResponse is one reply the bot made to an interaction.
@@ -162,7 +171,9 @@ type InteractionResponse struct {
 	Flags     int
 	Ephemeral bool
 	MessageID string // the displayed message, empty when ephemeral
-	Raw       json.RawMessage
+	// Choices are an autocomplete result's suggestions (type 8).
+	Choices []Choice
+	Raw     json.RawMessage
 }
 
 // Interaction is a slash-command invocation made with InvokeCommand.
@@ -179,9 +190,12 @@ type Interaction struct {
 	MessageID  string
 	Responses  []InteractionResponse
 	OriginalID string // id of the displayed original response message, if any
-	Created    time.Time
-	acked      bool
-	ephemeral  bool // the original response is ephemeral
+	// Autocomplete is set for an InvokeAutocomplete interaction (type 4):
+	// its only valid answer is one type 8 callback.
+	Autocomplete bool
+	Created      time.Time
+	acked        bool
+	ephemeral    bool // the original response is ephemeral
 }
 
 // nonceRec is the message an enforced nonce created, and when.
