@@ -229,6 +229,22 @@ func (b *schedulerBridge) List(ctx context.Context, actor authz.Actor) ([]schedu
 	return jobs, nil
 }
 
+// Operable lists the jobs the actor may remove and run (what /cron
+// remove|run complete to).
+func (b *schedulerBridge) Operable(ctx context.Context, actor authz.Actor) ([]scheduler.Job, error) {
+	all, err := b.Scheduler.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	var jobs []scheduler.Job
+	for _, j := range all {
+		if b.jobOperator(ctx, actor, j) {
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs, nil
+}
+
 // Remove implements /cron remove.
 func (b *schedulerBridge) Remove(ctx context.Context, actor authz.Actor, id string) error {
 	if err := b.requireJobOperator(ctx, actor, "remove", id, "remove it (/cron remove)"); err != nil {

@@ -62,9 +62,13 @@ type Authority interface {
 	MayFocus(ctx context.Context, actor authz.Actor, t authz.FocusTarget) error
 }
 
-// Options configure the commands. There are none yet: what differs between
-// platforms comes with each Invocation (its Platform).
-type Options struct{}
+// Options configure the commands; what differs between platforms comes
+// with each Invocation (its Platform).
+type Options struct {
+	// Agents are the configured agents (agents[]), the default first:
+	// what /spawn agent completes to.
+	Agents []AgentChoice
+}
 
 // Deps are the commands' collaborators. Jobs and ACP may be nil (scheduler
 // off, no external agents); Threads is needed only with thread bindings.
