@@ -79,6 +79,8 @@ type Bindings interface {
 // Commander runs the platform-neutral commands (core/command.Commands).
 type Commander interface {
 	Run(ctx context.Context, v command.Invocation) (command.Reply, error)
+	// Complete suggests values for the option being typed (autocomplete).
+	Complete(ctx context.Context, v command.Invocation, option, typed string) []command.Choice
 }
 
 // Deliverer is the outbound send owner (core/delivery.Outbound).

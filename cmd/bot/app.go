@@ -273,7 +273,11 @@ func (a *app) wire(o appOptions) error {
 	}
 	// The commands' logic is the core's; each platform's adapter parses
 	// and answers them.
-	commands := command.New(command.Options{}, command.Deps{
+	agentChoices := make([]command.AgentChoice, 0, len(cfg.Agents))
+	for _, ag := range cfg.Agents {
+		agentChoices = append(agentChoices, command.AgentChoice{ID: ag.ID, Name: ag.Name})
+	}
+	commands := command.New(command.Options{Agents: agentChoices}, command.Deps{
 		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.threads, Authority: a.auth, Jobs: jobs, ACP: acpCmds, Agents: a.routes,
 		Once: commandOnce{st: st, clock: o.Clock},
 	})
