@@ -56,10 +56,17 @@ func Completes(name, sub, option string) bool {
 // names and values at most MaxChoiceLen characters (a value that would be
 // longer is not offered: it could not be picked whole).
 func (c *Commands) Complete(ctx context.Context, v Invocation, option, typed string) []Choice {
+	return c.complete(ctx, v, option, typed, false)
+}
+
+// complete is Complete; here keeps only what belongs to the invoker's
+// conversation (its room's jobs and sessions): a list shown to everyone
+// there (Matrix's !help) names nothing of elsewhere.
+func (c *Commands) complete(ctx context.Context, v Invocation, option, typed string, here bool) []Choice {
 	if !Completes(v.Name, v.Sub, option) {
 		return nil
 	}
-	m := matcher{typed: strings.ToLower(strings.TrimSpace(typed))}
+	m := matcher{typed: strings.ToLower(strings.TrimSpace(typed)), here: here}
 	switch v.Name {
 	case "focus":
 		c.completeFocus(ctx, v, &m)
@@ -79,6 +86,7 @@ func (c *Commands) Complete(ctx context.Context, v Invocation, option, typed str
 // the name or the value, ignoring case), up to MaxChoices.
 type matcher struct {
 	typed  string
+	here   bool // only what belongs to the invoker's conversation
 	out    []Choice
 	checks int
 }
@@ -131,8 +139,11 @@ func sessionName(in session.Info, v Invocation) string {
 
 // candidates are the sessions a target can name, the invoker's own
 // subagents first, then the newest.
-func (c *Commands) candidates(v Invocation, keep func(session.Info) bool) []session.Info {
+func (c *Commands) candidates(v Invocation, m *matcher, keep func(session.Info) bool) []session.Info {
 	ins := c.d.Sessions.Sessions(func(in session.Info) bool {
+		if m.here && in.Requester.Key() != v.Conversation.Key() {
+			return false
+		}
 		return (in.Kind == session.KindSubagent || in.Kind == session.KindMain) && keep(in)
 	})
 	slices.Reverse(ins) // newest first
@@ -159,7 +170,7 @@ func (c *Commands) completeFocus(ctx context.Context, v Invocation, m *matcher) 
 			}
 		}
 	}
-	for _, in := range c.candidates(v, func(session.Info) bool { return true }) {
+	for _, in := range c.candidates(v, m, func(session.Info) bool { return true }) {
 		if !m.matches(sessionName(in, v), sessionValue(in)) {
 			continue
 		}
@@ -176,7 +187,7 @@ func (c *Commands) completeFocus(ctx context.Context, v Invocation, m *matcher) 
 // completeStop: running subagents and turns the invoker may stop (/stop's
 // MayStop: their own, or as an operator of the run's server).
 func (c *Commands) completeStop(ctx context.Context, v Invocation, m *matcher) {
-	for _, in := range c.candidates(v, func(in session.Info) bool { _, ok := c.d.Sessions.Running(in.Key); return ok }) {
+	for _, in := range c.candidates(v, m, func(in session.Info) bool { _, ok := c.d.Sessions.Running(in.Key); return ok }) {
 		if !m.matches(sessionName(in, v), sessionValue(in)) {
 			continue
 		}
@@ -229,6 +240,9 @@ func (c *Commands) completeJobs(ctx context.Context, v Invocation, m *matcher) {
 		return // nothing to suggest; the command itself says why
 	}
 	for _, j := range jobs {
+		if m.here && !ownRoom(j, v.Conversation) {
+			continue
+		}
 		name := fmt.Sprintf("%s (%s) · %s", j.Name, j.ID, c.d.Jobs.Describe(j))
 		if m.matches(name, j.ID) {
 			m.add(name, j.ID)

@@ -105,3 +105,40 @@ func TestCompleteLimits(t *testing.T) {
 		t.Fatalf("one answer asked the authority %d times, want %d", n, maxChecks)
 	}
 }
+
+// TestHelpListsWhatCompletes: help lists the commands with the values
+// their options take, the same lists as autocomplete; said in public (a
+// Matrix room) it names only this room's jobs and sessions, never those of
+// elsewhere the invoker may also reach.
+func TestHelpListsWhatCompletes(t *testing.T) {
+	room := matrixWords
+	room.PublicReplies = true
+	elsewhere := ref("chan-2", "")
+	w := newWorld()
+	w.sessions.infos = []session.Info{
+		{Key: mainKey, AgentID: "main", Kind: session.KindMain, Requester: channel},
+		{Key: "agent:main:test:channel:chan-2", AgentID: "main", Kind: session.KindMain, Requester: elsewhere},
+	}
+	w.jobs.jobs = []scheduler.Job{
+		{ID: "here1", Name: "here", CreatedIn: channel, Target: scheduler.TargetMain},
+		{ID: "there1", Name: "there", CreatedIn: elsewhere, Target: scheduler.TargetMain},
+	}
+	r, err := w.commands().Run(context.Background(), Invocation{Platform: room, Conversation: channel, UserID: "op", Name: "help"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"!focus target — target: `acp:coder` (coder · external coding agent), `" + mainKey + "` (main · this conversation)", "!cron remove|run id — id: `here1`", "!spawn task [label] [agent] [thread] — agent: `main` (Assistant (main)), `scribe` (Scribe (scribe)), `coder`",
+		"!session idle|max-age [duration] · !session unbind — duration: `off`"} {
+		if !strings.Contains(r.Text, want) {
+			t.Errorf("help lacks %q:\n%s", want, r.Text)
+		}
+	}
+	if strings.Contains(r.Text, "chan-2") || strings.Contains(r.Text, "there1") || !r.Public {
+		t.Fatalf("public help names another conversation's session or job (or is not public):\n%s", r.Text)
+	}
+	// Said to the invoker alone, it lists all they may use.
+	r, _ = w.commands().Run(context.Background(), Invocation{Platform: discordWords, Conversation: channel, UserID: "op", Name: "help"})
+	if !strings.Contains(r.Text, "there1") || r.Public {
+		t.Fatalf("private help:\n%s", r.Text)
+	}
+}
