@@ -120,3 +120,68 @@ func TestRoutesE2ETwoChannelsTwoAgents(t *testing.T) {
 		t.Fatalf("main's #review history = %q", got)
 	}
 }
+
+// TestRoutesE2ECategoryThreadAndMove: an agent claiming a category answers
+// in its channels and their threads (a thread follows its parent), read
+// from the gateway's cache; a moderator moving the channel out of the
+// category (CHANNEL_UPDATE) routes it back to the default agent, which
+// says so there once.
+func TestRoutesE2ECategoryThreadAndMove(t *testing.T) {
+	t.Parallel()
+	h := startBot(t, personaModel{}, func(c *config.Config) {
+		c.Agents[0].SystemPrompt = "I am Main."
+		c.Agents = append(c.Agents, config.AgentConfig{ID: "scribe", Name: "Scribe", SystemPrompt: "I am Scribe.", Model: c.Agents[0].Model})
+	})
+	cat, err := h.emu.AddCategory(h.guild.ID, "meetings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	minutes, err := h.emu.AddTextChannel(h.guild.ID, "minutes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.emu.MoveChannel(minutes.ID, cat.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	h.cfg.Agents[1].Channels = []string{cat.ID}
+	if err := h.start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if msgs := rtSay(t, h, minutes.ID, "in the category", 2); !strings.HasPrefix(msgs[1].Content, "I am Scribe. | ") {
+		t.Fatalf("#minutes answered by %q, want scribe (its category)", msgs[1].Content)
+	}
+	if msgs := rtSay(t, h, h.general.ID, "outside", 2); !strings.HasPrefix(msgs[1].Content, "I am Main. | ") {
+		t.Fatalf("#general answered by %q, want main", msgs[1].Content)
+	}
+	th, err := h.emu.AddThread(minutes.ID, "notes", h.alice.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs := rtSay(t, h, th.ID, "in a thread", 2); !strings.HasPrefix(msgs[1].Content, "I am Scribe. | ") {
+		t.Fatalf("thread of #minutes answered by %q, want scribe (it follows its parent)", msgs[1].Content)
+	}
+	// A reply's entry is written once its send is confirmed, into the
+	// session the conversation routes to then: wait for scribe's before
+	// the route changes under them.
+	threadKey := "agent:scribe:discord:channel:" + th.ID
+	for _, key := range []string{threadKey, "agent:scribe:discord:channel:" + minutes.ID} {
+		waitFor(t, "the reply in "+key, func() bool {
+			es, err := h.app.transcripts.Entries(t.Context(), key, 0, 0)
+			return err == nil && len(es) == 2
+		})
+	}
+	if err := h.emu.MoveChannel(minutes.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	msgs := rtSay(t, h, minutes.ID, "moved out", 5)
+	if msgs[3].Content != "🔀 Assistant answers in this conversation now, instead of Scribe; each keeps its own history here." || !strings.HasPrefix(msgs[4].Content, "I am Main. | ") {
+		t.Fatalf("#minutes after the move shows %q", contents(msgs[2:]))
+	}
+	st := finishBot(t, h, h.general.ID, minutes.ID, th.ID)
+	if es := seEntries(t, st, threadKey); len(es) != 2 {
+		t.Fatalf("the thread's history is not scribe's: %+v", es)
+	}
+}

@@ -11,6 +11,7 @@ import (
 const (
 	ChannelTypeText         = 0
 	ChannelTypeDM           = 1
+	ChannelTypeCategory     = 4
 	ChannelTypePublicThread = 11
 )
 
@@ -46,7 +47,7 @@ type Guild struct {
 type Channel struct {
 	ID       string
 	GuildID  string
-	ParentID string // threads only
+	ParentID string // a thread's channel; a text channel's category (MoveChannel)
 	Name     string
 	Type     int
 	OwnerID  string // threads: creator
@@ -254,7 +255,7 @@ func newWorld() world {
 // those DenyBot set, and every one its roles and the channel's overwrites do not grant.
 func (w *world) botDenied(ch *Channel) int64 {
 	d := w.deny[ch.ID]
-	if ch.ParentID != "" {
+	if ch.ParentID != "" && ch.IsThread() {
 		d |= w.deny[ch.ParentID]
 	}
 	if ch.GuildID != "" && ch.Type != ChannelTypeDM {
@@ -325,6 +326,12 @@ func (c *Channel) wire(w *world) map[string]any {
 		}
 		m["recipients"] = rs
 		delete(m, "name")
+	case c.Type == ChannelTypeText:
+		if c.ParentID != "" {
+			m["parent_id"] = c.ParentID
+		} else {
+			m["parent_id"] = nil
+		}
 	case c.IsThread():
 		m["parent_id"] = c.ParentID
 		m["owner_id"] = c.OwnerID

@@ -89,6 +89,41 @@ func (e *Emulator) AddUser(username string) User {
 	return u
 }
 
+// AddCategory creates a channel category in a guild (type 4): text
+// channels are put in it with MoveChannel.
+func (e *Emulator) AddCategory(guildID, name string) (Channel, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.world.guilds[guildID] == nil {
+		return Channel{}, fmt.Errorf("discordtest: unknown guild %s", guildID)
+	}
+	ch := &Channel{ID: e.nextIDLocked(), GuildID: guildID, Name: name, Type: ChannelTypeCategory}
+	e.world.channels[ch.ID] = ch
+	e.world.channelOrder = append(e.world.channelOrder, ch.ID)
+	e.dispatchLocked("CHANNEL_CREATE", ch.wire(&e.world))
+	return cloneChannel(ch), nil
+}
+
+// MoveChannel puts a text channel into a category of its guild ("" takes
+// it out of any), as a moderator dragging it does, emitting CHANNEL_UPDATE.
+func (e *Emulator) MoveChannel(channelID, categoryID string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ch := e.world.channel(channelID)
+	if ch == nil || ch.Type != ChannelTypeText {
+		return fmt.Errorf("discordtest: %s is not a text channel", channelID)
+	}
+	if categoryID != "" {
+		cat := e.world.channel(categoryID)
+		if cat == nil || cat.Type != ChannelTypeCategory || cat.GuildID != ch.GuildID {
+			return fmt.Errorf("discordtest: %s is not a category of guild %s", categoryID, ch.GuildID)
+		}
+	}
+	ch.ParentID = categoryID
+	e.dispatchLocked("CHANNEL_UPDATE", ch.wire(&e.world))
+	return nil
+}
+
 // AddThread creates an active public thread under a text channel, owned by ownerID (a user id, or
 // the bot's), emitting THREAD_CREATE.
 func (e *Emulator) AddThread(parentID, name, ownerID string) (Channel, error) {
