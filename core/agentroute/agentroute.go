@@ -2,8 +2,6 @@ package agentroute
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/agentbot/agentbot/core/binding"
@@ -65,12 +63,11 @@ type Table struct {
 	locators map[string]Locator // by platform (ConversationRef.Channel)
 }
 
-// OverlapError is two agents claiming one id.
+// OverlapError is two agents claiming one id (config validation names
+// the keys; this guards a table built otherwise).
 type OverlapError struct {
 	ID            string
 	First, Second string // the agents, in configuration order
-	FirstIndex    int
-	SecondIndex   int
 }
 
 func (e *OverlapError) Error() string {
@@ -83,17 +80,16 @@ func (e *OverlapError) Error() string {
 // id is an *OverlapError.
 func New(defaultAgent string, claims []Claim, locators map[string]Locator) (*Table, error) {
 	t := &Table{def: defaultAgent, owner: map[string]string{}, locators: map[string]Locator{}}
-	first := map[string]int{}
-	for i, c := range claims {
+	for _, c := range claims {
 		for _, id := range c.IDs {
 			id = strings.TrimSpace(id)
 			if id == "" {
 				continue
 			}
 			if prev, ok := t.owner[id]; ok && prev != c.Agent {
-				return nil, &OverlapError{ID: id, First: prev, Second: c.Agent, FirstIndex: first[id], SecondIndex: i}
+				return nil, &OverlapError{ID: id, First: prev, Second: c.Agent}
 			}
-			t.owner[id], first[id] = c.Agent, i
+			t.owner[id] = c.Agent
 		}
 	}
 	for platform, l := range locators {
@@ -103,12 +99,6 @@ func New(defaultAgent string, claims []Claim, locators map[string]Locator) (*Tab
 	}
 	return t, nil
 }
-
-// Default is the agent that answers where nothing else is claimed.
-func (t *Table) Default() string { return t.def }
-
-// Claimed lists the configured ids, sorted (for `bot doctor -live`).
-func (t *Table) Claimed() []string { return slices.Sorted(maps.Keys(t.owner)) }
 
 // Resolve returns the agent that answers in ref, and why.
 func (t *Table) Resolve(ref binding.ConversationRef) Route {

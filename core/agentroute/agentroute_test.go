@@ -75,8 +75,8 @@ func TestNewRefusesAnIDClaimedByTwoAgents(t *testing.T) {
 		{Agent: "scribe", IDs: []string{"b", "a"}},
 	}, nil)
 	var o *agentroute.OverlapError
-	if !errors.As(err, &o) || o.ID != "a" || o.First != "main" || o.Second != "scribe" || o.FirstIndex != 0 || o.SecondIndex != 1 {
-		t.Fatalf("err = %v (%+v), want an overlap of a between main (0) and scribe (1)", err, o)
+	if !errors.As(err, &o) || o.ID != "a" || o.First != "main" || o.Second != "scribe" {
+		t.Fatalf("err = %v (%+v), want an overlap of a between main and scribe", err, o)
 	}
 	// One agent naming an id twice is no overlap.
 	if _, err := agentroute.New("main", []agentroute.Claim{{Agent: "scribe", IDs: []string{"a", "a"}}}, nil); err != nil {

@@ -36,7 +36,7 @@ func routedAt(in Info, conv binding.ConversationRef) time.Time {
 // routeChange reports the agent that answered in conv before key's agent,
 // when the conversation's route changed since (key is conv's own session
 // of the agent answering now). newest is the newest RoutedAt of conv's
-// sessions; first is true when key's agent never took a message here.
+// sessions; first is true when key's session has no RoutedAt yet.
 func (m *Manager) routeChange(key string, conv binding.ConversationRef) (from Agent, newest time.Time, changed, first bool) {
 	cur, _ := m.Info(key)
 	now := routedAt(cur, conv)
@@ -52,13 +52,13 @@ func (m *Manager) routeChange(key string, conv binding.ConversationRef) (from Ag
 			}
 		}
 	}
-	return from, best, changed, now.IsZero() || cur.RoutedAt.IsZero()
+	return from, best, changed, cur.RoutedAt.IsZero()
 }
 
-// noteRoute records that key's agent answers in conv from now on and, when
-// the route changed, says so in the chat: one line, through Outbound (so in
-// the new session's transcript), once (its delivery id is the message's
-// that found the change).
+// noteRoute says in the chat that key's agent answers in conv now, instead
+// of from: one line, through Outbound (so in the new session's
+// transcript), once (its delivery id is the message's that found the
+// change).
 func (m *Manager) noteRoute(ctx context.Context, key string, conv binding.ConversationRef, messageID string, from Agent) {
 	agent := m.agentFor(key)
 	text := fmt.Sprintf("🔀 %s answers in this conversation now, instead of %s; each keeps its own history here.", agent.Name, from.Name)
