@@ -326,12 +326,6 @@ func (c *Channel) wire(w *world) map[string]any {
 		}
 		m["recipients"] = rs
 		delete(m, "name")
-	case c.Type == ChannelTypeText:
-		if c.ParentID != "" {
-			m["parent_id"] = c.ParentID
-		} else {
-			m["parent_id"] = nil
-		}
 	case c.IsThread():
 		m["parent_id"] = c.ParentID
 		m["owner_id"] = c.OwnerID
@@ -348,7 +342,10 @@ func (c *Channel) wire(w *world) map[string]any {
 		m["position"] = 0
 		m["topic"] = nil
 		m["nsfw"] = false
-		m["parent_id"] = nil
+		m["parent_id"] = nil // a text channel's category (MoveChannel)
+		if c.ParentID != "" {
+			m["parent_id"] = c.ParentID
+		}
 		m["rate_limit_per_user"] = 0
 		ows := []any{}
 		botDeny := w.deny[c.ID]
