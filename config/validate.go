@@ -269,7 +269,7 @@ func (c *Config) validateChannels(i int, owner map[string]int) *Error {
 		switch {
 		case strings.TrimSpace(id) == "":
 			return c.src.errAt(key, "is empty: give a channel, category or server id (Matrix: a room id such as !abc:example.org)")
-		case strings.TrimSpace(id) != id || strings.ContainsAny(id, " \t\r\n"):
+		case strings.ContainsAny(id, " \t\r\n"):
 			return c.src.errAt(key, "%s contains whitespace; give the id alone", show(id))
 		case strings.HasPrefix(id, "user:") || strings.HasPrefix(id, "@"):
 			return c.src.errAt(key, "%s is a user: direct messages always go to the default agent (the first in agents); list channel, category or server ids", show(id))
