@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -184,4 +185,35 @@ func TestRoutesE2ECategoryThreadAndMove(t *testing.T) {
 	if es := seEntries(t, st, threadKey); len(es) != 2 {
 		t.Fatalf("the thread's history is not scribe's: %+v", es)
 	}
+}
+
+// TestMatrixE2ERoomRoutedToAgent: on Matrix a room id in agents[].channels
+// routes the room to that agent: its answer and `!agents` are in the
+// agent's own session of the room, and `!agents` says why.
+func TestMatrixE2ERoomRoutedToAgent(t *testing.T) {
+	w := newMxWorld(t) // not parallel: one homeserver at a time beside the parallel suite
+	h := startMatrixBot(t, w, func(c *config.Config) {
+		c.Agents = append(c.Agents, config.AgentConfig{ID: "scribe", Name: "Scribe", SystemPrompt: "I am Scribe.", Model: c.Agents[0].Model,
+			Channels: []string{w.room}})
+	})
+	w.say(t, w.room, "", "bot: minutes please", true)
+	waitFor(t, "the answer in the room", func() bool { return len(w.botReplies(t, w.room, w.room)) == 1 })
+	w.command(t, w.room, "!agents", "answers here: agent `scribe`, because this conversation ("+w.room+") is in its channels")
+	key := "agent:scribe:matrix:channel:" + w.room
+	var es []transcript.Entry
+	waitFor(t, "the room's entries in scribe's session", func() bool {
+		var err error
+		es, err = h.app.transcripts.Entries(t.Context(), key, 0, 0)
+		return err == nil && len(es) >= 3
+	})
+	// The question, its answer, and !agents' public reply (a command is
+	// handled, not routed: it is no entry).
+	var got []string
+	for _, e := range es {
+		got = append(got, string(e.Source))
+	}
+	if want := []string{"user", "turn", "command"}; !slices.Equal(got, want) {
+		t.Fatalf("scribe's session of the room holds %q, want %q", got, want)
+	}
+	finishMatrixBot(t, h, w, []string{w.room})
 }
