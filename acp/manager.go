@@ -39,6 +39,10 @@ type AgentConfig struct {
 	IdleTimeout time.Duration
 	// MaxSessions caps concurrently running agent processes (0 = no cap).
 	MaxSessions int
+	// Terminal turns the terminal capability on: the agent may run
+	// commands (terminal/*) as Commands says.
+	Terminal bool
+	Commands CommandOptions
 }
 
 // Live shows a turn's messages while they change: core/delivery's one
@@ -112,8 +116,10 @@ type Deps struct {
 	Authority   Authority
 	Clock       clock.Clock
 	Log         zerolog.Logger
-	// Procs records each agent's process group (nil: none recorded).
+	// Procs records each agent's and command's process group (nil: none recorded).
 	Procs Tracker
+	// Commands counts the agents' commands.
+	Commands CommandMetrics
 }
 
 // Tracker records started process groups (internal/procs.Registry).

@@ -10,6 +10,9 @@
 //	                         the script goes on only when allowed
 //	write PATH TEXT          fs/write_text_file, then says "wrote PATH" or "write refused: ERR"
 //	read PATH                fs/read_text_file, then says "read: TEXT" or "read refused: ERR"
+//	run [limit=N] [cwd=DIR] SCRIPT
+//	                         terminal/create of sh -c SCRIPT, wait_for_exit, output, release; then says
+//	                         "ran exit=<code> signal=<sig> truncated=<bool> output=<output>" or "run refused: ERR"
 //	env NAME                 says "env NAME=<value>" or "env NAME unset"
 //	wait                     blocks until session/cancel, then ends the turn "cancelled"
 //	hang                     blocks for good, ignoring session/cancel
@@ -174,6 +177,8 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 			} else {
 				a.say(ctx, sid, "read: "+r.Content)
 			}
+		case "run":
+			a.run(ctx, sid, rest)
 		case "env":
 			if v, ok := os.LookupEnv(arg1); ok {
 				a.say(ctx, sid, "env "+arg1+"="+v)
@@ -197,6 +202,48 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		}
 	}
 	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+}
+
+func (a *agent) run(ctx context.Context, sid sdk.SessionId, rest string) {
+	req := sdk.CreateTerminalRequest{SessionId: sid, Command: "sh"}
+	for {
+		w, r, _ := strings.Cut(rest, " ")
+		if v, ok := strings.CutPrefix(w, "limit="); ok {
+			n, _ := strconv.Atoi(v)
+			req.OutputByteLimit = &n
+		} else if v, ok := strings.CutPrefix(w, "cwd="); ok {
+			req.Cwd = &v
+		} else {
+			break
+		}
+		rest = r
+	}
+	req.Args = []string{"-c", rest}
+	t, err := a.conn.CreateTerminal(ctx, req)
+	if err != nil {
+		a.say(ctx, sid, "run refused: "+err.Error())
+		return
+	}
+	id := t.TerminalId
+	ex, err := a.conn.WaitForTerminalExit(ctx, sdk.WaitForTerminalExitRequest{SessionId: sid, TerminalId: id})
+	if err != nil {
+		a.say(ctx, sid, "run wait failed: "+err.Error())
+		return
+	}
+	out, err := a.conn.TerminalOutput(ctx, sdk.TerminalOutputRequest{SessionId: sid, TerminalId: id})
+	if err != nil {
+		a.say(ctx, sid, "run output failed: "+err.Error())
+		return
+	}
+	_, _ = a.conn.ReleaseTerminal(ctx, sdk.ReleaseTerminalRequest{SessionId: sid, TerminalId: id})
+	code, sig := "", ""
+	if ex.ExitCode != nil {
+		code = strconv.Itoa(*ex.ExitCode)
+	}
+	if ex.Signal != nil {
+		sig = *ex.Signal
+	}
+	a.say(ctx, sid, fmt.Sprintf("ran exit=%s signal=%s truncated=%v output=%s", code, sig, out.Truncated, out.Output))
 }
 
 func main() {
