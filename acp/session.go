@@ -472,7 +472,7 @@ type turn struct {
 	plan      *liveMsg
 	perms     map[string]*pendingPerm
 	cmds      map[string]*shownCmd // the commands it ran, by terminal id
-	pacer     *delivery.Pacer // one edit per EditInterval among the turn's messages
+	pacer     *delivery.Pacer      // one edit per EditInterval among the turn's messages
 	conn      *conn
 	cancelled bool
 	closed    bool           // finishing: no new permission requests
