@@ -65,20 +65,10 @@ type terminals struct {
 
 // CommandMetrics counts commands (nil fields count nothing).
 type CommandMetrics struct {
-	Started, Killed, TimedOut func()
-	Running                   func(delta int)
-}
-
-func (m CommandMetrics) inc(f func()) {
-	if f != nil {
-		f()
-	}
-}
-
-func (m CommandMetrics) running(d int) {
-	if m.Running != nil {
-		m.Running(d)
-	}
+	Started func()
+	// Ended: killed is why the bot killed it ("killed", "timeout"), "" when
+	// it exited by itself.
+	Ended func(killed string)
 }
 
 // command is one running (or finished, not yet released) terminal.
@@ -161,8 +151,9 @@ func (ts *terminals) create(ctx context.Context, req sdk.CreateTerminalRequest) 
 	ts.byID[c.ID] = c
 	closed = ts.closed
 	ts.mu.Unlock()
-	ts.metrics.inc(ts.metrics.Started)
-	ts.metrics.running(1)
+	if ts.metrics.Started != nil {
+		ts.metrics.Started()
+	}
 	go ts.supervise(c, release)
 	if closed { // closeAll ran while it started
 		ts.kill(c, "killed")
@@ -218,8 +209,11 @@ func (ts *terminals) supervise(c *command, release func()) {
 	c.mu.Lock()
 	c.exit = exitStatus(c.cmd.ProcessState)
 	c.ended = ts.now()
+	why := c.why
 	c.mu.Unlock()
-	ts.metrics.running(-1)
+	if ts.metrics.Ended != nil {
+		ts.metrics.Ended(why)
+	}
 	close(c.done)
 	ts.hooks.commandChanged(c)
 }
@@ -240,11 +234,6 @@ func (ts *terminals) kill(c *command, why string) {
 	c.mu.Unlock()
 	if !first {
 		return
-	}
-	if why == "timeout" {
-		ts.metrics.inc(ts.metrics.TimedOut)
-	} else {
-		ts.metrics.inc(ts.metrics.Killed)
 	}
 	pgid := c.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
