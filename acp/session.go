@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -195,7 +197,14 @@ func (s *session) ensure(ctx context.Context) (*conn, error) {
 	env := AgentEnv(s.ac.Env, home.Root())
 	pc := ProcessConfig{Command: s.ac.Command, Args: s.ac.Args, Env: env, Dir: ws.Root(), Grace: s.m.opt.Grace, KillAfter: s.m.opt.KillAfter}
 	if sb := s.ac.Commands.Sandbox; sb != nil {
-		argv := sb.WrapAgent(append([]string{s.ac.Command}, s.ac.Args...), SandboxPaths{Workspace: ws.Root(), Home: home.Root()})
+		// The agent's HOME is its own directory, or the one configured in its env.
+		h := home.Root()
+		for _, e := range env {
+			if v, ok := strings.CutPrefix(e, "HOME="); ok && filepath.IsAbs(v) {
+				h = v
+			}
+		}
+		argv := sb.WrapAgent(append([]string{s.ac.Command}, s.ac.Args...), SandboxPaths{Workspace: ws.Root(), Home: h})
 		pc.Command, pc.Args = argv[0], argv[1:]
 	}
 	var term *terminals

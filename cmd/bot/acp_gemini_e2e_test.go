@@ -126,8 +126,8 @@ func TestE2EGeminiCLI(t *testing.T) {
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(fake.hold) })
-	guard, attempts := npmtest.NetGuard(t)
 	home := t.TempDir()
+	guard, attempts := npmtest.NetGuard(t, home)
 	settings := `{"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}},
  "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false},
  "general": {"disableAutoUpdate": true, "disableUpdateNag": true}}`
