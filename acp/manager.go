@@ -527,6 +527,9 @@ func (m *Manager) reportInterrupted(ctx context.Context) {
 				continue
 			}
 			text := fmt.Sprintf("⚠️ The bot restarted while **%s** was working on a turn here; that turn was interrupted. Send your message again to continue.", ac.Name)
+			if ac.Terminal {
+				text = fmt.Sprintf("⚠️ The bot restarted while **%s** was working on a turn here; that turn was interrupted: any command it was running was cut off (killed), and a command waiting for approval expired without running. Send your message again to continue.", ac.Name)
+			}
 			if err := m.d.Notices.Notify(ctx, rec.Conversation, "acp-interrupted:"+rec.Key+":"+rec.TurnInFlight, text, transcript.SourceNotice, ac.Name); err != nil {
 				m.log.Warn().Err(err).Str("session", rec.Key).Msg("acp interrupted-turn notice not posted")
 				continue

@@ -225,3 +225,38 @@ func waitGone(t *testing.T, pid int) {
 		}
 	}
 }
+
+// An approval waiting when the bot dies is never taken as given: after the
+// restart the thread says it expired, its button answers nothing, and the
+// command never ran.
+func TestApprovalWaitingAtRestartExpires(t *testing.T) {
+	f := newFixture(t, withTerminal(acp.CommandOptions{Approve: true}))
+	res := f.spawn()
+	f.say(res, "alice", "run touch made")
+	ask := f.waitShown("asks permission")
+	recPath := filepath.Join(f.ac.Workspace, ".agentbot-sessions", res.Thread.ConversationID+".json")
+	inFlight, err := os.ReadFile(recPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.stop()
+	// What a SIGKILL would have left: the record as it was mid-turn.
+	if err := os.WriteFile(recPath, inFlight, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.start()
+	f.h.wait(t, "the interrupted-turn notice", func() bool {
+		for _, n := range f.notices.all() {
+			if strings.Contains(n.text, "a command waiting for approval expired without running") {
+				return true
+			}
+		}
+		return false
+	})
+	if r := f.m.Choose(context.Background(), ask.buttons[0].CustomID, "alice", channel); !strings.Contains(r, "no longer waiting") {
+		t.Errorf("a click on the old Allow button: %q", r)
+	}
+	if _, err := os.Stat(filepath.Join(f.ac.Workspace, res.Thread.ConversationID, "made")); err == nil {
+		t.Error("the command ran")
+	}
+}
