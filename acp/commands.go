@@ -10,6 +10,10 @@ import (
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/agentbot/agentbot/core/authz"
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
 )
 
 // approveCommand asks in the running turn whether a command may run: a
@@ -77,11 +81,103 @@ func (s *session) commandChanged(c *command) {
 	sc := t.cmds[c.ID]
 	if sc == nil {
 		t.text = nil
-		sc = &shownCmd{c: c, lm: t.newMsg("", nil), dir: s.shownDir(c.Cwd)}
+		// A Kill button while it runs (Manager.Choose: whoever may approve).
+		kill := []delivery.Button{{CustomID: killPrefix + c.ID, Label: "Kill", Style: delivery.ButtonDanger}}
+		sc = &shownCmd{c: c, lm: t.newMsg("", kill), dir: s.shownDir(c.Cwd)}
 		t.cmds[c.ID] = sc
 	}
 	sc.lm.text = renderCommand(c, sc.dir, s.ac.Commands.Timeout)
+	if ended, _, _, _ := c.state(); ended {
+		sc.endControls()
+	}
 	t.show(s.m.runCtx(), sc.lm)
+}
+
+// endControls takes the Kill button off an ended command's message.
+func (sc *shownCmd) endControls() {
+	if sc.lm.buttons == nil {
+		return
+	}
+	sc.lm.buttons = nil
+	if sc.lm.live != nil {
+		sc.lm.live.SetControls(delivery.Controls{})
+	}
+}
+
+// killPrefix starts a command's Kill button id ("acp:kill:<terminal id>").
+const killPrefix = "acp:kill:"
+
+// kill is a Kill button's click: the command's session's binder, or
+// whoever may approve its commands, ends it. refusal as for Choose.
+func (m *Manager) kill(ctx context.Context, id, userID string, where binding.ConversationRef) (refusal string) {
+	s, c := m.findCommand(id)
+	if c == nil {
+		return "This command is no longer running."
+	}
+	if userID != s.rec.BoundBy && m.d.Authority.MayUseAgent(ctx, authz.Actor{UserID: userID, Where: where}, s.ac.Users, s.ac.Roles, "kill its commands") != nil {
+		return fmt.Sprintf("Only <@%s>, who started this agent, the bot's configured operators or the users its configuration lists can kill its commands.", s.rec.BoundBy)
+	}
+	s.mu.Lock()
+	conn := s.conn
+	s.mu.Unlock()
+	if conn != nil && conn.term != nil {
+		conn.term.kill(c, "killed")
+	}
+	return ""
+}
+
+// findCommand finds a running command by terminal id.
+func (m *Manager) findCommand(id string) (*session, *command) {
+	m.mu.Lock()
+	ss := make([]*session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		ss = append(ss, s)
+	}
+	m.mu.Unlock()
+	for _, s := range ss {
+		s.mu.Lock()
+		conn := s.conn
+		s.mu.Unlock()
+		if conn == nil || conn.term == nil {
+			continue
+		}
+		for _, c := range conn.term.running() {
+			if c.ID == id {
+				return s, c
+			}
+		}
+	}
+	return nil, nil
+}
+
+// Processes is /ps in a thread bound to an ACP session: its running
+// commands with their elapsed time (each one's message in the thread has
+// its Kill button).
+func (m *Manager) Processes(ctx context.Context, rec binding.Record) (string, error) {
+	s, err := m.sessionFor(rec)
+	if err != nil {
+		return "", err
+	}
+	if !s.ac.Terminal {
+		return fmt.Sprintf("ℹ️ **%s** runs no commands here (its terminal is off).", s.ac.Name), nil
+	}
+	s.mu.Lock()
+	conn := s.conn
+	s.mu.Unlock()
+	var cs []*command
+	if conn != nil && conn.term != nil {
+		cs = conn.term.running()
+	}
+	if len(cs) == 0 {
+		return fmt.Sprintf("ℹ️ **%s** is running no command here.", s.ac.Name), nil
+	}
+	now := m.d.Clock.Now()
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s** is running %d command(s) here (each one's message has a Kill button):", s.ac.Name, len(cs))
+	for _, c := range cs {
+		fmt.Fprintf(&b, "\n• %s in %s · %s", codeSpan(c.Line, 200), codeSpan(s.shownDir(c.Cwd), 100), now.Sub(c.Started).Round(time.Second))
+	}
+	return truncate(b.String(), maxMessage), nil
 }
 
 // shownCmd is a command and its message in a turn.
@@ -115,6 +211,7 @@ func (t *turn) endCommands() {
 	defer t.mu.Unlock()
 	for _, sc := range cmds {
 		sc.lm.text = renderCommand(sc.c, sc.dir, t.s.ac.Commands.Timeout)
+		sc.endControls()
 	}
 }
 

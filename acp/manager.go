@@ -356,6 +356,9 @@ func (m *Manager) Stop(ctx context.Context, rec binding.Record, userID string) (
 // Choose answers a permission button. refusal is shown to the clicker
 // only; "" means the choice was taken (the message is edited to show it).
 func (m *Manager) Choose(ctx context.Context, customID, userID string, where binding.ConversationRef) (refusal string) {
+	if id, ok := strings.CutPrefix(customID, killPrefix); ok {
+		return m.kill(ctx, id, userID, where)
+	}
 	id, idx, ok := parseCustomID(customID)
 	if !ok {
 		return "This button is not mine to answer."

@@ -54,6 +54,7 @@ var commandSpecs = map[string]cmdSpec{
 	}},
 	"reset": {},
 	"stop":  {rest: "target", opts: []optSpec{{name: "target"}}},
+	"ps":    {},
 }
 
 // ErrNotCommand: the text does not start with CommandPrefix and a known command name (it is a plain message).
