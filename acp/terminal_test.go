@@ -260,3 +260,36 @@ func TestApprovalWaitingAtRestartExpires(t *testing.T) {
 		t.Error("the command ran")
 	}
 }
+
+// /ps lists the running commands; a command's Kill button ends it for
+// the binder (a stranger's click is refused) and leaves its message.
+func TestPsAndKillButton(t *testing.T) {
+	f := newFixture(t, withTerminal(acp.CommandOptions{}))
+	res := f.spawn()
+	if text, err := f.m.Processes(context.Background(), f.binding(res)); err != nil || !strings.Contains(text, "running no command") {
+		t.Fatalf("idle ps: %q %v", text, err)
+	}
+	f.say(res, "alice", "run sleep 1000 & echo child=$!; wait")
+	pid := f.waitChild()
+	text, err := f.m.Processes(context.Background(), f.binding(res))
+	if err != nil || !strings.Contains(text, "running 1 command(s)") || !strings.Contains(text, "`sh -c 'sleep 1000 & echo child=$!; wait'` in `.`") {
+		t.Fatalf("ps: %q %v", text, err)
+	}
+	m := f.waitShown("child=")
+	if len(m.buttons) != 1 || m.buttons[0].Label != "Kill" {
+		t.Fatalf("command message buttons %+v", m.buttons)
+	}
+	if r := f.m.Choose(context.Background(), m.buttons[0].CustomID, "mallory", channel); !strings.Contains(r, "Only <@alice>") {
+		t.Fatalf("stranger's kill: %q", r)
+	}
+	if r := f.m.Choose(context.Background(), m.buttons[0].CustomID, "alice", channel); r != "" {
+		t.Fatalf("binder's kill: %q", r)
+	}
+	f.waitShown("ran exit= signal=SIGTERM")
+	waitGone(t, pid)
+	f.waitEntries(res.SessionKey, 2)
+	if m, _ := f.live.find("💻"); !strings.Contains(m.text, "⏹️ killed after") || len(m.buttons) != 0 {
+		t.Errorf("command message %q buttons %+v", m.text, m.buttons)
+	}
+	f.checkRule1(res.SessionKey)
+}
