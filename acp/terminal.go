@@ -16,6 +16,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 )
 
 // CommandOptions say how an agent's terminal/* commands run.
@@ -126,7 +127,7 @@ func (ts *terminals) create(ctx context.Context, req sdk.CreateTerminalRequest) 
 	argv := append([]string{req.Command}, req.Args...)
 	if ts.opt.Sandbox != nil {
 		argv = ts.opt.Sandbox.Wrap(argv, SandboxPaths{Workspace: ts.ws.Root(), Cwd: cwd}, ts.opt.Timeout)
-	} else if p, err := lookPath(req.Command, env, cwd); err == nil {
+	} else if p, err := LookPath(req.Command, env, cwd); err == nil {
 		argv[0] = p
 	}
 	c := &command{ID: newID(), Line: line, Cwd: cwd, Started: ts.now(), out: newCapBuffer(req.OutputByteLimit), done: make(chan struct{})}
@@ -372,27 +373,14 @@ func exitStatus(ps *os.ProcessState) sdk.TerminalExitStatus {
 		return sdk.TerminalExitStatus{}
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		s := unixSignalName(ws.Signal())
+		s := unix.SignalName(ws.Signal())
+		if s == "" {
+			s = ws.Signal().String()
+		}
 		return sdk.TerminalExitStatus{Signal: &s}
 	}
 	code := ps.ExitCode()
 	return sdk.TerminalExitStatus{ExitCode: &code}
-}
-
-func unixSignalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGXCPU:
-		return "SIGXCPU"
-	case syscall.SIGXFSZ:
-		return "SIGXFSZ"
-	}
-	return s.String()
 }
 
 // CommandLine is how a command is shown: its words, quoted where needed.
@@ -407,8 +395,9 @@ func CommandLine(command string, args []string) string {
 	return strings.Join(words, " ")
 }
 
-// lookPath finds a command the way the command's own PATH would.
-func lookPath(name string, env []string, dir string) (string, error) {
+// LookPath finds a program in the PATH of env (not the bot's own); a
+// name with a slash is taken relative to dir.
+func LookPath(name string, env []string, dir string) (string, error) {
 	if strings.Contains(name, "/") {
 		if !filepath.IsAbs(name) {
 			name = filepath.Join(dir, name)

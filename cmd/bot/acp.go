@@ -96,20 +96,9 @@ func acpCommandOptions(cfg *config.Config, name, workspace string) (acp.CommandO
 // programDir is what of the agent's program the sandbox must show: its
 // directory, or for an npm program the node_modules it lives in.
 func programDir(command string, env []string) string {
-	path := ""
-	for _, e := range env {
-		if v, ok := strings.CutPrefix(e, "PATH="); ok {
-			path = v
-		}
-	}
-	p := command
-	if !strings.Contains(command, "/") {
-		for _, d := range filepath.SplitList(path) {
-			if st, err := os.Stat(filepath.Join(d, command)); err == nil && !st.IsDir() {
-				p = filepath.Join(d, command)
-				break
-			}
-		}
+	p, err := acp.LookPath(command, env, "")
+	if err != nil {
+		return ""
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
