@@ -23,6 +23,8 @@ type conn struct {
 	c    *sdk.ClientSideConnection
 	caps sdk.AgentCapabilities
 	term *terminals // nil: the terminal capability is off
+	// proxy is the sandboxed agent's way to its model endpoints (nil: none).
+	proxy *endpointProxy
 }
 
 // close stops the agent process and every command it ran (bounded).
@@ -31,6 +33,9 @@ func (c *conn) close() {
 		c.term.closeAll()
 	}
 	c.proc.Stop()
+	if c.proxy != nil {
+		c.proxy.close()
+	}
 }
 
 // dial starts the agent and runs initialize (bounded by ctx).

@@ -26,6 +26,11 @@ type Sandbox struct {
 	// Expose are paths shown read-only again after Hide and the private
 	// /tmp (an agent program installed under one of them).
 	Expose []string
+	// Relay is the program (and its first arguments) that runs the relay
+	// inside (RelayMain; cmd/bot: the bot itself, `sandbox-relay`): with
+	// it the agent gets no network but its model endpoints. Empty: the
+	// agent keeps the host network.
+	Relay  []string
 	Limits Limits
 }
 
@@ -43,6 +48,8 @@ type Limits struct {
 // SandboxPaths are the directories of one session inside the sandbox.
 type SandboxPaths struct {
 	Workspace, Home, Cwd string
+	// NetDir is the host directory of the endpoint proxy's socket.
+	NetDir string
 }
 
 // FindSandbox looks up bwrap and prlimit on the bot's PATH.
@@ -58,6 +65,9 @@ func FindSandbox(network bool) (*Sandbox, error) {
 // base is bwrap's arguments up to the program.
 func (s *Sandbox) base(p SandboxPaths, network bool) []string {
 	a := []string{s.Bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"}
+	if p.NetDir != "" {
+		a = append(a, "--bind", p.NetDir, relayDir)
+	}
 	for _, h := range s.Hide {
 		st, err := os.Stat(h)
 		switch {
@@ -116,10 +126,15 @@ func (s *Sandbox) Wrap(argv []string, p SandboxPaths, timeout time.Duration) []s
 	return append(a, argv...)
 }
 
-// WrapAgent is the agent process's argv in the sandbox. The agent keeps
-// the network: it has to reach its model endpoint (see docs/DECISIONS.md
-// 241); its commands run through the client's terminal get none unless
-// Network.
+// WrapAgent is the agent process's argv in the sandbox. With a Relay and
+// p.NetDir it has no network of its own: the relay inside reaches the
+// endpoint proxy's socket in NetDir (docs/DECISIONS.md 241); without, it
+// keeps the host network.
 func (s *Sandbox) WrapAgent(argv []string, p SandboxPaths) []string {
-	return append(s.base(p, true), argv...)
+	if len(s.Relay) == 0 || p.NetDir == "" {
+		return append(s.base(p, true), argv...)
+	}
+	a := append(s.base(p, false), s.Relay...)
+	a = append(a, relayDir+"/"+relaySocket, "--")
+	return append(a, argv...)
 }

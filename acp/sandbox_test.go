@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/acp"
+	"github.com/agentbot/agentbot/acp/acptest"
 )
 
 // sandbox returns the real bwrap sandbox, or skips when bwrap is missing
@@ -134,4 +135,46 @@ func TestSandboxedAgentAndCommands(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
 		t.Error("a command wrote outside the workspace")
 	}
+}
+
+// With the relay, a sandboxed agent has no network but its model
+// endpoint: a connection to the endpoint its env names goes through the
+// bot's endpoint proxy; any other (here a second loopback listener) is
+// refused; without the proxy it cannot connect at all.
+func TestSandboxedAgentReachesOnlyItsEndpoint(t *testing.T) {
+	sb := sandbox(t)
+	listen := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	endpoint, other := listen(), listen()
+	relay := acptest.BuildRelay(t)
+	f := newFixture(t, func(ac *acp.AgentConfig) {
+		sb.Relay = []string{relay}
+		sb.Expose = []string{filepath.Dir(ac.Command), relay}
+		ac.Env["MODEL_BASE_URL"] = "http://" + endpoint
+		ac.Commands = acp.CommandOptions{Sandbox: sb}
+	})
+	res := f.spawn()
+	f.say(res, "alice", "connect "+endpoint)
+	f.waitShown("connect ok")
+	f.say(res, "alice", "connect "+other)
+	f.waitShown("connect failed: proxy: 403 Forbidden")
+	f.say(res, "alice", "dial "+endpoint)
+	f.waitShown("dial failed")
+	f.say(res, "alice", "env HTTPS_PROXY")
+	f.waitShown("env HTTPS_PROXY=http://" + acp.RelayListen)
 }

@@ -196,6 +196,7 @@ func (s *session) ensure(ctx context.Context) (*conn, error) {
 	}
 	env := AgentEnv(s.ac.Env, home.Root())
 	pc := ProcessConfig{Command: s.ac.Command, Args: s.ac.Args, Env: env, Dir: ws.Root(), Grace: s.m.opt.Grace, KillAfter: s.m.opt.KillAfter}
+	var proxy *endpointProxy
 	if sb := s.ac.Commands.Sandbox; sb != nil {
 		// The agent's HOME is its own directory, or the one configured in its env.
 		h := home.Root()
@@ -204,7 +205,15 @@ func (s *session) ensure(ctx context.Context) (*conn, error) {
 				h = v
 			}
 		}
-		argv := sb.WrapAgent(append([]string{s.ac.Command}, s.ac.Args...), SandboxPaths{Workspace: ws.Root(), Home: h})
+		sp := SandboxPaths{Workspace: ws.Root(), Home: h}
+		if len(sb.Relay) > 0 {
+			if proxy, err = startEndpointProxy(endpointsOf(s.ac.Env), s.m.log.With().Str("session", s.rec.Key).Logger()); err != nil {
+				return nil, err
+			}
+			sp.NetDir = proxy.dir
+			pc.Env = append(append([]string{}, env...), proxyEnv()...)
+		}
+		argv := sb.WrapAgent(append([]string{s.ac.Command}, s.ac.Args...), sp)
 		pc.Command, pc.Args = argv[0], argv[1:]
 	}
 	var term *terminals
@@ -225,9 +234,13 @@ func (s *session) ensure(ctx context.Context) (*conn, error) {
 	defer cancel()
 	c, err = dial(ictx, pc, ws, s, term)
 	if err != nil {
+		if proxy != nil {
+			proxy.close()
+		}
 		s.noteCrash()
 		return nil, err
 	}
+	c.proxy = proxy
 	s.mu.Lock()
 	s.conn = c
 	prev := s.rec.ACPSessionID

@@ -13,6 +13,9 @@
 //	run [limit=N] [cwd=DIR] SCRIPT
 //	                         terminal/create of sh -c SCRIPT, wait_for_exit, output, release; then says
 //	                         "ran exit=<code> signal=<sig> truncated=<bool> output=<output>" or "run refused: ERR"
+//	connect HOST:PORT        opens a TCP connection (through $HTTPS_PROXY with CONNECT when set); says
+//	                         "connect ok" or "connect failed: ERR"
+//	dial HOST:PORT           opens a TCP connection directly; says "dial ok" or "dial failed: ERR"
 //	env NAME                 says "env NAME=<value>" or "env NAME unset"
 //	wait                     blocks until session/cancel, then ends the turn "cancelled"
 //	hang                     blocks for good, ignoring session/cancel
@@ -25,9 +28,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -179,6 +186,19 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 			}
 		case "run":
 			a.run(ctx, sid, rest)
+		case "connect":
+			if err := connect(arg1); err != nil {
+				a.say(ctx, sid, "connect failed: "+err.Error())
+			} else {
+				a.say(ctx, sid, "connect ok")
+			}
+		case "dial":
+			if c, err := net.DialTimeout("tcp", arg1, 5*time.Second); err != nil {
+				a.say(ctx, sid, "dial failed: "+err.Error())
+			} else {
+				c.Close()
+				a.say(ctx, sid, "dial ok")
+			}
 		case "env":
 			if v, ok := os.LookupEnv(arg1); ok {
 				a.say(ctx, sid, "env "+arg1+"="+v)
@@ -244,6 +264,36 @@ func (a *agent) run(ctx context.Context, sid sdk.SessionId, rest string) {
 		sig = *ex.Signal
 	}
 	a.say(ctx, sid, fmt.Sprintf("ran exit=%s signal=%s truncated=%v output=%s", code, sig, out.Truncated, out.Output))
+}
+
+// connect reaches addr directly, or through the HTTPS_PROXY with CONNECT.
+func connect(addr string) error {
+	proxy := os.Getenv("HTTPS_PROXY")
+	if proxy == "" {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	u, err := url.Parse(proxy)
+	if err != nil {
+		return err
+	}
+	c, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", addr, addr)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("proxy: %s", resp.Status)
+	}
+	return nil
 }
 
 func main() {
