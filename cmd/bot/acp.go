@@ -89,9 +89,20 @@ func acpCommandOptions(cfg *config.Config, name, workspace string) (acp.CommandO
 	if dir := programDir(c.Command, acp.AgentEnv(c.Env, "")); dir != "" {
 		sb.Expose = append(sb.Expose, dir)
 	}
+	// The agent reaches its model endpoints only, through the bot itself
+	// run as the relay inside the sandbox.
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			sb.Relay = []string{real, acpRelayCommand}
+			sb.Expose = append(sb.Expose, real)
+		}
+	}
 	o.Sandbox = sb
 	return o, nil
 }
+
+// acpRelayCommand is the bot's subcommand that runs acp.RelayMain.
+const acpRelayCommand = "sandbox-relay"
 
 // programDir is what of the agent's program the sandbox must show: its
 // directory, or for an npm program the node_modules it lives in.

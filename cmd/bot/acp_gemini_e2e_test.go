@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -215,7 +217,9 @@ func TestE2EGeminiCLI(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(outside) })
 	fake.mu.Lock()
-	fake.probe = "touch " + outside + "/escaped || echo write-outside-refused; echo probe-ran > probe.txt"
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	fake.probe = "touch " + outside + "/escaped || echo write-outside-refused; echo probe-ran > probe.txt; " +
+		`python3 -c 'import socket; socket.create_connection(("127.0.0.1", ` + strconv.Itoa(port) + `), 5)' || echo connect-refused`
 	fake.mu.Unlock()
 	adSay(t, h, thread.ID, "Please run the probe.")
 	acpMessage(t, h, thread.ID, "Running the probe.")
@@ -240,8 +244,10 @@ func TestE2EGeminiCLI(t *testing.T) {
 	fake.mu.Lock()
 	reqs := strings.Join(fake.requests, "\n")
 	fake.mu.Unlock()
-	if !strings.Contains(reqs, "write-outside-refused") {
-		t.Errorf("the shell tool's result does not say the write outside failed: %s", reqs)
+	for _, want := range []string{"write-outside-refused", "connect-refused"} {
+		if !strings.Contains(reqs, want) {
+			t.Errorf("the shell tool's result does not say %s: %s", want, reqs)
+		}
 	}
 
 	adSay(t, h, thread.ID, "Now think slowly about it.")
