@@ -30,7 +30,9 @@
 //     by the binder or someone MayUseAgent admits; anything else (Deny, the
 //     timeout, a cancelled turn, a restart) means it never runs.
 //   - With a Sandbox the agent process and its commands run under bwrap
-//     (see Sandbox); commands get no network unless Sandbox.Network.
+//     (see Sandbox); commands get no network unless Sandbox.Network; with
+//     Sandbox.Relay the agent has none either, but CONNECT to its model
+//     endpoints through the relay and the bot's endpoint proxy.
 //   - A session's directories are one safe component made from the
 //     conversation id (safeComponent), never the id itself (invariant 18).
 //   - What the thread displays is the bound session's transcript (Rule 1):
