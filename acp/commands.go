@@ -79,6 +79,10 @@ func (s *session) commandChanged(c *command) {
 		t.cmds = map[string]*shownCmd{}
 	}
 	sc := t.cmds[c.ID]
+	ended, _, _, _ := c.state()
+	if sc == nil && ended {
+		return // its turn is over (a later turn does not show it)
+	}
 	if sc == nil {
 		t.text = nil
 		// A Kill button while it runs (Manager.Choose: whoever may approve).
@@ -87,7 +91,7 @@ func (s *session) commandChanged(c *command) {
 		t.cmds[c.ID] = sc
 	}
 	sc.lm.text = renderCommand(c, sc.dir, s.ac.Commands.Timeout)
-	if ended, _, _, _ := c.state(); ended {
+	if ended {
 		sc.endControls()
 	}
 	t.show(s.m.runCtx(), sc.lm)
