@@ -82,11 +82,10 @@ type command struct {
 	out  *capBuffer
 	done chan struct{} // closed once it exited and its output is read
 
-	mu       sync.Mutex
-	exit     sdk.TerminalExitStatus
-	ended    time.Time
-	why      string // "timeout" | "killed" | ""
-	released bool
+	mu    sync.Mutex
+	exit  sdk.TerminalExitStatus
+	ended time.Time
+	why   string // "timeout" | "killed" | ""
 }
 
 // create starts a command (terminal/create).
@@ -118,7 +117,7 @@ func (ts *terminals) create(ctx context.Context, req sdk.CreateTerminalRequest) 
 		}
 		env = append(env, e.Name+"="+e.Value) // later wins (os/exec)
 	}
-	line := CommandLine(req.Command, req.Args)
+	line := commandLine(req.Command, req.Args)
 	if ts.opt.Approve {
 		if err := ts.hooks.approveCommand(ctx, line, cwd); err != nil {
 			return "", &sdk.RequestError{Code: -32000, Message: "command not run: " + err.Error()}
@@ -308,9 +307,6 @@ func (ts *terminals) release(id string) error {
 	ts.mu.Lock()
 	delete(ts.byID, id)
 	ts.mu.Unlock()
-	c.mu.Lock()
-	c.released = true
-	c.mu.Unlock()
 	return nil
 }
 
@@ -383,8 +379,8 @@ func exitStatus(ps *os.ProcessState) sdk.TerminalExitStatus {
 	return sdk.TerminalExitStatus{ExitCode: &code}
 }
 
-// CommandLine is how a command is shown: its words, quoted where needed.
-func CommandLine(command string, args []string) string {
+// commandLine is how a command is shown: its words, quoted where needed.
+func commandLine(command string, args []string) string {
 	words := append([]string{command}, args...)
 	for i, w := range words {
 		if w == "" || strings.ContainsAny(w, " \t\n'\"\\$`|&;<>()*?[]{}~#") {
