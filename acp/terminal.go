@@ -117,13 +117,23 @@ func (ts *terminals) create(ctx context.Context, req sdk.CreateTerminalRequest) 
 		}
 		env = append(env, e.Name+"="+e.Value) // later wins (os/exec)
 	}
-	line := commandLine(req.Command, req.Args)
+	args := req.Args
+	line := commandLine(req.Command, args)
+	if len(args) == 0 && strings.ContainsAny(req.Command, shellChars) {
+		// A shell line (Claude Code sends its Bash tool's command so): run
+		// by the shell, shown as written.
+		sh := "sh"
+		if _, err := LookPath("bash", env, ts.ws.Root()); err == nil {
+			sh = "bash"
+		}
+		req.Command, args, line = sh, []string{"-c", req.Command}, req.Command
+	}
 	if ts.opt.Approve {
 		if err := ts.hooks.approveCommand(ctx, line, cwd); err != nil {
 			return "", &sdk.RequestError{Code: -32000, Message: "command not run: " + err.Error()}
 		}
 	}
-	argv := append([]string{req.Command}, req.Args...)
+	argv := append([]string{req.Command}, args...)
 	if ts.opt.Sandbox != nil {
 		argv = ts.opt.Sandbox.Wrap(argv, SandboxPaths{Workspace: ts.ws.Root(), Cwd: cwd}, ts.opt.Timeout)
 	} else if p, err := LookPath(req.Command, env, cwd); err == nil {
@@ -378,6 +388,9 @@ func exitStatus(ps *os.ProcessState) sdk.TerminalExitStatus {
 	code := ps.ExitCode()
 	return sdk.TerminalExitStatus{ExitCode: &code}
 }
+
+// shellChars in a command without arguments make it a shell line.
+const shellChars = " \t\n;&|<>()$`\\\"'*?[]#~"
 
 // commandLine is how a command is shown: its words, quoted where needed.
 func commandLine(command string, args []string) string {

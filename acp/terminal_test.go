@@ -293,3 +293,19 @@ func TestPsAndKillButton(t *testing.T) {
 	}
 	f.checkRule1(res.SessionKey)
 }
+
+// A command without arguments that is a shell line (Claude Code sends its
+// Bash tool's command so) runs in the shell and is shown as written.
+func TestShellLineCommand(t *testing.T) {
+	f := newFixture(t, withTerminal(acp.CommandOptions{}))
+	res := f.spawn()
+	f.say(res, "alice", "runline echo one && echo two | tr a-z A-Z")
+	m := f.waitShown("ran exit=0")
+	if !strings.Contains(m.text, "one\r\nTWO") {
+		t.Errorf("agent saw %q", m.text)
+	}
+	f.waitEntries(res.SessionKey, 2)
+	if c, _ := f.live.find("💻"); !strings.HasPrefix(c.text, "💻 `echo one && echo two | tr a-z A-Z` in `.`") {
+		t.Errorf("command message %q", c.text)
+	}
+}

@@ -16,6 +16,7 @@
 //	connect HOST:PORT        opens a TCP connection (through $HTTPS_PROXY with CONNECT when set); says
 //	                         "connect ok" or "connect failed: ERR"
 //	dial HOST:PORT           opens a TCP connection directly; says "dial ok" or "dial failed: ERR"
+//	runline LINE             as run, but LINE is the command itself, without arguments (as Claude Code sends one)
 //	env NAME                 says "env NAME=<value>" or "env NAME unset"
 //	wait                     blocks until session/cancel, then ends the turn "cancelled"
 //	hang                     blocks for good, ignoring session/cancel
@@ -186,6 +187,8 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 			}
 		case "run":
 			a.run(ctx, sid, rest)
+		case "runline":
+			a.run(ctx, sid, "line="+rest)
 		case "connect":
 			if err := connect(arg1); err != nil {
 				a.say(ctx, sid, "connect failed: "+err.Error())
@@ -233,12 +236,17 @@ func (a *agent) run(ctx context.Context, sid sdk.SessionId, rest string) {
 			req.OutputByteLimit = &n
 		} else if v, ok := strings.CutPrefix(w, "cwd="); ok {
 			req.Cwd = &v
+		} else if v, ok := strings.CutPrefix(rest, "line="); ok {
+			req.Command, rest = v, ""
+			break
 		} else {
 			break
 		}
 		rest = r
 	}
-	req.Args = []string{"-c", rest}
+	if rest != "" {
+		req.Args = []string{"-c", rest}
+	}
 	t, err := a.conn.CreateTerminal(ctx, req)
 	if err != nil {
 		a.say(ctx, sid, "run refused: "+err.Error())
