@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -60,6 +61,17 @@ func FindSandbox(network bool) (*Sandbox, error) {
 	}
 	p, _ := exec.LookPath("prlimit")
 	return &Sandbox{Bwrap: b, Prlimit: p, Network: network}, nil
+}
+
+// Check runs bwrap once with the namespaces the sandbox uses: a kernel or
+// container that forbids unprivileged user namespaces fails here, with
+// bwrap's own words.
+func (s *Sandbox) Check() error {
+	out, err := exec.Command(s.Bwrap, "--ro-bind", "/", "/", "--unshare-user", "--unshare-pid", "--unshare-net", "--die-with-parent", "true").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("sandbox: bwrap cannot create its namespaces here (%v: %s)", err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 // base is bwrap's arguments up to the program.

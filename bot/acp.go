@@ -68,8 +68,11 @@ func acpCommandOptions(cfg *config.Config, name, workspace string) (acp.CommandO
 		return o, nil
 	}
 	sb, err := acp.FindSandbox(c.Network)
+	if err == nil {
+		err = sb.Check()
+	}
 	if err != nil {
-		return o, fmt.Errorf("acp.agents.%s.sandbox: %w; install it or set sandbox: none (no confinement)", name, err)
+		return o, fmt.Errorf("acp.agents.%s.sandbox: %w; fix that or set sandbox: none (no confinement)", name, err)
 	}
 	if home, err := os.UserHomeDir(); err == nil {
 		sb.Hide = append(sb.Hide, home)
@@ -195,7 +198,11 @@ func DoctorACP(ctx context.Context, cfg *config.Config, stdout io.Writer) int {
 		case c.Sandbox == config.SandboxNone:
 			fmt.Fprintf(stdout, "⚠ acp agent %s: sandbox: none: it and its commands run unconfined\n", n)
 		default:
-			if _, err := acp.FindSandbox(c.Network); err != nil {
+			sb, err := acp.FindSandbox(c.Network)
+			if err == nil {
+				err = sb.Check()
+			}
+			if err != nil {
 				fmt.Fprintf(stdout, "✘ acp agent %s: %v (or set sandbox: none)\n", n, err)
 				problems++
 			}

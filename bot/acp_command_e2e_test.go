@@ -22,8 +22,8 @@ func needBwrap(t *testing.T) {
 	if err != nil {
 		t.Skipf("bwrap not installed (Debian package bubblewrap): %v", err)
 	}
-	if out, err := exec.Command(sb.Bwrap, "--ro-bind", "/", "/", "--unshare-user", "--unshare-pid", "--unshare-net", "true").CombinedOutput(); err != nil {
-		t.Skipf("bwrap cannot create namespaces here (%v: %s)", err, out)
+	if err := sb.Check(); err != nil {
+		t.Skip(err)
 	}
 }
 
