@@ -279,7 +279,10 @@ func (a *App) wire(o Options, d Deps) error {
 	} = a.sessions
 	var acpDep discord.ACP
 	var acpCmds command.ACP
-	if a.acp = newACP(a); a.acp != nil {
+	if a.acp, err = newACP(a); err != nil {
+		return err
+	}
+	if a.acp != nil {
 		sessions, acpDep, acpCmds = acpRouting{Manager: a.sessions, acp: a.acp, bindings: a.bindings}, a.acp, acpCommands{a.acp}
 	}
 	// The commands' logic is the core's; each platform's adapter parses

@@ -362,6 +362,14 @@ func setIfEmpty(s *string, def string) {
 	}
 }
 
+// File is the file the config was loaded from ("" for one built in code).
+func (c *Config) File() string {
+	if c.src == nil {
+		return ""
+	}
+	return c.src.file
+}
+
 // DefaultAgent is the first agent.
 func (c *Config) DefaultAgent() AgentConfig { return c.Agents[0] }
 

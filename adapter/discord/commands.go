@@ -66,6 +66,7 @@ func Commands() []*discordgo.ApplicationCommand {
 		{Name: "stop", Description: "Stop this conversation's running turn, or a subagent's run", Options: []*discordgo.ApplicationCommandOption{
 			opt(optString, "target", "Subagent label or session key (default: this conversation)", false),
 		}},
+		{Name: "ps", Description: "Commands the external agent bound to this thread is running"},
 	})
 }
 

@@ -57,6 +57,7 @@ var commandSpecs = map[string]cmdSpec{
 	// help lists the commands and the values their options take here
 	// (what Discord's autocomplete offers).
 	"help": {},
+	"ps":   {},
 }
 
 // ErrNotCommand: the text does not start with CommandPrefix and a known command name (it is a plain message).

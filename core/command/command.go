@@ -199,6 +199,8 @@ func (c *Commands) run(ctx context.Context, v Invocation) (Reply, error) {
 		return c.stop(ctx, v)
 	case "help":
 		return c.help(ctx, v), nil
+	case "ps":
+		return c.ps(ctx, v)
 	case "reset":
 		if _, err := c.d.Sessions.Reset(ctx, v.Conversation); err != nil {
 			return Reply{}, fmt.Errorf("reset: %w", err)

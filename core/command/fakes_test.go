@@ -229,6 +229,7 @@ type fakeACP struct {
 	starts   []ACPStart
 	stopText string
 	stopErr  error
+	psText   string
 }
 
 func (f *fakeACP) Has(name string) bool { return f.names[name] }
@@ -249,6 +250,8 @@ func (f *fakeACP) Start(_ context.Context, req ACPStart) (ACPStarted, error) {
 func (f *fakeACP) Stop(context.Context, binding.Record, string) (string, error) {
 	return f.stopText, f.stopErr
 }
+
+func (f *fakeACP) Processes(context.Context, binding.Record) (string, error) { return f.psText, nil }
 
 // world is one Commands over fresh fakes.
 type world struct {

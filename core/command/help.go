@@ -21,6 +21,7 @@ var helpLines = []struct {
 	{"cron", "remove", []string{"cron remove|run id"}, "id"},
 	{"cron", "runs", []string{"cron runs id"}, "id"},
 	{"stop", "", []string{"stop [target]"}, "target"},
+	{"ps", "", []string{"ps"}, ""},
 }
 
 // help lists the commands and, for each option naming a job, a run, a
