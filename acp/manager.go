@@ -300,6 +300,12 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 // OnBindingEnded stops the agent process of an ACP session whose binding
 // ended (unfocus, thread deleted, expiry): its running turn is cancelled,
 // the session is dropped. Its record stays; a new binding starts afresh.
+//
+// It returns once the cancelled turn's messages are finished (bounded by
+// endWait): the turn is the owner of its live messages until then, and
+// what the binding's end posts next in the thread (the farewell) must come
+// after them, on the screen and in the transcript. Run it before the
+// farewell's callback.
 func (m *Manager) OnBindingEnded(rec binding.Record) {
 	if rec.TargetKind != KindACP {
 		return
@@ -308,10 +314,19 @@ func (m *Manager) OnBindingEnded(rec binding.Record) {
 	s := m.sessions[rec.TargetSessionKey]
 	delete(m.sessions, rec.TargetSessionKey)
 	m.mu.Unlock()
-	if s != nil {
-		go s.shutdown()
+	if s == nil {
+		return
+	}
+	select {
+	case <-s.shutdown():
+	case <-m.opt.After(endWait):
+		m.log.Warn().Str("session", rec.TargetSessionKey).Dur("waited", endWait).
+			Msg("acp: the ended binding's turn did not finish in time; the farewell goes ahead")
 	}
 }
+
+// endWait bounds how long an ended binding waits for its turn's messages.
+const endWait = 30 * time.Second
 
 // Message is a user message in a bound thread.
 type Message struct {

@@ -128,6 +128,7 @@ func (s *session) work(ctx context.Context) {
 			s.mu.Lock()
 			s.turn = nil
 			s.mu.Unlock()
+			close(t.ended) // never ran: nothing to finish
 			return
 		}
 		s.run(ctx, t)
@@ -145,12 +146,22 @@ func (s *session) stopProcess() {
 	}
 }
 
-func (s *session) shutdown() {
+// shutdown closes the session, cancels its turn and stops its agent. The
+// channel it returns is closed once that turn's messages are finished
+// (displayed and recorded); at once when no turn ran.
+func (s *session) shutdown() <-chan struct{} {
 	s.mu.Lock()
 	s.closed = true
+	t := s.turn
 	s.mu.Unlock()
 	s.cancel()
 	s.stopProcess()
+	if t == nil {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return t.ended
 }
 
 // ensure returns a running, initialised agent with the session open:
@@ -344,6 +355,7 @@ func (s *session) run(ctx context.Context, t *turn) {
 		if !p.warm && (!stopping || err == nil) {
 			s.clearInFlight(t.seq)
 		}
+		close(t.ended)
 	}()
 	c, err := s.ensure(ctx)
 	if err != nil {
@@ -501,6 +513,7 @@ type turn struct {
 	permWG    sync.WaitGroup // permission requests being answered
 	killed    chan struct{}  // closed when a cancel outlived CancelGrace
 	killOnce  sync.Once
+	ended     chan struct{} // closed once its messages are finished (run returned)
 }
 
 func newTurn(s *session, p prompt) *turn {
@@ -508,7 +521,7 @@ func newTurn(s *session, p prompt) *turn {
 	if seq == "" {
 		seq = newID()
 	}
-	return &turn{s: s, p: p, seq: seq, tools: map[sdk.ToolCallId]*liveMsg{}, perms: map[string]*pendingPerm{}, pacer: delivery.NewPacer(), killed: make(chan struct{})}
+	return &turn{s: s, p: p, seq: seq, tools: map[sdk.ToolCallId]*liveMsg{}, perms: map[string]*pendingPerm{}, pacer: delivery.NewPacer(), killed: make(chan struct{}), ended: make(chan struct{})}
 }
 
 func (t *turn) setConn(c *conn) {

@@ -314,10 +314,12 @@ func (a *App) wire(o Options, d Deps) error {
 			return err
 		}
 	}
-	a.bindings.OnEnded(a.sessions.OnBindingEnded)
+	// An ACP binding's end first finishes its cancelled turn, then the
+	// farewell is posted: in that order in the thread and its transcript.
 	if a.acp != nil {
 		a.bindings.OnEnded(a.acp.OnBindingEnded)
 	}
+	a.bindings.OnEnded(a.sessions.OnBindingEnded)
 	// A message confirmed for one delivery is never taken for another's
 	// when an ambiguous send is reconciled: the adapter starts knowing the
 	// recent ones (the previous process's too).
