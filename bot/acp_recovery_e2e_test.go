@@ -54,3 +54,35 @@ func TestE2EACPTurnOutlivesRecoveryCutoff(t *testing.T) {
 	acpMessage(t, h, thread.ID, "🔧 Write notes.txt · ✅ done")
 	finishBot(t, h, h.general.ID, thread.ID)
 }
+
+// TestE2EACPUnfocusWhileTurnWaits (found by the soak's ACP actions, seed 6):
+// /unfocus in an ACP thread while its turn waits on a permission request.
+// The binding's end cancels the turn; its messages are finished (the
+// request reads cancelled, the turn says it stopped) before the farewell is
+// posted, so the thread shows them in that order and its transcript holds
+// them in the same order (it held the cancelled request after the
+// farewell).
+func TestE2EACPUnfocusWhileTurnWaits(t *testing.T) {
+	t.Parallel()
+	h, _ := acpBot(t, "script", func(h *harness, c *config.ACPAgentConfig) {
+		c.Command = acptest.Build(t)
+	})
+	thread := acpSpawn(t, h, "script", "tool t1 Write notes.txt\nask t1 Write notes.txt\nwrite notes.txt by the agent\nupdate t1 completed")
+	perm := acpMessage(t, h, thread.ID, "asks permission: Write notes.txt")
+	waitUntil(t, h, "the permission buttons", func() bool {
+		m, _ := h.emu.Message(perm.ID)
+		return len(m.Buttons()) == 2
+	})
+	in, err := h.emu.InvokeCommand(thread.ID, h.alice.ID, "unfocus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adResponded(t, h, in)
+	farewell := acpMessage(t, h, thread.ID, "Session ended")
+	for _, m := range h.emu.Messages(thread.ID) {
+		if m.Author.ID == h.emu.BotUserID() && m.ID > farewell.ID && !strings.Contains(m.Content, "Session ended") {
+			t.Errorf("the ended turn posted %q after the farewell", m.Content)
+		}
+	}
+	finishBot(t, h, h.general.ID, thread.ID)
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/adapter/matrix"
 	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/core/agentroute"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/command"
@@ -24,6 +25,7 @@ type schedulerBridge struct {
 	*scheduler.Scheduler
 	sessions *session.Manager
 	auth     *authz.Authority
+	routes   *agentroute.Table // a job's agent is its chat's (agents[].channels)
 }
 
 var (
@@ -35,7 +37,7 @@ var (
 )
 
 func newSchedulerBridge(a *App) (*schedulerBridge, error) {
-	b := &schedulerBridge{sessions: a.sessions, auth: a.auth}
+	b := &schedulerBridge{sessions: a.sessions, auth: a.auth, routes: a.routes}
 	b.Scheduler = scheduler.New(scheduler.Options{
 		Settings: schedulerSettings(a.cfg.Scheduler), DefaultAgent: a.cfg.Agents[0].ID,
 	}, scheduler.Deps{
@@ -127,6 +129,9 @@ func (b *schedulerBridge) add(ctx context.Context, actor authz.Actor, req schedu
 		return scheduler.Job{}, err
 	}
 	req.CreatedBy = actor.UserID
+	if req.AgentID == "" {
+		req.AgentID = b.routes.Agent(req.CreatedIn)
+	}
 	if strings.TrimSpace(req.To) != "" {
 		to, err := scheduler.ParseTo(req.To, req.CreatedIn)
 		if err != nil {
@@ -254,6 +259,22 @@ func (b *schedulerBridge) visibleJobs(ctx context.Context, actor authz.Actor) ([
 	for _, j := range all {
 		if b.visible(ctx, actor, j) {
 			jobs = append(jobs, j)
+		}
+	}
+	return jobs, nil
+}
+
+// Operable lists the jobs the actor may remove and run (what /cron
+// remove|run complete to).
+func (b *schedulerBridge) Operable(ctx context.Context, actor authz.Actor) ([]command.Job, error) {
+	all, err := b.Scheduler.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	var jobs []command.Job
+	for _, j := range all {
+		if b.jobOperator(ctx, actor, j) {
+			jobs = append(jobs, b.jobView(j))
 		}
 	}
 	return jobs, nil

@@ -49,7 +49,9 @@ func PermissionButton(request string, option int) string {
 	return permissionPrefix + request + ":" + strconv.Itoa(option)
 }
 
-// IsPermissionButton reports whether a component custom id is a permission button.
+// IsPermissionButton reports whether a component custom id is one of the agent side's buttons: a permission
+// option, or another button under the same prefix (a command's Kill, "acp:kill:<id>"), all answered by
+// acp.Manager.Choose.
 func IsPermissionButton(customID string) bool { return strings.HasPrefix(customID, permissionPrefix) }
 
 // ParsePermissionButton returns the request and option a permission button answers.
