@@ -187,59 +187,9 @@ func (s *session) ensure(ctx context.Context) (*conn, error) {
 		case <-s.m.opt.After(s.m.opt.Backoff(crashes)):
 		}
 	}
-	// The directories are made from the conversation id each time (never
-	// from the record's Dir, which an older version wrote unescaped).
-	wsDir, err := sessionDir(s.ac, s.rec.Conversation.ConversationID)
+	pc, ws, term, proxy, err := s.processConfig(ctx)
 	if err != nil {
 		return nil, err
-	}
-	homeDir, err := homeDir(s.ac, s.rec.Conversation.ConversationID)
-	if err != nil {
-		return nil, err
-	}
-	ws, err := NewWorkspace(wsDir)
-	if err != nil {
-		return nil, err
-	}
-	home, err := NewWorkspace(homeDir)
-	if err != nil {
-		return nil, err
-	}
-	env := AgentEnv(s.ac.Env, home.Root())
-	pc := ProcessConfig{Command: s.ac.Command, Args: s.ac.Args, Env: env, Dir: ws.Root(), Grace: s.m.opt.Grace, KillAfter: s.m.opt.KillAfter}
-	var proxy *endpointProxy
-	if sb := s.ac.Commands.Sandbox; sb != nil {
-		// The agent's HOME is its own directory, or the one configured in its env.
-		h := home.Root()
-		for _, e := range env {
-			if v, ok := strings.CutPrefix(e, "HOME="); ok && filepath.IsAbs(v) {
-				h = v
-			}
-		}
-		sp := SandboxPaths{Workspace: ws.Root(), Home: h}
-		if len(sb.Relay) > 0 {
-			if proxy, err = startEndpointProxy(endpointsOf(s.ac.Env), s.m.log.With().Str("session", s.rec.Key).Logger()); err != nil {
-				return nil, err
-			}
-			sp.NetDir = proxy.dir
-			pc.Env = append(append([]string{}, env...), proxyEnv()...)
-		}
-		argv := sb.WrapAgent(append([]string{s.ac.Command}, s.ac.Args...), sp)
-		pc.Command, pc.Args = argv[0], argv[1:]
-	}
-	var term *terminals
-	if s.ac.Terminal {
-		term = &terminals{ws: ws, env: env, opt: s.ac.Commands, grace: s.m.opt.KillAfter, after: s.m.opt.After, now: s.m.d.Clock.Now,
-			hooks: s, metrics: s.m.d.Commands}
-		if term.grace <= 0 {
-			term.grace = 3 * time.Second
-		}
-		if tr := s.m.d.Procs; tr != nil {
-			term.track = func(pid int) func() { return tr.Started(context.WithoutCancel(ctx), pid, "command", s.ac.Name) }
-		}
-	}
-	if tr := s.m.d.Procs; tr != nil {
-		pc.Track = func(pid int) func() { return tr.Started(context.WithoutCancel(ctx), pid, "acp", s.ac.Name) }
 	}
 	ictx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -292,6 +242,65 @@ func (s *session) ensure(ctx context.Context) (*conn, error) {
 		}
 	}
 	return c, nil
+}
+
+// processConfig is how the session's agent process starts: its workspace and home (made from the conversation id),
+// its environment, the sandbox around it (with the endpoint proxy it relays through, if any), the terminals it may
+// run commands in, and the process tracker.
+func (s *session) processConfig(ctx context.Context) (pc ProcessConfig, ws *Workspace, term *terminals, proxy *endpointProxy, err error) {
+	// The directories are made from the conversation id each time (never
+	// from the record's Dir, which an older version wrote unescaped).
+	wsDir, err := sessionDir(s.ac, s.rec.Conversation.ConversationID)
+	if err != nil {
+		return ProcessConfig{}, nil, nil, nil, err
+	}
+	homeDir, err := homeDir(s.ac, s.rec.Conversation.ConversationID)
+	if err != nil {
+		return ProcessConfig{}, nil, nil, nil, err
+	}
+	ws, err = NewWorkspace(wsDir)
+	if err != nil {
+		return ProcessConfig{}, nil, nil, nil, err
+	}
+	home, err := NewWorkspace(homeDir)
+	if err != nil {
+		return ProcessConfig{}, nil, nil, nil, err
+	}
+	env := AgentEnv(s.ac.Env, home.Root())
+	pc = ProcessConfig{Command: s.ac.Command, Args: s.ac.Args, Env: env, Dir: ws.Root(), Grace: s.m.opt.Grace, KillAfter: s.m.opt.KillAfter}
+	if sb := s.ac.Commands.Sandbox; sb != nil {
+		// The agent's HOME is its own directory, or the one configured in its env.
+		h := home.Root()
+		for _, e := range env {
+			if v, ok := strings.CutPrefix(e, "HOME="); ok && filepath.IsAbs(v) {
+				h = v
+			}
+		}
+		sp := SandboxPaths{Workspace: ws.Root(), Home: h}
+		if len(sb.Relay) > 0 {
+			if proxy, err = startEndpointProxy(endpointsOf(s.ac.Env), s.m.log.With().Str("session", s.rec.Key).Logger()); err != nil {
+				return ProcessConfig{}, nil, nil, nil, err
+			}
+			sp.NetDir = proxy.dir
+			pc.Env = append(append([]string{}, env...), proxyEnv()...)
+		}
+		argv := sb.WrapAgent(append([]string{s.ac.Command}, s.ac.Args...), sp)
+		pc.Command, pc.Args = argv[0], argv[1:]
+	}
+	if s.ac.Terminal {
+		term = &terminals{ws: ws, env: env, opt: s.ac.Commands, grace: s.m.opt.KillAfter, after: s.m.opt.After, now: s.m.d.Clock.Now,
+			hooks: s, metrics: s.m.d.Commands}
+		if term.grace <= 0 {
+			term.grace = 3 * time.Second
+		}
+		if tr := s.m.d.Procs; tr != nil {
+			term.track = func(pid int) func() { return tr.Started(context.WithoutCancel(ctx), pid, "command", s.ac.Name) }
+		}
+	}
+	if tr := s.m.d.Procs; tr != nil {
+		pc.Track = func(pid int) func() { return tr.Started(context.WithoutCancel(ctx), pid, "acp", s.ac.Name) }
+	}
+	return pc, ws, term, proxy, nil
 }
 
 func (s *session) save(rec sessionRecord) {

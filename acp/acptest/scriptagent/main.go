@@ -149,28 +149,8 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 			}
 			_ = a.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: sid, Update: sdk.UpdatePlan(es...)})
 		case "ask":
-			title := arg2
-			resp, err := a.conn.RequestPermission(ctx, sdk.RequestPermissionRequest{SessionId: sid,
-				ToolCall: sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(arg1), Title: &title},
-				Options: []sdk.PermissionOption{
-					{OptionId: "allow", Name: "Allow", Kind: sdk.PermissionOptionKindAllowOnce},
-					{OptionId: "reject", Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce},
-				}})
-			// Like a real agent, it goes on only when allowed.
-			switch {
-			case err != nil && ctx.Err() != nil:
-				return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
-			case err != nil:
-				a.say(ctx, sid, "permission error")
-				return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
-			case resp.Outcome.Selected != nil:
-				a.say(ctx, sid, "permission: "+string(resp.Outcome.Selected.OptionId))
-				if resp.Outcome.Selected.OptionId != "allow" {
-					return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
-				}
-			default:
-				a.say(ctx, sid, "permission: cancelled")
-				return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+			if end, ok := a.ask(ctx, sid, arg1, arg2); ok {
+				return end, nil
 			}
 		case "write":
 			if _, err := a.conn.WriteTextFile(ctx, sdk.WriteTextFileRequest{SessionId: sid, Path: arg1, Content: arg2}); err != nil {
@@ -225,6 +205,33 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		}
 	}
 	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+}
+
+// ask requests permission for tool call id (titled title) and says what came back; ok: the turn ends with end
+// (like a real agent, it goes on only when allowed).
+func (a *agent) ask(ctx context.Context, sid sdk.SessionId, id, title string) (end sdk.PromptResponse, ok bool) {
+	resp, err := a.conn.RequestPermission(ctx, sdk.RequestPermissionRequest{SessionId: sid,
+		ToolCall: sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(id), Title: &title},
+		Options: []sdk.PermissionOption{
+			{OptionId: "allow", Name: "Allow", Kind: sdk.PermissionOptionKindAllowOnce},
+			{OptionId: "reject", Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce},
+		}})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, true
+	case err != nil:
+		a.say(ctx, sid, "permission error")
+		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, true
+	case resp.Outcome.Selected != nil:
+		a.say(ctx, sid, "permission: "+string(resp.Outcome.Selected.OptionId))
+		if resp.Outcome.Selected.OptionId != "allow" {
+			return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, true
+		}
+		return sdk.PromptResponse{}, false
+	default:
+		a.say(ctx, sid, "permission: cancelled")
+		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, true
+	}
 }
 
 func (a *agent) run(ctx context.Context, sid sdk.SessionId, rest string) {
