@@ -199,6 +199,20 @@ type ModelConfig struct {
 	// Stream: the reply is shown as the model writes it (one message
 	// edited about once a second, continued at 2000 characters).
 	Stream bool `yaml:"stream"`
+	// Fallbacks are models entries tried in order when this one fails in a
+	// retryable way (429, 5xx, overloaded, timeout, refused connection),
+	// never after the first token of a reply was shown.
+	Fallbacks []string `yaml:"fallbacks"`
+	// Price is what this model's tokens cost, for /usage and budgets.
+	Price PriceConfig `yaml:"price"`
+	// Footer: a reply ends with a line naming the model that answered.
+	Footer bool `yaml:"footer"`
+}
+
+// PriceConfig is a model's price in currency units per million tokens.
+type PriceConfig struct {
+	Input  float64 `yaml:"input"`
+	Output float64 `yaml:"output"`
 }
 
 // SubagentsConfig limits subagent runs.

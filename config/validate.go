@@ -218,6 +218,22 @@ func (c *Config) validateModels() *Error {
 		if m.MaxToolSteps < 0 || m.MaxToolSteps > 100 {
 			return c.src.errAt(p+".maxToolSteps", "must be between 0 and 100 (tool calls per turn; 0 disables tools), got %d", m.MaxToolSteps)
 		}
+		seen := map[string]bool{}
+		for i, f := range m.Fallbacks {
+			fp := fmt.Sprintf("%s.fallbacks[%d]", p, i)
+			switch _, ok := c.Models[f]; {
+			case !ok:
+				return c.src.errAt(fp, "%s is not defined under models; defined models: %s", show(f), strings.Join(sortedKeys(c.Models), ", "))
+			case f == name:
+				return c.src.errAt(fp, "a model cannot be its own fallback")
+			case seen[f]:
+				return c.src.errAt(fp, "%s is listed twice", show(f))
+			}
+			seen[f] = true
+		}
+		if m.Price.Input < 0 || m.Price.Output < 0 {
+			return c.src.errAt(p+".price", "input and output must be 0 or more (currency units per million tokens)")
+		}
 	}
 	return nil
 }
