@@ -32,7 +32,7 @@ import (
 	"github.com/agentbot/agentbot/internal/redact"
 	"github.com/agentbot/agentbot/metrics"
 	"github.com/agentbot/agentbot/model"
-	"github.com/agentbot/agentbot/model/providers"
+	"github.com/agentbot/agentbot/model/fallback"
 	"github.com/agentbot/agentbot/store/bolt"
 	"github.com/agentbot/agentbot/tools/mcp"
 )
@@ -58,6 +58,7 @@ type app struct {
 	auth        *authz.Authority
 	gateway     *discord.Gateway
 	sched       *schedulerBridge
+	models      *fallback.Set
 	cluster     *cluster     // several processes on PostgreSQL; nil on bbolt
 	acp         *acp.Manager // external coding agents; nil when acp.agents is empty
 	metrics     *metrics.Metrics
@@ -146,10 +147,12 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 // commands, the platforms' inbound sides.
 func (a *app) wire(o appOptions) error {
 	cfg, log, st := a.cfg, a.log, a.store
-	agents, err := buildAgents(cfg, o.HTTPClient)
+	models, err := buildModels(cfg, o.HTTPClient, o.Clock, a.metrics, log.With().Str("component", "models").Logger())
 	if err != nil {
 		return err
 	}
+	a.models = models
+	agents := buildAgents(cfg, models)
 	if o.Provider != nil {
 		for i := range agents {
 			agents[i].Provider = o.Provider
@@ -344,19 +347,17 @@ func (o observedRouter) ResolveDestination(req delivery.RouteRequest) delivery.D
 	return d
 }
 
-// buildAgents maps configured agents onto sessions' agents with providers.
-func buildAgents(cfg *config.Config, hc *http.Client) ([]session.Agent, error) {
+// buildAgents maps configured agents onto sessions' agents with their
+// models' fallback chains.
+func buildAgents(cfg *config.Config, models *fallback.Set) []session.Agent {
 	out := make([]session.Agent, 0, len(cfg.Agents))
 	for _, ac := range cfg.Agents {
 		mc := cfg.Models[ac.Model]
-		p, err := providers.New(model.Config{Provider: mc.Provider, BaseURL: mc.BaseURL, APIKey: mc.APIKey, Model: mc.Model, Timeout: mc.Timeout}, hc)
-		if err != nil {
-			return nil, fmt.Errorf("agent %s: model %s: %w", ac.ID, ac.Model, err)
-		}
+		p, _ := models.Provider(ac.Model) // validated: every agent's model is defined
 		out = append(out, session.Agent{ID: ac.ID, Name: ac.Name, AvatarURL: ac.AvatarURL, SystemPrompt: ac.SystemPrompt,
 			Provider: p, MaxHistory: mc.MaxHistory, MaxToolSteps: mc.MaxToolSteps, Vision: mc.Vision, Stream: mc.Stream})
 	}
-	return out, nil
+	return out
 }
 
 // Run loads state, recovers unfinished deliveries, and runs every
@@ -476,6 +477,10 @@ func (a *app) serveHTTP(ctx context.Context) error {
 			return
 		}
 		_, _ = w.Write([]byte("ready\n"))
+		// Degraded, not unready: their fallbacks answer, or a notice says why.
+		for _, d := range a.models.Degraded() {
+			_, _ = w.Write([]byte("model " + d + "\n"))
+		}
 		if a.tools != nil {
 			// Degraded, not unready: the bot still answers without them.
 			for _, f := range a.tools.Failing() {

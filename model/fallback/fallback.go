@@ -44,8 +44,8 @@ type Observer interface {
 	ModelCall(model, outcome string)
 	// ModelFallback counts a call handed on from one model to the next.
 	ModelFallback(from, to string)
-	// ModelBreaker reports a breaker's new state.
-	ModelBreaker(model string, state State)
+	// ModelBreaker reports a breaker's new state (a State).
+	ModelBreaker(model, state string)
 }
 
 // Deps are the set's collaborators; Observer may be nil.
@@ -206,7 +206,7 @@ func (c *chain) call(ctx context.Context, do func(p model.Provider, shown *bool)
 func (s *Set) allow(e *entry) bool {
 	ok, changed := e.breaker.allow(s.deps.Clock.Now())
 	if changed && s.deps.Observer != nil {
-		s.deps.Observer.ModelBreaker(e.name, HalfOpen)
+		s.deps.Observer.ModelBreaker(e.name, string(HalfOpen))
 	}
 	return ok
 }
@@ -217,7 +217,7 @@ func (s *Set) settle(e *entry, outcome string, v verdict) {
 	if s.deps.Observer != nil {
 		s.deps.Observer.ModelCall(e.name, outcome)
 		if changed {
-			s.deps.Observer.ModelBreaker(e.name, st)
+			s.deps.Observer.ModelBreaker(e.name, string(st))
 		}
 	}
 	if changed {

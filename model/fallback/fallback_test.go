@@ -35,9 +35,9 @@ func (o *observer) add(s string) {
 	o.events = append(o.events, s)
 	o.mu.Unlock()
 }
-func (o *observer) ModelCall(m, outcome string)             { o.add("call " + m + " " + outcome) }
-func (o *observer) ModelFallback(from, to string)           { o.add("fallback " + from + "->" + to) }
-func (o *observer) ModelBreaker(m string, s fallback.State) { o.add("breaker " + m + " " + string(s)) }
+func (o *observer) ModelCall(m, outcome string)   { o.add("call " + m + " " + outcome) }
+func (o *observer) ModelFallback(from, to string) { o.add("fallback " + from + "->" + to) }
+func (o *observer) ModelBreaker(m, s string)      { o.add("breaker " + m + " " + s) }
 func (o *observer) take() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
