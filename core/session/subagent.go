@@ -229,6 +229,9 @@ func (m *Manager) runSubagent(ctx context.Context, key string) {
 	defer cancel()
 	history, err := m.d.Transcripts.History(rctx, key, max(agent.MaxHistory, 1))
 	var text string
+	if notice, refused := m.budget(rctx, turnInput{key: key, conv: info.Requester, requester: info.SpawnedBy}); err == nil && refused {
+		err = fmt.Errorf("%w: %s", ErrOverBudget, notice)
+	}
 	if err == nil {
 		stopTyping := m.startTyping(m.answerConversation(info))
 		defer stopTyping()
