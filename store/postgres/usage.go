@@ -54,4 +54,3 @@ func (s *Store) PruneUsage(ctx context.Context, before time.Time) (int, error) {
 	})
 	return int(n), err
 }
-
