@@ -155,11 +155,11 @@ func limitText(tokens int64, cost float64, per time.Duration) string {
 	var s string
 	switch {
 	case tokens > 0 && cost > 0:
-		s = fmt.Sprintf("%d tokens or %.2f", tokens, cost)
+		s = fmt.Sprintf("%d tokens or %g", tokens, cost)
 	case tokens > 0:
 		s = fmt.Sprintf("%d tokens", tokens)
 	default:
-		s = fmt.Sprintf("%.2f", cost)
+		s = fmt.Sprintf("%g", cost)
 	}
 	return s + " per " + per.String()
 }
