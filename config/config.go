@@ -86,6 +86,17 @@ type AccessConfig struct {
 	Allow     AccessLists     `yaml:"allow"` // all empty = everyone, subject to deny
 	Deny      AccessLists     `yaml:"deny"`
 	RateLimit RateLimitConfig `yaml:"rateLimit"`
+	Budget    BudgetConfig    `yaml:"budget"`
+}
+
+// BudgetConfig is access.budget: model usage per user and per server or
+// room within a sliding window; 0 turns a limit off.
+type BudgetConfig struct {
+	Tokens      int           `yaml:"tokens"`
+	Cost        float64       `yaml:"cost"`
+	Per         time.Duration `yaml:"per"`
+	GuildTokens int           `yaml:"guildTokens"`
+	GuildCost   float64       `yaml:"guildCost"`
 }
 
 // AccessLists are user, role and channel ids.
@@ -311,7 +322,7 @@ func Default() *Config {
 		Discord: DiscordConfig{
 			ThreadBindings: ThreadBindingsConfig{Enabled: true, IdleHours: 24},
 			Edits:          EditsHistory,
-			Access:         AccessConfig{DM: DMMembers, RateLimit: RateLimitConfig{Turns: 20, Per: time.Hour, GuildTurns: 200}},
+			Access:         AccessConfig{DM: DMMembers, RateLimit: RateLimitConfig{Turns: 20, Per: time.Hour, GuildTurns: 200}, Budget: BudgetConfig{Per: 24 * time.Hour}},
 			Shard:          ShardConfig{ID: 0, Count: "1"},
 		},
 		Agents:    []AgentConfig{{ID: "main", Name: "Assistant", SystemPrompt: DefaultSystemPrompt, Model: DefaultModelName}},
@@ -330,7 +341,7 @@ func Default() *Config {
 		Log:    LogConfig{Level: "info", Format: "console"},
 		ACP:    ACPConfig{PermissionTimeout: 5 * time.Minute, Agents: map[string]ACPAgentConfig{}},
 		Matrix: defaultMatrix(),
-		Access: AccessConfig{DM: DMMembers, RateLimit: RateLimitConfig{Turns: 20, Per: time.Hour, GuildTurns: 200}},
+		Access: AccessConfig{DM: DMMembers, RateLimit: RateLimitConfig{Turns: 20, Per: time.Hour, GuildTurns: 200}, Budget: BudgetConfig{Per: 24 * time.Hour}},
 	}
 }
 

@@ -123,6 +123,8 @@ func TestBadConfigs(t *testing.T) {
 			nil, `test.yaml:4: models.default.fallbacks[0]: "backup" is not defined under models; defined models: default`},
 		{"fallback self", "models:\n  default:\n    provider: echo\n    fallbacks: [default]\n",
 			nil, "test.yaml:4: models.default.fallbacks[0]: a model cannot be its own fallback"},
+		{"budget without a window", "access:\n  budget: {tokens: 1000, per: 0s}\n",
+			nil, "test.yaml:2: access.budget.per: must be a duration of at least 1m"},
 		{"price negative", "models:\n  default:\n    provider: echo\n    price: {input: -1}\n",
 			nil, "test.yaml:4: models.default.price: input and output must be 0 or more"},
 		{"maxHistory not int", "models:\n  default:\n    provider: echo\n    maxHistory: 2.5\n",

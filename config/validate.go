@@ -154,6 +154,13 @@ func (c *Config) validateAccess() *Error {
 	if (r.Turns > 0 || r.GuildTurns > 0) && r.Per < time.Second {
 		return c.src.errAt(key+".rateLimit.per", "must be a duration of at least 1s (e.g. 1h) when turns or guildTurns is set, got %s", r.Per)
 	}
+	b := a.Budget
+	if b.Tokens < 0 || b.Cost < 0 || b.GuildTokens < 0 || b.GuildCost < 0 {
+		return c.src.errAt(key+".budget", "tokens, cost, guildTokens and guildCost must be 0 (off) or more")
+	}
+	if (b.Tokens > 0 || b.Cost > 0 || b.GuildTokens > 0 || b.GuildCost > 0) && b.Per < time.Minute {
+		return c.src.errAt(key+".budget.per", "must be a duration of at least 1m (e.g. 24h) when a budget is set, got %s", b.Per)
+	}
 	return nil
 }
 
