@@ -172,3 +172,10 @@ func (d *Directory) Member(ctx context.Context, userID string, conv binding.Conv
 	}
 	return authz.Member{ManageGuild: st.pl.GetUserLevel(id.UserID(userID)) >= st.pl.GetEventLevel(event.StatePowerLevels)}, true, nil
 }
+
+// Place returns the room a conversation belongs to (a thread's parent
+// room), for usage records and per-room budgets; "" for a DM.
+func (d *Directory) Place(_ context.Context, conv binding.ConversationRef) (string, error) {
+	room, _, _ := roomOf(conv)
+	return room, nil
+}

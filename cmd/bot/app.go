@@ -28,6 +28,7 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
+	modelusage "github.com/agentbot/agentbot/core/usage"
 	"github.com/agentbot/agentbot/internal/procs"
 	"github.com/agentbot/agentbot/internal/redact"
 	"github.com/agentbot/agentbot/metrics"
@@ -59,6 +60,7 @@ type app struct {
 	gateway     *discord.Gateway
 	sched       *schedulerBridge
 	models      *fallback.Set
+	usage       *modelusage.Meter
 	cluster     *cluster     // several processes on PostgreSQL; nil on bbolt
 	acp         *acp.Manager // external coding agents; nil when acp.agents is empty
 	metrics     *metrics.Metrics
@@ -225,6 +227,14 @@ func (a *app) wire(o appOptions) error {
 	// re-run after an edit and per subagent spawned (invariant 20).
 	access := cfg.EffectiveAccess()
 	gate := authz.NewGate(accessPolicy(access), accessLimits(access.RateLimit), o.Clock)
+	a.usage = newMeter(cfg, st, o.Clock, a.metrics, log.With().Str("component", "usage").Logger())
+	pl := places{}
+	if a.discord != nil {
+		pl["discord"] = a.discord
+	}
+	if a.matrix != nil {
+		pl["matrix"] = matrix.NewDirectory(a.matrix.client)
+	}
 	a.sessions = session.New(session.Options{
 		Channel: "discord", AccountID: "default", Agents: agents,
 		ThreadBindings: tb.Enabled, SpawnSubagentSessions: tb.SpawnSubagentSessions,
@@ -236,7 +246,7 @@ func (a *app) wire(o appOptions) error {
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
 		Store: st, Threads: a.threads, Typist: typists, Fetcher: fetcher, After: o.TypingAfter, Turns: a.cluster.turnLocker(), Clock: o.Clock, Log: log.With().Str("component", "sessions").Logger(),
-		Authority: a.auth, Toolbox: toolbox, Budget: gate,
+		Authority: a.auth, Toolbox: toolbox, Budget: gate, Usage: a.usage, Places: pl,
 	})
 	if cfg.Scheduler.Enabled {
 		a.sched, err = newSchedulerBridge(a)
@@ -355,7 +365,8 @@ func buildAgents(cfg *config.Config, models *fallback.Set) []session.Agent {
 		mc := cfg.Models[ac.Model]
 		p, _ := models.Provider(ac.Model) // validated: every agent's model is defined
 		out = append(out, session.Agent{ID: ac.ID, Name: ac.Name, AvatarURL: ac.AvatarURL, SystemPrompt: ac.SystemPrompt,
-			Provider: p, MaxHistory: mc.MaxHistory, MaxToolSteps: mc.MaxToolSteps, Vision: mc.Vision, Stream: mc.Stream})
+			Provider: p, MaxHistory: mc.MaxHistory, MaxToolSteps: mc.MaxToolSteps, Vision: mc.Vision, Stream: mc.Stream,
+			Model: ac.Model, Footer: mc.Footer})
 	}
 	return out
 }
@@ -456,6 +467,9 @@ func (a *app) Run(ctx context.Context) error {
 	}
 	if p, ok := a.store.(deliveryPruner); ok && a.cfg.Store.DeliveryRetention() > 0 {
 		g.Go(func() error { a.pruneDeliveries(gctx, p, time.NewTicker(time.Hour).C); return nil })
+	}
+	if a.cfg.Store.DeliveryRetention() > 0 {
+		g.Go(func() error { a.pruneUsage(gctx, time.NewTicker(time.Hour).C); return nil })
 	}
 	err := g.Wait()
 	if errors.Is(err, context.Canceled) {
