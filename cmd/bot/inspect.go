@@ -61,6 +61,10 @@ type entryJSON struct {
 	Meta       map[string]string `json:"meta,omitempty"`
 	// Attachments: a user entry's files ({filename, contentType, size, url}).
 	Attachments []transcript.Attachment `json:"attachments,omitempty"`
+	// Model: the models entry that produced an assistant entry; Usage its
+	// tokens ({input, output}).
+	Model string            `json:"model,omitempty"`
+	Usage *transcript.Usage `json:"usage,omitempty"`
 	// Target: on an edit or deletion record, the seq of the entry it changes.
 	Target uint64 `json:"target,omitempty"`
 	// Deleted: the message was deleted from the chat; text is erased.
@@ -102,8 +106,10 @@ func (in inspector) write(ctx context.Context, w io.Writer, what string, args []
 			job = args[0]
 		}
 		return inspectRuns(ctx, in.store, w, job, asJSON)
+	case "usage":
+		return in.usage(ctx, w, args, asJSON)
 	}
-	return fmt.Errorf("unknown view %q: use bindings, jobs, runs [JOB] or transcript KEY", what)
+	return fmt.Errorf("unknown view %q: use bindings, jobs, runs [JOB], transcript KEY or usage", what)
 }
 
 func (in inspector) bindings(ctx context.Context, w io.Writer, asJSON bool) error {
@@ -168,7 +174,8 @@ func (in inspector) transcript(ctx context.Context, w io.Writer, key string, asJ
 				ids = []string{}
 			}
 			j := entryJSON{Seq: e.Seq, Role: e.Role, Author: e.Author, Text: e.Text, MessageIDs: ids, Source: e.Source,
-				DeliveryID: e.DeliveryID, Generation: e.Generation, At: e.At, Meta: e.Meta, Target: e.Target, Deleted: gone, Edited: edited, Attachments: e.Attachments}
+				DeliveryID: e.DeliveryID, Generation: e.Generation, At: e.At, Meta: e.Meta, Target: e.Target, Deleted: gone, Edited: edited, Attachments: e.Attachments,
+				Model: e.Model, Usage: e.Usage}
 			if gone {
 				j.Text = ""
 			}
@@ -197,13 +204,14 @@ func (in inspector) transcript(ctx context.Context, w io.Writer, key string, asJ
 
 func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: bot inspect bindings|jobs|runs [JOB]|transcript KEY|tools [AGENT] [-config FILE] [-json]")
+		fmt.Fprintln(stderr, "usage: bot inspect bindings|jobs|runs [JOB]|transcript KEY|tools [AGENT]|usage [-since 7d] [-config FILE] [-json]")
 		return exitUsage
 	}
 	what := args[0]
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "one JSON object per line")
+	since := fs.String("since", "7d", "usage: records of this last period (7d, 36h)")
 	// Positional arguments may come before or after the flags.
 	var pos []string
 	rest := args[1:]
@@ -215,6 +223,14 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 	pos = append(pos, fs.Args()...)
+	if what == "usage" {
+		d, err := parseSince(*since)
+		if err != nil {
+			fmt.Fprintln(stderr, "bot:", err)
+			return exitUsage
+		}
+		pos = []string{time.Now().Add(-d).UTC().Format(time.RFC3339Nano)}
+	}
 	if what == "tools" {
 		// From the config: starts the agent's MCP servers once to list their tools.
 		return inspectExit(inspectTools(ctx, cfg, pos, redact.New(cfg.Secrets()...).Writer(stdout), *asJSON), stderr)

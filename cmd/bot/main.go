@@ -8,7 +8,7 @@
 //	bot demo                            play a scripted story against the built-in Discord emulator
 //	bot doctor  [-config FILE] [-fix] [-live]  validate config and store, migrate jobs; -live asks Discord
 //	bot backup  FILE [-config FILE]     consistent copy of the bbolt store (of a running bot too)
-//	bot inspect bindings|jobs|runs [JOB]|transcript KEY [-config FILE] [-json]
+//	bot inspect bindings|jobs|runs [JOB]|transcript KEY|usage [-since 7d] [-config FILE] [-json]
 //	bot load    [-profile P]            the load harness against the built-in emulator (make load)
 //	bot version
 package main
@@ -95,7 +95,7 @@ func usage(w io.Writer) {
   bot demo                            scripted story against the built-in Discord emulator (no token)
   bot doctor  [-config FILE] [-fix] [-live]   validate config and store; migrate jobs; -live: what the bot may do on Discord
   bot backup  FILE [-config FILE]     consistent, verified copy of the bbolt store (a running bot's needs http.token)
-  bot inspect bindings|jobs|runs [JOB]|transcript KEY [-config FILE] [-json]
+  bot inspect bindings|jobs|runs [JOB]|transcript KEY|usage [-since 7d] [-config FILE] [-json]
   bot migrate-store [-config FILE] -to DSN   copy the bolt store (store.path) into an empty PostgreSQL database
   bot healthcheck [-config FILE]      ask the running bot's /healthz (the container HEALTHCHECK)
   bot compact [-config FILE]          rewrite the bolt store without freed pages (deleted text gone from the file)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -58,5 +59,22 @@ func TestE2EFallbackAnswersAndUsageIsRecorded(t *testing.T) {
 	if r.Model != "backup" || r.Agent != "main" || r.User != h.alice.ID || r.Place != h.guild.ID || r.Conversation != h.general.ID ||
 		r.Input != 300 || r.Output != 20 || r.Cached != 100 || math.Abs(r.Cost-(300*3+20*15)/1e6) > 1e-12 || !strings.HasPrefix(r.Run, "turn:") {
 		t.Fatalf("usage record %+v", r)
+	}
+	// The scripting contract: transcript entries carry model and usage,
+	// and inspect usage lists the record.
+	var out strings.Builder
+	if err := (inspector{store: st}).write(t.Context(), &out, "transcript", []string{seChannelKey(h.general.ID)}, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"model":"backup","usage":{"input":300,"output":20}`) {
+		t.Fatalf("inspect transcript -json:\n%s", out.String())
+	}
+	out.Reset()
+	if err := (inspector{store: st}).write(t.Context(), &out, "usage", nil, true); err != nil {
+		t.Fatal(err)
+	}
+	var got modelusage.Record
+	if err := json.Unmarshal([]byte(out.String()), &got); err != nil || got != r {
+		t.Fatalf("inspect usage -json: %q (%v), want %+v", out.String(), err, r)
 	}
 }
