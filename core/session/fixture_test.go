@@ -260,7 +260,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		reg = o.regStore
 	}
 	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: bs}), Bindings: bs, Transcripts: tr, Store: reg, Turns: o.turns, Clock: clk, Log: zerolog.Nop(),
-		Budget:    o.budget, Usage: o.usage,
+		Budget: o.budget, Usage: o.usage,
 		Authority: o.authority, Typist: o.typist, After: o.after, Fetcher: o.fetcher, Toolbox: o.toolbox}
 	if !o.noThreads {
 		deps.Threads = o.threads
