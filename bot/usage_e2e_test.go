@@ -1,0 +1,80 @@
+package bot
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/core/transcript"
+	modelusage "github.com/agentbot/agentbot/core/usage"
+	"github.com/agentbot/agentbot/model"
+	"github.com/agentbot/agentbot/model/modeltest"
+)
+
+// TestE2EFallbackAnswersAndUsageIsRecorded: the agent's OpenAI-compatible
+// model answers 503; its fallback (Anthropic) answers within the same turn.
+// The chat shows one reply with the footer naming the fallback, the
+// transcript entry carries the model and tokens, and the usage record
+// has the user, the server, the tokens and the cost at the fallback's price.
+func TestE2EFallbackAnswersAndUsageIsRecorded(t *testing.T) {
+	t.Parallel()
+	const key = "sk-test-0123456789abcdef"
+	of, af := modeltest.NewOpenAIFake(t, key), modeltest.NewAnthropicFake(t, key)
+	of.Respond(func(modeltest.Body) modeltest.Reply { return modeltest.Reply{Status: 503, Message: "unavailable"} })
+	af.Respond(func(modeltest.Body) modeltest.Reply {
+		return modeltest.Reply{Text: "from backup", Usage: model.Usage{Input: 300, Output: 20, Cached: 100}}
+	})
+	h := startBot(t, nil, func(cfg *config.Config) {
+		cfg.Models[config.DefaultModelName] = config.ModelConfig{Provider: "openai", BaseURL: of.URL, APIKey: key, Model: "gpt-test",
+			MaxHistory: 50, Timeout: 10e9, Fallbacks: []string{"backup"}, Footer: true}
+		cfg.Models["backup"] = config.ModelConfig{Provider: "anthropic", BaseURL: af.URL, APIKey: key, Model: "claude-test",
+			MaxHistory: 50, Timeout: 10e9, Price: config.PriceConfig{Input: 3, Output: 15}}
+	})
+	if _, err := h.emu.UserSay(h.general.ID, h.alice.ID, "<@"+h.emu.BotUserID()+"> hello"); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := h.emu.WaitMessages(t.Context(), h.general.ID, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := msgs[1].Content; got != "from backup\n\n— backup" {
+		t.Fatalf("reply %q", got)
+	}
+	if n := len(of.Requests()); n != 1 {
+		t.Fatalf("primary got %d requests, want 1 (no SDK retries under a fallback)", n)
+	}
+	st := finishBot(t, h, h.general.ID)
+	es := seEntries(t, st, seChannelKey(h.general.ID))
+	last := es[len(es)-1]
+	if last.Source != transcript.SourceTurn || last.Model != "backup" || last.Usage == nil || *last.Usage != (transcript.Usage{Input: 300, Output: 20}) {
+		t.Fatalf("reply entry %+v usage %+v", last, last.Usage)
+	}
+	rs, err := st.Usage(t.Context(), modelusage.Filter{})
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("usage records %+v %v", rs, err)
+	}
+	r := rs[0]
+	if r.Model != "backup" || r.Agent != "main" || r.User != h.alice.ID || r.Place != h.guild.ID || r.Conversation != h.general.ID ||
+		r.Input != 300 || r.Output != 20 || r.Cached != 100 || math.Abs(r.Cost-(300*3+20*15)/1e6) > 1e-12 || !strings.HasPrefix(r.Run, "turn:") {
+		t.Fatalf("usage record %+v", r)
+	}
+	// The scripting contract: transcript entries carry model and usage,
+	// and inspect usage lists the record.
+	var out strings.Builder
+	if err := (inspector{store: st}).write(t.Context(), &out, "transcript", []string{seChannelKey(h.general.ID)}, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"model":"backup","usage":{"input":300,"output":20}`) {
+		t.Fatalf("inspect transcript -json:\n%s", out.String())
+	}
+	out.Reset()
+	if err := (inspector{store: st}).write(t.Context(), &out, "usage", nil, true); err != nil {
+		t.Fatal(err)
+	}
+	var got modelusage.Record
+	if err := json.Unmarshal([]byte(out.String()), &got); err != nil || got != r {
+		t.Fatalf("inspect usage -json: %q (%v), want %+v", out.String(), err, r)
+	}
+}
