@@ -23,7 +23,9 @@ func usageKey(at time.Time, seq uint64) []byte {
 	return k
 }
 
-// AddUsage stores one record.
+// AddUsage stores one record. It joins the store's group commit: a usage
+// write arriving while another write (a transcript entry, a delivery) is
+// being made durable commits with the next batch, not with its own fsync.
 func (s *Store) AddUsage(ctx context.Context, r usage.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -32,7 +34,7 @@ func (s *Store) AddUsage(ctx context.Context, r usage.Record) error {
 	if err != nil {
 		return fmt.Errorf("usage record: %w", err)
 	}
-	return s.db.Update(func(tx *bbolt.Tx) error {
+	return s.commit.do(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketUsage)
 		seq, err := b.NextSequence()
 		if err != nil {
