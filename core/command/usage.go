@@ -30,7 +30,8 @@ const usageTop = 5
 // usage answers /usage [period]: the caller's own tokens and cost by model;
 // an operator of THIS conversation's server also gets the server's totals,
 // top users and agents (invariant 13: the target's server decides, and a
-// DM has no server part). Always ephemeral.
+// DM has no server part). Ephemeral; where replies are public (Matrix) it
+// shows only the caller's usage in this room.
 func (c *Commands) usage(ctx context.Context, v Invocation) (Reply, error) {
 	if c.d.Usage == nil {
 		return Reply{}, userErrf("Usage accounting is not available here.")
@@ -44,22 +45,31 @@ func (c *Commands) usage(ctx context.Context, v Invocation) (Reply, error) {
 		return Reply{}, userErrf("Period %q is unknown: use day, week or month.", period)
 	}
 	since := c.now().Add(-d)
-	own, err := c.d.Usage.Usage(ctx, usage.Filter{Since: since, User: v.UserID})
-	if err != nil {
-		return Reply{}, fmt.Errorf("usage: %w", err)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "📊 Your usage, last %s: %s\n", period, totals(usage.Sum(own)))
-	for _, row := range usage.By(own, usage.ByModel) {
-		fmt.Fprintf(&b, "• %s: %s\n", row.Key, totals(row.Totals))
-	}
 	place := ""
 	if c.d.Places != nil {
+		var err error
 		if place, err = c.d.Places.Place(ctx, v.Conversation); err != nil {
 			return Reply{}, fmt.Errorf("usage: server of %s: %w", v.Conversation.ConversationID, err)
 		}
 	}
-	if place != "" && c.d.Authority.Operator(ctx, v.actor(), v.Conversation) {
+	// Where every reply is public (Matrix), a room sees only what was spent
+	// in it by the caller: not their usage elsewhere, not other users'.
+	public := v.Platform.PublicReplies && place != ""
+	f := usage.Filter{Since: since, User: v.UserID}
+	where := ""
+	if public {
+		f.Place, where = place, " here"
+	}
+	own, err := c.d.Usage.Usage(ctx, f)
+	if err != nil {
+		return Reply{}, fmt.Errorf("usage: %w", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "📊 Your usage%s, last %s: %s\n", where, period, totals(usage.Sum(own)))
+	for _, row := range usage.By(own, usage.ByModel) {
+		fmt.Fprintf(&b, "• %s: %s\n", row.Key, totals(row.Totals))
+	}
+	if place != "" && !public && c.d.Authority.Operator(ctx, v.actor(), v.Conversation) {
 		all, err := c.d.Usage.Usage(ctx, usage.Filter{Since: since, Place: place})
 		if err != nil {
 			return Reply{}, fmt.Errorf("usage: %w", err)

@@ -76,6 +76,12 @@ func TestUsageCommand(t *testing.T) {
 	if got := run("alice", "chanB", "week"); !strings.Contains(got, "9174 tokens") || !strings.Contains(got, "This server, last week: 7784 tokens") {
 		t.Errorf("week in gB:\n%s", got)
 	}
+	// Where replies are public (Matrix), only the caller's usage in this room.
+	r, err := c.Run(context.Background(), Invocation{Platform: Platform{PublicReplies: true}, UserID: "alice", Name: "usage",
+		Conversation: binding.ConversationRef{Channel: "matrix", ConversationID: "chanB"}})
+	if err != nil || !strings.Contains(r.Text, "Your usage here, last day: 0 tokens") || strings.Contains(r.Text, "carol") {
+		t.Errorf("public replies: %q %v", r.Text, err)
+	}
 	if _, err := c.Run(context.Background(), Invocation{UserID: "alice", Name: "usage", Options: map[string]any{"period": "year"}}); err == nil ||
 		!strings.Contains(err.Error(), "use day, week or month") {
 		t.Errorf("bad period: %v", err)
