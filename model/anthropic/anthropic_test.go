@@ -347,3 +347,17 @@ func TestUsage(t *testing.T) {
 		t.Fatalf("Stream: usage %+v err %v, want %+v", got.Usage, err, want)
 	}
 }
+
+// TestStreamErrorEvent: an error event inside a streamed 200 response is
+// classified by its type (overloaded: a server error another model may
+// answer; rate limit), not left unknown.
+func TestStreamErrorEvent(t *testing.T) {
+	for typ, want := range map[string]error{"overloaded_error": model.ErrServer, "rate_limit_error": model.ErrRateLimited, "api_error": model.ErrServer} {
+		f := modeltest.NewAnthropicFake(t, testKey)
+		f.Respond(func(modeltest.Body) modeltest.Reply { return modeltest.Reply{StreamError: typ} })
+		_, err := newProvider(t, f, testKey, 0).Stream(context.Background(), model.Request{Messages: []model.Message{user("", "hi")}}, func(string) {})
+		if !errors.Is(err, want) || !model.Retryable(err) {
+			t.Errorf("%s: err %v, want %v (retryable)", typ, err, want)
+		}
+	}
+}

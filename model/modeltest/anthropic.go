@@ -261,6 +261,10 @@ func (f *AnthropicFake) stream(w http.ResponseWriter, r *http.Request, body Body
 		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
 		idx++
 	}
+	if rep.StreamError != "" {
+		sse(w, "error", map[string]any{"type": "error", "error": map[string]any{"type": rep.StreamError, "message": "Overloaded"}})
+		return
+	}
 	stop := "end_turn"
 	for _, c := range rep.ToolCalls {
 		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": idx,

@@ -27,6 +27,10 @@ type Reply struct {
 	// Cut, for a streamed request, drops the connection after the chunks
 	// (a provider dying mid-answer).
 	Cut bool
+	// StreamError, for a streamed request to the Anthropic fake, is the
+	// error type of an error event sent after the chunks instead of the
+	// rest of the message (e.g. "overloaded_error").
+	StreamError string
 	// Usage is the token count reported (default: 1 input, 1 output).
 	Usage model.Usage
 }
