@@ -23,7 +23,9 @@ import (
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/model"
+	"github.com/agentbot/agentbot/model/fallback"
 )
 
 // The load harness: the real bot (newApp's wiring, bbolt, the adapter over
@@ -53,6 +55,10 @@ type LoadProfile struct {
 	// Hot429, when set, makes conversation 0's channel answer every message
 	// create with 429 for the window (its sends retry; the others are measured).
 	Hot429 bool
+	// DeadPrimary, when set, puts the stand-in behind a fallback chain whose
+	// first model fails every call after this long (a timeout), with the
+	// bot's circuit breaker (issue 30's measure).
+	DeadPrimary time.Duration
 }
 
 // LoadResult is one run's figures.
@@ -220,7 +226,11 @@ func newLoadRun(ctx context.Context, dir string, p LoadProfile, log zerolog.Logg
 	if err := emu.Start(); err != nil {
 		return nil, err
 	}
-	h, err := configureHarness(harnessOptions{Dir: dir, Log: log, Provider: r.model,
+	provider, err := loadProvider(p, r.model, log)
+	if err != nil {
+		return nil, err
+	}
+	h, err := configureHarness(harnessOptions{Dir: dir, Log: log, Provider: provider,
 		BaseTransport: &loadTransport{base: http.DefaultTransport, run: r},
 		Configure: func(c *config.Config) {
 			// The turn budget would refuse a load test's users.
@@ -247,6 +257,36 @@ func newLoadRun(ctx context.Context, dir string, p LoadProfile, log zerolog.Logg
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	return r, nil
+}
+
+// loadProvider is the stand-in, or with p.DeadPrimary a chain of a dead
+// model falling back to it.
+func loadProvider(p LoadProfile, standIn model.Provider, log zerolog.Logger) (model.Provider, error) {
+	if p.DeadPrimary <= 0 {
+		return standIn, nil
+	}
+	set, err := fallback.New(fallback.Options{Models: map[string]fallback.Model{
+		"dead": {Provider: deadModel{p.DeadPrimary}, Fallbacks: []string{"stand-in"}}, "stand-in": {Provider: standIn}},
+		Breaker: fallback.DefaultBreaker}, fallback.Deps{Clock: clock.Real{}, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	chain, _ := set.Provider("dead")
+	return chain, nil
+}
+
+// deadModel fails every call with a timeout after its delay.
+type deadModel struct{ after time.Duration }
+
+func (d deadModel) Complete(ctx context.Context, _ model.Request) (model.Response, error) {
+	t := time.NewTimer(d.after)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return model.Response{}, &model.Error{Kind: model.KindTimeout, Provider: "dead"}
+	case <-ctx.Done():
+		return model.Response{}, ctx.Err()
+	}
 }
 
 var errBusy = errors.New("conversation busy")
