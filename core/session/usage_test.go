@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/core/usage"
 	"github.com/agentbot/agentbot/model"
@@ -121,5 +122,26 @@ func TestBudgetRefusesAfterTheLimit(t *testing.T) {
 	f2.settle()
 	if n := len(p.Requests()); n != 2 {
 		t.Fatalf("model called %d times after the window moved, want 2", n)
+	}
+}
+
+// TestBudgetRefusesSubagent: a subagent whose spawner's budget is spent
+// does not call the model; its run ends in error with the budget's notice
+// as the reason.
+func TestBudgetRefusesSubagent(t *testing.T) {
+	clk := clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+	st := memory.NewUsage()
+	if err := st.AddUsage(context.Background(), usage.Record{At: clk.Now(), User: "u1", Input: 500}); err != nil {
+		t.Fatal(err)
+	}
+	p := answering(model.Usage{Input: 1, Output: 1})
+	f := newFixture(t, fixtureOptions{provider: p, clock: clk, usage: newMeter(st, clk, usage.Budget{Tokens: 100, Per: time.Hour})})
+	if _, err := f.m.Spawn(context.Background(), spawnReq("research", false, ref("c1"))); err != nil {
+		t.Fatal(err)
+	}
+	f.settle()
+	in := f.onlySubagent()
+	if len(p.Requests()) != 0 || in.Status != session.StatusError || !strings.Contains(in.Error, "usage budget") {
+		t.Fatalf("model calls %d, subagent %s %q", len(p.Requests()), in.Status, in.Error)
 	}
 }
