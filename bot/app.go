@@ -178,6 +178,7 @@ func (a *App) wire(o Options, d Deps) error {
 	// typing; the core picks the one of the conversation's platform.
 	senders := map[string]delivery.Sender{}
 	directories := authz.Directories{}
+	pl := places{} // each platform's answer to "which server or room" (usage records, server budgets)
 	a.threads = session.ThreadsByPlatform{}
 	typists := session.TypistsByPlatform{}
 	var modelText func(string) string
@@ -191,14 +192,15 @@ func (a *App) wire(o Options, d Deps) error {
 			return err
 		}
 		senders["discord"], directories["discord"], a.threads["discord"], typists["discord"] = a.discord, a.discord, a.discord, a.discord
-		modelText, fetcher = a.discord.ModelText, a.discord
+		modelText, fetcher, pl["discord"] = a.discord.ModelText, a.discord, a.discord
 	}
 	if a.matrix, err = newMatrixClient(cfg.Matrix, log); err != nil {
 		return err
 	}
 	if a.matrix != nil {
 		senders["matrix"] = matrix.DeliverySender{Client: a.matrix.client}
-		directories["matrix"] = matrix.NewDirectory(a.matrix.client)
+		dir := matrix.NewDirectory(a.matrix.client)
+		directories["matrix"], pl["matrix"] = dir, dir
 		typists["matrix"] = matrix.NewTypist(a.matrix.client)
 	}
 	// Who may do what is asked of each conversation's own platform
@@ -239,13 +241,6 @@ func (a *App) wire(o Options, d Deps) error {
 	access := cfg.EffectiveAccess()
 	gate := authz.NewGate(accessPolicy(access), accessLimits(access.RateLimit), d.Clock)
 	a.usage = newMeter(cfg, st, d.Clock, a.metrics, log.With().Str("component", "usage").Logger())
-	pl := places{}
-	if a.discord != nil {
-		pl["discord"] = a.discord
-	}
-	if a.matrix != nil {
-		pl["matrix"] = matrix.NewDirectory(a.matrix.client)
-	}
 	a.sessions = session.New(session.Options{
 		Channel: "discord", AccountID: "default", Agents: agents,
 		ThreadBindings: tb.Enabled, SpawnSubagentSessions: tb.SpawnSubagentSessions,
