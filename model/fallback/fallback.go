@@ -85,6 +85,9 @@ func New(opts Options, deps Deps) (*Set, error) {
 			}
 		}
 		s.models[name] = &entry{name: name, provider: m.Provider, fallbacks: m.Fallbacks, breaker: newBreaker(opts.Breaker)}
+		if deps.Observer != nil {
+			deps.Observer.ModelBreaker(name, string(Closed))
+		}
 	}
 	return s, nil
 }

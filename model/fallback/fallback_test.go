@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -132,6 +133,9 @@ func TestBreaker(t *testing.T) {
 	down := modeltest.Step{Err: model.NewError("openai", 503, errors.New("down"))}
 	s := newSet(t, clk, obs, map[string]fallback.Model{
 		"main": {Provider: main, Fallbacks: []string{"backup"}}, "backup": {Provider: backup}})
+	if got := obs.take(); len(got) != 2 || !slices.Contains(got, "breaker main closed") {
+		t.Fatalf("initial states %v", got)
+	}
 	p := chain(t, s, "main")
 	call := func() string {
 		t.Helper()
