@@ -5,7 +5,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/transcript"
 	modelusage "github.com/agentbot/agentbot/core/usage"
@@ -77,4 +79,57 @@ func TestE2EFallbackAnswersAndUsageIsRecorded(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.String()), &got); err != nil || got != r {
 		t.Fatalf("inspect usage -json: %q (%v), want %+v", out.String(), err, r)
 	}
+}
+
+// TestE2EBudgetHoldsAcrossRestart: /usage sums what the provider reported;
+// once alice's tokens reach access.budget her next message gets one notice
+// and no model call, and after a restart (the budget read back from the
+// store) her messages still get no model call.
+func TestE2EBudgetHoldsAcrossRestart(t *testing.T) {
+	t.Parallel()
+	const key = "sk-test-0123456789abcdef"
+	af := modeltest.NewAnthropicFake(t, key)
+	af.Respond(func(modeltest.Body) modeltest.Reply {
+		return modeltest.Reply{Text: "answered", Usage: model.Usage{Input: 300, Output: 20}}
+	})
+	h := startBot(t, nil, func(cfg *config.Config) {
+		cfg.Models[config.DefaultModelName] = config.ModelConfig{Provider: "anthropic", BaseURL: af.URL, APIKey: key, Model: "claude-test",
+			MaxHistory: 50, Timeout: 10e9, Price: config.PriceConfig{Input: 3, Output: 15}}
+		cfg.Access.Budget = config.BudgetConfig{Tokens: 300, Per: 24 * time.Hour}
+	})
+	mention := "<@" + h.emu.BotUserID() + "> "
+	say := func(text string, want int) []discordtest.Message {
+		t.Helper()
+		if _, err := h.emu.UserSay(h.general.ID, h.alice.ID, mention+text); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := h.emu.WaitMessages(t.Context(), h.general.ID, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msgs
+	}
+	say("one", 2)
+	in, err := h.emu.InvokeCommand(h.general.ID, h.alice.ID, "usage", discordtest.CommandOption{Name: "period", Value: "day"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := adResponded(t, h, in); !strings.Contains(r.Content, "Your usage, last day: 320 tokens (300 in, 20 out, 0 cached) in 1 calls, cost 0.0012") {
+		t.Fatalf("/usage answered %q", r.Content)
+	}
+	msgs := say("two", 4)
+	if !strings.Contains(msgs[3].Content, "⏳ your usage budget (300 tokens per 24h0m0s) is spent") {
+		t.Fatalf("over the budget: %q", msgs[3].Content)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	say("three", 6) // a new process tells once more (its notice memory is its own)
+	if n := len(af.Requests()); n != 1 {
+		t.Fatalf("the model was called %d times, want 1", n)
+	}
+	finishBot(t, h, h.general.ID)
 }
