@@ -6,6 +6,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
@@ -59,4 +60,12 @@ func (a *App) pruneUsage(ctx context.Context, tick <-chan time.Time) {
 		case <-tick:
 		}
 	}
+}
+
+// discordPlaces answers from the Discord gateway cache (the guild of a
+// served channel or thread; "" for a DM or an uncached conversation).
+type discordPlaces struct{ c *discord.Client }
+
+func (p discordPlaces) Place(_ context.Context, conv binding.ConversationRef) (string, error) {
+	return p.c.Place(conv).Server, nil
 }

@@ -29,6 +29,10 @@ type Metrics struct {
 	ModelFallbacks  *prometheus.CounterVec // from, to
 	ModelBreakers   *prometheus.GaugeVec   // model, state (1 for the current state)
 	Tokens          *prometheus.CounterVec // model, agent, kind (input, output, cached)
+	// ACP agents' commands (terminal/*).
+	CommandsStarted prometheus.Counter
+	CommandsKilled  *prometheus.CounterVec // reason: killed, timeout
+	CommandsRunning prometheus.Gauge
 }
 
 // New creates and registers the collectors; activeBindings reports the gauge.
@@ -66,9 +70,16 @@ func New(reg prometheus.Registerer, activeBindings func() float64) *Metrics {
 			Help: "1 for a model's circuit breaker's current state (closed, open, half-open), 0 for the others."}, []string{"model", "state"}),
 		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbot_tokens_total",
 			Help: "Model tokens as the providers report them, by models entry, agent and kind (input, output, cached)."}, []string{"model", "agent", "kind"}),
+		CommandsStarted: prometheus.NewCounter(prometheus.CounterOpts{Name: "agentbot_acp_commands_started_total",
+			Help: "Commands ACP agents started (terminal/create)."}),
+		CommandsKilled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbot_acp_commands_killed_total",
+			Help: "Commands the bot killed, by reason (killed: kill, release, /stop, session end; timeout: commandTimeout)."}, []string{"reason"}),
+		CommandsRunning: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentbot_acp_commands_running",
+			Help: "Commands of ACP agents running now."}),
 	}
 	reg.MustRegister(m.Deliveries, m.RouterDecisions, m.RESTErrors, m.RateLimited, m.ActiveBindings, m.TurnSeconds, m.Inbound, m.Rule1Exceptions,
-		m.MCPUp, m.MCPRestarts, m.MCPToolCalls, m.MCPToolSeconds, m.ModelCalls, m.ModelFallbacks, m.ModelBreakers, m.Tokens)
+		m.MCPUp, m.MCPRestarts, m.MCPToolCalls, m.MCPToolSeconds, m.CommandsStarted, m.CommandsKilled, m.CommandsRunning,
+		m.ModelCalls, m.ModelFallbacks, m.ModelBreakers, m.Tokens)
 	return m
 }
 
@@ -146,6 +157,25 @@ func (m *Metrics) MCPToolCall(server, outcome string, seconds float64) {
 	if m != nil {
 		m.MCPToolCalls.WithLabelValues(server, outcome).Inc()
 		m.MCPToolSeconds.WithLabelValues(server).Observe(seconds)
+	}
+}
+
+// CommandStarted counts a command an ACP agent started.
+func (m *Metrics) CommandStarted() {
+	if m != nil {
+		m.CommandsStarted.Inc()
+		m.CommandsRunning.Inc()
+	}
+}
+
+// CommandEnded counts a command's end; killed names why the bot killed it
+// ("" when it exited by itself).
+func (m *Metrics) CommandEnded(killed string) {
+	if m != nil {
+		m.CommandsRunning.Dec()
+		if killed != "" {
+			m.CommandsKilled.WithLabelValues(killed).Inc()
+		}
 	}
 }
 

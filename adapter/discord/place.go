@@ -1,23 +1,36 @@
 package discord
 
 import (
-	"context"
-	"fmt"
-
-	"github.com/agentbot/agentbot/core/authz"
+	"github.com/agentbot/agentbot/core/agentroute"
 	"github.com/agentbot/agentbot/core/binding"
 )
 
-// Place returns the guild a conversation belongs to (usage records and
-// server budgets), "" for a DM: Discord's answer from the gateway state or
-// REST, never user text.
-func (c *Client) Place(ctx context.Context, conv binding.ConversationRef) (string, error) {
-	if authz.IsDM(conv) {
-		return "", nil
+// Place says where a conversation sits (core/agentroute.Locator), from the
+// gateway cache only (GUILD_CREATE carries every channel of a served guild;
+// threads come with THREAD_CREATE and THREAD_LIST_SYNC): its guild, its
+// category (a thread's: its parent channel's), and a thread's parent when
+// the ref did not carry it. No REST: routing does no I/O; an uncached
+// conversation is matched by its own ids only.
+func (c *Client) Place(ref binding.ConversationRef) agentroute.Place {
+	s := c.session()
+	ch, ok := stateChannel(s, ref.ConversationID)
+	if !ok {
+		if ref.ParentConversationID == "" {
+			return agentroute.Place{}
+		}
+		if ch, ok = stateChannel(s, ref.ParentConversationID); !ok {
+			return agentroute.Place{}
+		}
+		return agentroute.Place{Server: ch.GuildID, Category: ch.ParentID}
 	}
-	ch, err := c.channel(ctx, c.session(), conv.ConversationID)
-	if err != nil {
-		return "", fmt.Errorf("discord: get channel %s: %w", conv.ConversationID, err)
+	p := agentroute.Place{Server: ch.GuildID}
+	if !ch.IsThread() {
+		p.Category = ch.ParentID
+		return p
 	}
-	return ch.GuildID, nil
+	p.Parent = ch.ParentID
+	if parent, ok := stateChannel(s, ch.ParentID); ok {
+		p.Category = parent.ParentID
+	}
+	return p
 }
