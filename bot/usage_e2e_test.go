@@ -2,7 +2,9 @@ package bot
 
 import (
 	"encoding/json"
+	"io"
 	"math"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -130,6 +132,67 @@ func TestE2EBudgetHoldsAcrossRestart(t *testing.T) {
 	say("three", 6) // a new process tells once more (its notice memory is its own)
 	if n := len(af.Requests()); n != 1 {
 		t.Fatalf("the model was called %d times, want 1", n)
+	}
+	finishBot(t, h, h.general.ID)
+}
+
+// TestE2EDeadModelSkippedAndReported: a primary answering 503 to every
+// call is tried three times (each turn answered by the fallback), then its
+// breaker opens: the fourth turn does not call it, /readyz stays 200 and
+// names it, and the metrics show the breaker, the fallbacks and the tokens.
+func TestE2EDeadModelSkippedAndReported(t *testing.T) {
+	t.Parallel()
+	const key = "sk-test-0123456789abcdef"
+	of, af := modeltest.NewOpenAIFake(t, key), modeltest.NewAnthropicFake(t, key)
+	of.Respond(func(modeltest.Body) modeltest.Reply { return modeltest.Reply{Status: 503, Message: "unavailable"} })
+	af.Respond(func(modeltest.Body) modeltest.Reply {
+		return modeltest.Reply{Text: "from backup", Usage: model.Usage{Input: 7, Output: 3}}
+	})
+	h := startBot(t, nil, func(cfg *config.Config) {
+		cfg.HTTP.Listen = "127.0.0.1:0"
+		cfg.Models[config.DefaultModelName] = config.ModelConfig{Provider: "openai", BaseURL: of.URL, APIKey: key, Model: "gpt-test",
+			MaxHistory: 50, Timeout: 10e9, Fallbacks: []string{"backup"}}
+		cfg.Models["backup"] = config.ModelConfig{Provider: "anthropic", BaseURL: af.URL, APIKey: key, Model: "claude-test", MaxHistory: 50, Timeout: 10e9}
+	})
+	var addr string
+	select {
+	case addr = <-h.app.httpAddr:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the HTTP server did not start")
+	}
+	for i := 1; i <= 4; i++ {
+		if _, err := h.emu.UserSay(h.general.ID, h.alice.ID, "<@"+h.emu.BotUserID()+"> hello"); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := h.emu.WaitMessages(t.Context(), h.general.ID, 2*i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := msgs[2*i-1].Content; got != "from backup" {
+			t.Fatalf("turn %d answered %q", i, got)
+		}
+	}
+	if n := len(of.Requests()); n != 3 {
+		t.Fatalf("the dead model got %d requests, want 3 (then skipped)", n)
+	}
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/readyz"); code != http.StatusOK || !strings.Contains(body, "model default (open)") {
+		t.Errorf("/readyz = %d %q", code, body)
+	}
+	_, m := get("/metrics")
+	for _, want := range []string{`agentbot_model_breaker{model="default",state="open"} 1`, `agentbot_model_fallbacks_total{from="default",to="backup"} 4`,
+		`agentbot_model_calls_total{model="default",outcome="server"} 3`, `agentbot_tokens_total{agent="main",kind="input",model="backup"} 28`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 	finishBot(t, h, h.general.ID)
 }
