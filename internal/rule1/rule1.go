@@ -1,4 +1,4 @@
-package bot
+package rule1
 
 import (
 	"cmp"
