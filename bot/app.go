@@ -33,6 +33,7 @@ import (
 	"github.com/agentbot/agentbot/metrics"
 	"github.com/agentbot/agentbot/model"
 	"github.com/agentbot/agentbot/model/providers"
+	"github.com/agentbot/agentbot/scheduler"
 	"github.com/agentbot/agentbot/store/bolt"
 	"github.com/agentbot/agentbot/tools/mcp"
 )
@@ -501,6 +502,15 @@ func (a *App) Connected() <-chan struct{} {
 		return now
 	}
 	return a.gateway.Connected()
+}
+
+// Scheduler is the job scheduler (nil with scheduler.enabled off); tools
+// read its jobs.
+func (a *App) Scheduler() *scheduler.Scheduler {
+	if a.sched == nil {
+		return nil
+	}
+	return a.sched.Scheduler
 }
 
 // HTTPAddr receives the HTTP server's bound address once it listens

@@ -3,9 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -14,13 +12,15 @@ import (
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/internal/world"
 	"github.com/agentbot/agentbot/model"
 )
 
-// harness runs the real wiring against the built-in Discord emulator: the
-// demo and the end-to-end tests use it. Nothing in it talks to the network
-// beyond 127.0.0.1.
+// harness runs the real wiring against the built-in Discord emulator (a
+// world.World): the end-to-end tests use it.
 type harness struct {
+	world   *world.World
+	run     *world.Run // nil: not running
 	emu     *discordtest.Emulator
 	cfg     *config.Config
 	app     *App
@@ -31,10 +31,7 @@ type harness struct {
 	alice   discordtest.User
 	prov    model.Provider
 	base    http.RoundTripper
-	shared  bool // the emulator belongs to the caller: not seeded, started or closed here
 
-	cancel context.CancelFunc
-	done   chan error
 	// refused names user messages a test expects discord.access to refuse
 	// (never routed, so in no transcript: finishBot's Rule 1 check skips them).
 	refused map[string]bool
@@ -43,17 +40,8 @@ type harness struct {
 	prepare func(*App)
 }
 
-// commandsRoute is where the bot registers its slash commands at start
-// (guildCommandsRoute with a guild allowlist).
-const (
-	commandsRoute      = "/applications/{application_id}/commands"
-	guildCommandsRoute = "/applications/{application_id}/guilds/{guild_id}/commands"
-)
-
-// registrations counts the bot's command registrations so far.
-func (h *harness) registrations() int {
-	return len(h.emu.RequestsTo("PUT", commandsRoute)) + len(h.emu.RequestsTo("PUT", guildCommandsRoute))
-}
+// commandsRoute is where the bot registers its slash commands at start.
+const commandsRoute = world.CommandsRoute
 
 // harnessOptions adjust the world and the config.
 type harnessOptions struct {
@@ -80,43 +68,12 @@ type harnessOptions struct {
 
 // newHarness starts the emulator and seeds a guild with #general and alice.
 func newHarness(o harnessOptions) (*harness, error) {
-	if o.Shared != nil {
-		return configureHarness(o, o.Shared, discordtest.Guild{}, discordtest.Channel{}, discordtest.User{})
-	}
-	emu := discordtest.New(o.Emulator)
-	g := emu.AddGuild("demo")
-	general, err := emu.AddTextChannel(g.ID, "general")
+	w, err := world.New(world.Options{Dir: o.Dir, Configure: o.Configure, Emulator: o.Emulator, Shared: o.Shared})
 	if err != nil {
 		return nil, err
 	}
-	alice, err := emu.AddMember(g.ID, "alice")
-	if err != nil {
-		return nil, err
-	}
-	if err := emu.Start(); err != nil {
-		return nil, err
-	}
-	return configureHarness(o, emu, g, general, alice)
-}
-
-func configureHarness(o harnessOptions, emu *discordtest.Emulator, g discordtest.Guild, general discordtest.Channel, alice discordtest.User) (*harness, error) {
-	cfg := config.Default()
-	cfg.Discord.Token = emu.Token()
-	cfg.Discord.APIURL = emu.URL()
-	cfg.Discord.ThreadBindings.SpawnSubagentSessions = true
-	cfg.Store.Path = filepath.Join(o.Dir, "bot.db")
-	cfg.HTTP.Listen = ""
-	if o.Configure != nil {
-		o.Configure(cfg)
-	}
-	if err := cfg.ValidateForRun(); err != nil {
-		if o.Shared == nil {
-			emu.Close()
-		}
-		return nil, err
-	}
-	h := &harness{emu: emu, cfg: cfg, log: o.Log, clock: o.Clock, guild: g, general: general, alice: alice, prov: o.Provider, base: o.BaseTransport, shared: o.Shared != nil, typing: o.TypingAfter, live: o.LiveAfter, prepare: o.Prepare}
-	return h, nil
+	return &harness{world: w, emu: w.Emu, cfg: w.Cfg, guild: w.Guild, general: w.General, alice: w.Alice,
+		log: o.Log, clock: o.Clock, prov: o.Provider, base: o.BaseTransport, typing: o.TypingAfter, live: o.LiveAfter, prepare: o.Prepare}, nil
 }
 
 // start builds and runs the bot; it returns once the gateway is ready.
@@ -130,64 +87,26 @@ func (h *harness) start(ctx context.Context) error {
 	if h.prepare != nil {
 		h.prepare(a)
 	}
-	puts := h.registrations()
-	rctx, cancel := context.WithCancel(ctx)
-	h.cancel, h.done = cancel, make(chan error, 1)
-	go func() { h.done <- a.Run(rctx) }()
-	if a.gateway == nil {
-		return nil // on Matrix only: nothing to wait for on Discord
-	}
-	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer wcancel()
-	if err := h.emu.Wait(wctx, func() bool { return h.registrations() > puts }); err != nil {
-		return fmt.Errorf("bot did not register its commands: %w", err)
-	}
-	select {
-	case err := <-h.done:
-		return fmt.Errorf("bot stopped: %w", err)
-	case <-wctx.Done():
-		return errors.New("bot did not become ready")
-	case <-a.gateway.Connected():
-	}
-	if h.shared { // other bots heartbeat too: wait for every session's first
-		return h.emu.Wait(wctx, func() bool {
-			for _, n := range h.emu.SessionHeartbeats() {
-				if n == 0 {
-					return false
-				}
-			}
-			return true
-		})
-	}
-	return h.emu.WaitHeartbeats(wctx, 1)
+	h.run, err = h.world.Start(ctx, a)
+	return err
 }
 
 // stop stops the bot gracefully and waits for it.
 func (h *harness) stop() error {
-	if h.cancel == nil {
+	if h.run == nil {
 		return nil
 	}
-	h.cancel()
-	err := <-h.done
-	h.cancel = nil
+	err := h.run.Stop()
+	h.run = nil
 	return err
 }
 
 // close stops the bot and the emulator.
 func (h *harness) close() error {
-	err := h.stop()
-	if h.shared {
-		return err
-	}
-	return errors.Join(err, h.emu.Close())
+	return errors.Join(h.stop(), h.world.Close())
 }
 
 // waitFor blocks until cond holds, re-checking on every emulator change.
 func (h *harness) waitFor(ctx context.Context, what string, cond func() bool) error {
-	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if err := h.emu.Wait(wctx, cond); err != nil {
-		return fmt.Errorf("waiting for %s: %w", what, err)
-	}
-	return nil
+	return h.world.WaitFor(ctx, what, cond)
 }

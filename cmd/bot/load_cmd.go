@@ -10,7 +10,7 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/agentbot/agentbot/bot"
+	"github.com/agentbot/agentbot/internal/load"
 	"github.com/rs/zerolog"
 )
 
@@ -43,7 +43,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch *profile {
 	case "guilds", "store":
-		var res bot.ScaleResult
+		var res load.ScaleResult
 		var err error
 		if *cpuOut != "" {
 			f, err := os.Create(*cpuOut)
@@ -59,9 +59,9 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			defer pprof.StopCPUProfile()
 		}
 		if *profile == "guilds" {
-			res, err = bot.GuildScale(ctx, *scaleGuilds, *scaleChannels, *scaleRoles, log)
+			res, err = load.GuildScale(ctx, *scaleGuilds, *scaleChannels, *scaleRoles, log)
 		} else {
-			res, err = bot.StoreScale(ctx, *cacheDir, *bindings, *entries, log, stderr)
+			res, err = load.StoreScale(ctx, *cacheDir, *bindings, *entries, log, stderr)
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, "bot load:", err)
@@ -70,24 +70,24 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if *memOut != "" {
 			fmt.Fprintln(stderr, "bot load: -memprofile applies to the turn profiles (guilds: LOAD_HEAPPROFILE=FILE)")
 		}
-		bot.PrintScaleTable(stdout, []bot.ScaleResult{res})
+		load.PrintScaleTable(stdout, []load.ScaleResult{res})
 		return exitOK
 	}
-	var ps []bot.LoadProfile
+	var ps []load.Profile
 	switch *profile {
 	case "standard":
-		ps = bot.StandardProfiles(*dur)
+		ps = load.StandardProfiles(*dur)
 	case "saturation":
 		for _, r := range []float64{100, 200, 300, 400, 500, 750} {
-			ps = append(ps, bot.LoadProfile{Name: fmt.Sprintf("saturation@%.0f", r), Conversations: 500, Guilds: 25, Rate: r, Duration: *dur})
+			ps = append(ps, load.Profile{Name: fmt.Sprintf("saturation@%.0f", r), Conversations: 500, Guilds: 25, Rate: r, Duration: *dur})
 		}
 	case "hot429":
-		ps = []bot.LoadProfile{
+		ps = []load.Profile{
 			{Name: "baseline", Conversations: 500, Guilds: 25, Rate: 100, Duration: *dur},
 			{Name: "one-channel-429", Conversations: 500, Guilds: 25, Rate: 100, Duration: *dur, Hot429: true},
 		}
 	case "custom":
-		ps = []bot.LoadProfile{{Name: "custom", Conversations: *conv, Guilds: *guilds, Rate: *rate, Duration: *dur, ModelLatency: *modelLat}}
+		ps = []load.Profile{{Name: "custom", Conversations: *conv, Guilds: *guilds, Rate: *rate, Duration: *dur, ModelLatency: *modelLat}}
 	default:
 		fmt.Fprintf(stderr, "bot load: unknown profile %q\n", *profile)
 		return exitUsage
@@ -95,7 +95,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *memOut != "" {
 		runtime.MemProfileRate = 64 << 10
 	}
-	var results []bot.LoadResult
+	var results []load.Result
 	for i, p := range ps {
 		var cpu io.Writer
 		if i == 0 && *cpuOut != "" {
@@ -107,7 +107,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			defer f.Close()
 			cpu = f
 		}
-		res, err := bot.RunLoad(ctx, p, log, cpu)
+		res, err := load.Run(ctx, p, log, cpu)
 		if err != nil {
 			fmt.Fprintln(stderr, "bot load:", err)
 			return exitProblems
@@ -128,6 +128,6 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			break // saturated: it no longer keeps up with the offered rate
 		}
 	}
-	bot.PrintLoadTable(stdout, results)
+	load.PrintTable(stdout, results)
 	return exitOK
 }
