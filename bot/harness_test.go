@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/internal/world"
@@ -38,6 +41,25 @@ type harness struct {
 	typing  session.After
 	live    func(time.Duration) <-chan time.Time
 	prepare func(*App)
+
+	endedMu sync.Mutex
+	ended   []func(binding.Record) // told of every ended binding (onEnded)
+}
+
+// onEnded tells f of every binding that ends from now on.
+func (h *harness) onEnded(f func(binding.Record)) {
+	h.endedMu.Lock()
+	defer h.endedMu.Unlock()
+	h.ended = append(h.ended, f)
+}
+
+func (h *harness) bindingEnded(r binding.Record) {
+	h.endedMu.Lock()
+	fs := slices.Clone(h.ended)
+	h.endedMu.Unlock()
+	for _, f := range fs {
+		f(r)
+	}
 }
 
 // commandsRoute is where the bot registers its slash commands at start.
@@ -79,7 +101,8 @@ func newHarness(o harnessOptions) (*harness, error) {
 // start builds and runs the bot; it returns once the gateway is ready.
 func (h *harness) start(ctx context.Context) error {
 	a, err := New(Options{Config: h.cfg, RetryBackoff: 10 * time.Millisecond, MCPBackoff: 100 * time.Millisecond},
-		Deps{Log: h.log, Clock: h.clock, Provider: h.prov, BaseTransport: h.base, TypingAfter: h.typing, LiveAfter: h.live})
+		Deps{Log: h.log, Clock: h.clock, Provider: h.prov, BaseTransport: h.base, TypingAfter: h.typing, LiveAfter: h.live,
+			BindingEnded: h.bindingEnded})
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 // the model's job tools from the scheduler's API.
 type schedulerBridge struct {
 	*scheduler.Scheduler
-	sessions *session.Manager
+	sessions func() *session.Manager // built after the bridge: it offers the model job tools
 	auth     *authz.Authority
 }
 
@@ -33,8 +33,8 @@ var (
 	_ scheduler.Authorizer       = (*schedulerBridge)(nil)
 )
 
-func newSchedulerBridge(a *App) (*schedulerBridge, error) {
-	b := &schedulerBridge{sessions: a.sessions, auth: a.auth}
+func newSchedulerBridge(a *App) *schedulerBridge {
+	b := &schedulerBridge{sessions: func() *session.Manager { return a.sessions }, auth: a.auth}
 	b.Scheduler = scheduler.New(scheduler.Options{
 		Settings: schedulerSettings(a.cfg.Scheduler), DefaultAgent: a.cfg.Agents[0].ID,
 	}, scheduler.Deps{
@@ -42,7 +42,7 @@ func newSchedulerBridge(a *App) (*schedulerBridge, error) {
 		History: a.transcripts, Routes: a.bindings, Log: a.log.With().Str("component", "scheduler").Logger(), Authorizer: b,
 		Hints: scheduler.HintsByPlatform{"discord": discord.JobCommand, "matrix": matrix.CommandPlatform(a.cfg.Discord.ThreadBindings.Enabled).JobCommand},
 	})
-	return b, nil
+	return b
 }
 
 // RunJobTurn implements scheduler.ChatRunner (Rule 2, in-chat).
@@ -57,7 +57,7 @@ func newSchedulerBridge(a *App) (*schedulerBridge, error) {
 // so it is returned as an error along with what was displayed.
 func (b *schedulerBridge) RunJobTurn(ctx context.Context, in scheduler.InChatRun) ([]string, error) {
 	wctx := context.WithoutCancel(ctx)
-	ids, err := b.sessions.RunJobTurn(wctx, session.JobTurn{Conversation: in.Conversation, DeliveryID: "job:" + in.JobID + ":run:" + in.RunID,
+	ids, err := b.sessions().RunJobTurn(wctx, session.JobTurn{Conversation: in.Conversation, DeliveryID: "job:" + in.JobID + ":run:" + in.RunID,
 		Trigger: in.Trigger, Meta: in.Meta, CreatedBy: in.CreatedBy})
 	if errors.Is(err, session.ErrTurnFailed) {
 		return ids, fmt.Errorf("%w: %w", scheduler.ErrTurnFailed, err)
@@ -74,7 +74,7 @@ func schedulerSettings(c config.SchedulerConfig) scheduler.Settings {
 
 // RunBackground implements scheduler.BackgroundRunner (Rule 2, background).
 func (b *schedulerBridge) RunBackground(ctx context.Context, in scheduler.BackgroundRun) (string, error) {
-	return b.sessions.RunBackground(ctx, in.AgentID, in.SessionKey, in.Prompt, in.Seed)
+	return b.sessions().RunBackground(ctx, in.AgentID, in.SessionKey, in.Prompt, in.Seed)
 }
 
 // The rules of /cron, in one place: the slash command and the model's job

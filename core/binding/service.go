@@ -52,7 +52,7 @@ type Service struct {
 	mu      sync.RWMutex
 	idx     index               // the active bindings
 	dirty   map[string]struct{} // touched since the last flush
-	onEnded []EndedFunc
+	onEnded EndedFunc           // nil: nobody listens
 	// ever holds every session that has had a binding, active or ended,
 	// whatever made it (spawn or /focus): such a session's completions
 	// never fall back to its requester (invariant 6).
@@ -84,6 +84,9 @@ type Deps struct {
 	Store Store
 	Clock clock.Clock
 	Log   zerolog.Logger
+	// OnEnded, if set, is called with every binding that ends, after the
+	// store write (the wiring fans it out to sessions and ACP agents).
+	OnEnded EndedFunc
 }
 
 // New returns a service; call Load before use. It does no I/O.
@@ -92,14 +95,15 @@ func New(opt Options, d Deps) *Service {
 		opt.SweepInterval = DefaultSweepInterval
 	}
 	return &Service{
-		opt:   opt,
-		store: d.Store,
-		clock: d.Clock,
-		log:   d.Log,
-		newID: randomID,
-		idx:   newIndex(),
-		dirty: map[string]struct{}{},
-		ever:  map[string]struct{}{},
+		opt:     opt,
+		store:   d.Store,
+		clock:   d.Clock,
+		log:     d.Log,
+		newID:   randomID,
+		onEnded: d.OnEnded,
+		idx:     newIndex(),
+		dirty:   map[string]struct{}{},
+		ever:    map[string]struct{}{},
 	}
 }
 
@@ -129,13 +133,6 @@ func randomID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// OnEnded registers a callback for ended bindings. Register before Run.
-func (s *Service) OnEnded(f EndedFunc) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.onEnded = append(s.onEnded, f)
 }
 
 // Load reads the store and builds the index of active bindings.
@@ -509,11 +506,8 @@ func (s *Service) Flush(ctx context.Context) error {
 }
 
 func (s *Service) notify(r Record) {
-	s.mu.RLock()
-	fns := append([]EndedFunc(nil), s.onEnded...)
-	s.mu.RUnlock()
-	for _, f := range fns {
-		f(r)
+	if s.onEnded != nil {
+		s.onEnded(r)
 	}
 }
 
