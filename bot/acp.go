@@ -43,7 +43,7 @@ func newACP(a *App) *acp.Manager {
 			Users: c.Users, Roles: c.Roles, IdleTimeout: c.IdleShutdown, MaxSessions: c.MaxSessions})
 	}
 	return acp.New(acp.Options{Agents: agents, PermissionTimeout: a.cfg.ACP.PermissionTimeout, Ready: a.recovered},
-		acp.Deps{Live: a.outbound, Notices: outboundNotices{a.outbound}, Transcripts: a.transcripts, Bindings: a.bindings, Threads: a.threads,
+		acp.Deps{Live: a.outbound, Notices: outboundNotices{a.outbound}, Transcripts: a.transcripts, Bindings: a.bindings, Threads: a.platforms,
 			Authority: a.auth, Clock: a.clock, Log: a.log.With().Str("component", "acp").Logger(), Procs: a.procs})
 }
 

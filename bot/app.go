@@ -26,6 +26,7 @@ import (
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/command"
 	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/platform"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/internal/procs"
@@ -54,8 +55,8 @@ type App struct {
 	router      *delivery.Router
 	sessions    *session.Manager
 	discord     *discord.Client
-	matrix      *matrixSide // nil: not on Matrix
-	threads     session.ThreadsByPlatform
+	matrix      *matrixSide     // nil: not on Matrix
+	platforms   *platform.Table // each platform's sender, directory, threads, typist and wording
 	auth        *authz.Authority
 	gateway     *discord.Gateway
 	sched       *schedulerBridge
@@ -177,7 +178,7 @@ func (a *App) wire(o Options, d Deps) error {
 			agents[i].Provider = d.Provider
 		}
 	}
-	p, err := a.platforms(o, d)
+	p, err := a.newPlatforms(o, d)
 	if err != nil {
 		return err
 	}
@@ -185,11 +186,11 @@ func (a *App) wire(o Options, d Deps) error {
 	// (invariant 13); operators come from discord.operators and
 	// matrix.operators (user ids of either platform).
 	a.auth = authz.New(authz.Config{OperatorUsers: slices.Concat(cfg.Discord.Operators.Users, cfg.Matrix.Operators), OperatorRoles: cfg.Discord.Operators.Roles},
-		p.directories)
+		a.platforms)
 	a.outbound = delivery.NewOutbound(delivery.OutboundOptions{
 		DefaultAgent: agents[0].ID, Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
 	}, delivery.OutboundDeps{
-		Sender: delivery.NewMux(p.senders), Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
+		Sender: a.platforms, Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
 		Clock: d.Clock, Log: log.With().Str("component", "outbound").Logger(),
 		Observe:  func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
 		Diagnose: func(d delivery.Diagnostic) { a.metrics.Rule1Exception(d.Reason) },
@@ -200,12 +201,6 @@ func (a *App) wire(o Options, d Deps) error {
 			return a.sessions.RecoverCompletion(ctx, r)
 		}},
 	})
-	if a.matrix != nil {
-		if err := a.matrix.newThreads(a.outbound); err != nil {
-			return err
-		}
-		a.threads["matrix"] = a.matrix.threads
-	}
 	// Child process groups (MCP servers, ACP agents) are recorded, and
 	// those a killed bot left are killed at the next start (invariant 21).
 	a.procs = procs.New(procs.Options{}, procs.Deps{Store: st, Log: log.With().Str("component", "procs").Logger()})
@@ -220,23 +215,20 @@ func (a *App) wire(o Options, d Deps) error {
 	return a.inbound(o, gate)
 }
 
-// platformSides are what each platform gives the core: its sender,
-// permission directory and typing (its threads go to a.threads); the core
-// picks the one of the conversation's platform.
+// platformSides are what the sessions take of the Discord client beyond
+// the platform table.
 type platformSides struct {
-	senders     map[string]delivery.Sender
-	directories authz.Directories
-	typists     session.TypistsByPlatform
-	modelText   func(string) string
-	fetcher     session.Fetcher
+	modelText func(string) string
+	fetcher   session.Fetcher
 }
 
-// platforms builds the platforms' REST clients (no I/O but the recent
-// deliveries the Discord client must not take for another's).
-func (a *App) platforms(o Options, d Deps) (platformSides, error) {
+// newPlatforms builds the platforms' REST clients and fills the platform
+// table with them, once (no I/O but the recent deliveries the Discord
+// client must not take for another's).
+func (a *App) newPlatforms(o Options, d Deps) (platformSides, error) {
 	cfg, log := a.cfg, a.log
-	p := platformSides{senders: map[string]delivery.Sender{}, directories: authz.Directories{}, typists: session.TypistsByPlatform{}}
-	a.threads = session.ThreadsByPlatform{}
+	var p platformSides
+	var ps []platform.Platform
 	if cfg.DiscordOn() {
 		var err error
 		a.discord, err = discord.NewClient(discord.ClientOptions{
@@ -246,7 +238,8 @@ func (a *App) platforms(o Options, d Deps) (platformSides, error) {
 		if err != nil {
 			return p, err
 		}
-		p.senders["discord"], p.directories["discord"], a.threads["discord"], p.typists["discord"] = a.discord, a.discord, a.discord, a.discord
+		ps = append(ps, platform.Platform{Name: "discord", Sender: a.discord, Directory: a.discord, Threads: a.discord, Typist: a.discord,
+			Commands: discord.CommandPlatform(cfg.Discord.ThreadBindings.Enabled)})
 		p.modelText, p.fetcher = a.discord.ModelText, a.discord
 	}
 	var err error
@@ -254,10 +247,16 @@ func (a *App) platforms(o Options, d Deps) (platformSides, error) {
 		return p, err
 	}
 	if a.matrix != nil {
-		p.senders["matrix"] = matrix.DeliverySender{Client: a.matrix.client}
-		p.directories["matrix"] = matrix.NewDirectory(a.matrix.client)
-		p.typists["matrix"] = matrix.NewTypist(a.matrix.client)
+		// Its threads post their roots through the Outbound, which posts
+		// through this table: they reach it once built.
+		if err := a.matrix.newThreads(outboundOf{a}); err != nil {
+			return p, err
+		}
+		ps = append(ps, platform.Platform{Name: "matrix", Sender: matrix.DeliverySender{Client: a.matrix.client},
+			Directory: matrix.NewDirectory(a.matrix.client), Threads: a.matrix.threads, Typist: matrix.NewTypist(a.matrix.client),
+			Commands: matrix.CommandPlatform(cfg.Discord.ThreadBindings.Enabled)})
 	}
+	a.platforms = platform.New(ps...)
 	return p, nil
 }
 
@@ -307,7 +306,7 @@ func (a *App) newSessions(agents []session.Agent, p platformSides, d Deps) *auth
 		LiveAfter: d.LiveAfter,
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
-		Store: a.store, Threads: a.threads, Typist: p.typists, Fetcher: p.fetcher, After: d.TypingAfter, Turns: a.cluster.turnLocker(), Clock: d.Clock,
+		Store: a.store, Threads: a.platforms, Typist: a.platforms, Fetcher: p.fetcher, After: d.TypingAfter, Turns: a.cluster.turnLocker(), Clock: d.Clock,
 		Log: a.log.With().Str("component", "sessions").Logger(), Authority: a.auth, Toolbox: toolbox, Budget: gate, Jobs: jobs,
 	})
 	return gate
@@ -334,7 +333,7 @@ func (a *App) inbound(o Options, gate *authz.Gate) error {
 	// The commands' logic is the core's; each platform's adapter parses
 	// and answers them.
 	commands := command.New(command.Options{}, command.Deps{
-		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.threads, Authority: a.auth, Jobs: jobs, ACP: acpCmds,
+		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.platforms, Authority: a.auth, Jobs: jobs, ACP: acpCmds,
 		Once: commandOnce{st: a.store, clock: a.clock},
 	})
 	if a.discord != nil {

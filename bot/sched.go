@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentbot/agentbot/adapter/discord"
-	"github.com/agentbot/agentbot/adapter/matrix"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/command"
+	"github.com/agentbot/agentbot/core/platform"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/scheduler"
 )
@@ -40,9 +39,19 @@ func newSchedulerBridge(a *App) *schedulerBridge {
 	}, scheduler.Deps{
 		Store: a.store, Clock: a.clock, Runner: b, Background: b, Deliverer: a.outbound, Outbox: a.store,
 		History: a.transcripts, Routes: a.bindings, Log: a.log.With().Str("component", "scheduler").Logger(), Authorizer: b,
-		Hints: scheduler.HintsByPlatform{"discord": discord.JobCommand, "matrix": matrix.CommandPlatform(a.cfg.Discord.ThreadBindings.Enabled).JobCommand},
+		Hints: jobHints(a.platforms),
 	})
 	return b
+}
+
+// jobHints is the scheduler's view of the platform table: each platform's
+// command wording names the command a hint stands for.
+func jobHints(t *platform.Table) scheduler.HintsByPlatform {
+	hints := scheduler.HintsByPlatform{}
+	for _, p := range t.All() {
+		hints[p.Name] = p.Commands.JobCommand
+	}
+	return hints
 }
 
 // RunJobTurn implements scheduler.ChatRunner (Rule 2, in-chat).

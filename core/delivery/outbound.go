@@ -106,7 +106,6 @@ type Outbound struct {
 // it as recorded. handled=false leaves it to Recover.
 type RecoverFunc func(ctx context.Context, r Record) (handled bool, err error)
 
-
 // Claimer gives one process at a time the right to finish a delivery
 // (several processes sharing one outbox): Claim succeeds when the record
 // is unclaimed, already owner's, or its lease ran out, and (re)starts the
