@@ -44,20 +44,12 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch *profile {
 	case "guilds", "store":
 		var res load.ScaleResult
-		var err error
-		if *cpuOut != "" {
-			f, err := os.Create(*cpuOut)
-			if err != nil {
-				fmt.Fprintln(stderr, "bot load:", err)
-				return exitProblems
-			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				fmt.Fprintln(stderr, "bot load:", err)
-				return exitProblems
-			}
-			defer pprof.StopCPUProfile()
+		stop, err := startCPUProfile(*cpuOut)
+		if err != nil {
+			fmt.Fprintln(stderr, "bot load:", err)
+			return exitProblems
 		}
+		defer stop()
 		if *profile == "guilds" {
 			res, err = load.GuildScale(ctx, *scaleGuilds, *scaleChannels, *scaleRoles, log)
 		} else {
@@ -73,22 +65,8 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		load.PrintScaleTable(stdout, []load.ScaleResult{res})
 		return exitOK
 	}
-	var ps []load.Profile
-	switch *profile {
-	case "standard":
-		ps = load.StandardProfiles(*dur)
-	case "saturation":
-		for _, r := range []float64{100, 200, 300, 400, 500, 750} {
-			ps = append(ps, load.Profile{Name: fmt.Sprintf("saturation@%.0f", r), Conversations: 500, Guilds: 25, Rate: r, Duration: *dur})
-		}
-	case "hot429":
-		ps = []load.Profile{
-			{Name: "baseline", Conversations: 500, Guilds: 25, Rate: 100, Duration: *dur},
-			{Name: "one-channel-429", Conversations: 500, Guilds: 25, Rate: 100, Duration: *dur, Hot429: true},
-		}
-	case "custom":
-		ps = []load.Profile{{Name: "custom", Conversations: *conv, Guilds: *guilds, Rate: *rate, Duration: *dur, ModelLatency: *modelLat}}
-	default:
+	ps, ok := loadProfiles(*profile, *conv, *guilds, *rate, *dur, *modelLat)
+	if !ok {
 		fmt.Fprintf(stderr, "bot load: unknown profile %q\n", *profile)
 		return exitUsage
 	}
@@ -130,4 +108,42 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	load.PrintTable(stdout, results)
 	return exitOK
+}
+
+// loadProfiles are the runs of the turn profile name (custom: of the
+// flags' shape); ok is false for an unknown name.
+func loadProfiles(name string, conv, guilds int, rate float64, dur, modelLat time.Duration) (ps []load.Profile, ok bool) {
+	switch name {
+	case "standard":
+		return load.StandardProfiles(dur), true
+	case "saturation":
+		for _, r := range []float64{100, 200, 300, 400, 500, 750} {
+			ps = append(ps, load.Profile{Name: fmt.Sprintf("saturation@%.0f", r), Conversations: 500, Guilds: 25, Rate: r, Duration: dur})
+		}
+		return ps, true
+	case "hot429":
+		return []load.Profile{
+			{Name: "baseline", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur},
+			{Name: "one-channel-429", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur, Hot429: true},
+		}, true
+	case "custom":
+		return []load.Profile{{Name: "custom", Conversations: conv, Guilds: guilds, Rate: rate, Duration: dur, ModelLatency: modelLat}}, true
+	}
+	return nil, false
+}
+
+// startCPUProfile profiles the process into path until stop ("": no profile).
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

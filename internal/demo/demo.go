@@ -109,8 +109,13 @@ func Play(ctx context.Context, dir string, log zerolog.Logger, w io.Writer) (int
 	if err := run.Stop(); err != nil {
 		return 0, err
 	}
+	return report(ctx, w, emu, h.Cfg.Store.Path, general, thread)
+}
 
-	st, err := bolt.Open(h.Cfg.Store.Path, bolt.Options{LockTimeout: time.Second})
+// report prints, per channel, what it displayed next to what its
+// transcripts hold, then the invariant checks; it returns how many failed.
+func report(ctx context.Context, w io.Writer, emu *discordtest.Emulator, storePath, general, thread string) (int, error) {
+	st, err := bolt.Open(storePath, bolt.Options{LockTimeout: time.Second})
 	if err != nil {
 		return 0, err
 	}
