@@ -137,12 +137,9 @@ func New(o Options, d Deps) (*App, error) {
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	a.observeEnded = d.BindingEnded
-	a.bindings = binding.New(binding.Options{SweepInterval: bindingTick(st)}, binding.Deps{Store: st, Clock: d.Clock, Log: log.With().Str("component", "bindings").Logger(),
-		OnEnded: a.bindingEnded})
-	if !cfg.Discord.ThreadBindings.Enabled {
-		// Stored bindings stop routing and are kept (invariant 8).
-		a.bindings.Disable()
-	}
+	// With thread bindings off, stored bindings stop routing and are kept (invariant 8).
+	a.bindings = binding.New(binding.Options{SweepInterval: bindingTick(st), Disabled: !cfg.Discord.ThreadBindings.Enabled},
+		binding.Deps{Store: st, Clock: d.Clock, Log: log.With().Str("component", "bindings").Logger(), OnEnded: a.bindingEnded})
 	if a.cluster, err = newCluster(octx, st, a.bindings, log.With().Str("component", "cluster").Logger()); err != nil {
 		st.Close()
 		return nil, err

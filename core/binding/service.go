@@ -74,6 +74,10 @@ type Options struct {
 	// SweepInterval is how often Run ends expired bindings and flushes
 	// activity (default DefaultSweepInterval).
 	SweepInterval time.Duration
+	// Disabled makes the service route nothing and write nothing
+	// (threadBindings.enabled: false). Stored bindings are kept as they
+	// are, so a later start with bindings enabled restores them.
+	Disabled bool
 }
 
 // DefaultSweepInterval is Options.SweepInterval's default.
@@ -95,29 +99,21 @@ func New(opt Options, d Deps) *Service {
 		opt.SweepInterval = DefaultSweepInterval
 	}
 	return &Service{
-		opt:     opt,
-		store:   d.Store,
-		clock:   d.Clock,
-		log:     d.Log,
-		newID:   randomID,
-		onEnded: d.OnEnded,
-		idx:     newIndex(),
-		dirty:   map[string]struct{}{},
-		ever:    map[string]struct{}{},
+		opt:      opt,
+		store:    d.Store,
+		clock:    d.Clock,
+		log:      d.Log,
+		newID:    randomID,
+		onEnded:  d.OnEnded,
+		disabled: opt.Disabled,
+		idx:      newIndex(),
+		dirty:    map[string]struct{}{},
+		ever:     map[string]struct{}{},
 	}
 }
 
 // ErrDisabled: thread bindings are disabled; nothing was bound.
 var ErrDisabled = errors.New("thread bindings are disabled")
-
-// Disable makes the service route nothing and write nothing
-// (threadBindings.enabled: false). Stored bindings are kept as they are,
-// so a later start with bindings enabled restores them. Call before Load.
-func (s *Service) Disable() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.disabled = true
-}
 
 // EverBound reports whether the session has ever had a binding, active or
 // ended, made by anything. Disabled bindings report false: the bot then

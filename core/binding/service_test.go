@@ -375,8 +375,7 @@ func TestDisabledKeepsBindingsAndRoutesNone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	off := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
-	off.Disable()
+	off := binding.New(binding.Options{Disabled: true}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
 	if err := off.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
