@@ -175,8 +175,7 @@ func (a *App) wire(o Options, d Deps) error {
 			agents[i].Provider = d.Provider
 		}
 	}
-	p, err := a.newPlatforms(o, d)
-	if err != nil {
+	if err := a.newPlatforms(o, d); err != nil {
 		return err
 	}
 	// Who may do what is asked of each conversation's own platform
@@ -207,24 +206,16 @@ func (a *App) wire(o Options, d Deps) error {
 	if cfg.Scheduler.Enabled {
 		a.sched = newSchedulerBridge(a)
 	}
-	gate := a.newSessions(agents, p, d)
+	gate := a.newSessions(agents, d)
 	a.acp = newACP(a)
 	return a.inbound(o, gate)
-}
-
-// platformSides are what the sessions take of the Discord client beyond
-// the platform table.
-type platformSides struct {
-	modelText func(string) string
-	fetcher   session.Fetcher
 }
 
 // newPlatforms builds the platforms' REST clients and fills the platform
 // table with them, once (no I/O but the recent deliveries the Discord
 // client must not take for another's).
-func (a *App) newPlatforms(o Options, d Deps) (platformSides, error) {
+func (a *App) newPlatforms(o Options, d Deps) error {
 	cfg, log := a.cfg, a.log
-	var p platformSides
 	var ps []platform.Platform
 	if cfg.DiscordOn() {
 		var err error
@@ -233,28 +224,27 @@ func (a *App) newPlatforms(o Options, d Deps) (platformSides, error) {
 			BaseTransport: d.BaseTransport, RetryBackoff: o.RetryBackoff, Confirmed: a.recentlyConfirmed(),
 		}, discord.ClientDeps{Webhooks: a.store, Metrics: a.metrics, Clock: d.Clock, Log: log.With().Str("component", "discord").Logger()})
 		if err != nil {
-			return p, err
+			return err
 		}
 		ps = append(ps, platform.Platform{Name: "discord", Sender: a.discord, Directory: a.discord, Threads: a.discord, Typist: a.discord,
 			Commands: discord.CommandPlatform(cfg.Discord.ThreadBindings.Enabled)})
-		p.modelText, p.fetcher = a.discord.ModelText, a.discord
 	}
 	var err error
 	if a.matrix, err = newMatrixClient(cfg.Matrix, log); err != nil {
-		return p, err
+		return err
 	}
 	if a.matrix != nil {
 		// Its threads post their roots through the Outbound, which posts
 		// through this table: they reach it once built.
 		if err := a.matrix.newThreads(outboundOf{a}); err != nil {
-			return p, err
+			return err
 		}
 		ps = append(ps, platform.Platform{Name: "matrix", Sender: matrix.DeliverySender{Client: a.matrix.client},
 			Directory: matrix.NewDirectory(a.matrix.client), Threads: a.matrix.threads, Typist: matrix.NewTypist(a.matrix.client),
 			Commands: matrix.CommandPlatform(cfg.Discord.ThreadBindings.Enabled)})
 	}
 	a.platforms = platform.New(ps...)
-	return p, nil
+	return nil
 }
 
 // recentlyConfirmed are the message ids of the recent deliveries (the
@@ -277,8 +267,15 @@ func (a *App) recentlyConfirmed() []string {
 
 // newSessions builds the session manager and returns the access gate it
 // shares with the platforms' inbound sides.
-func (a *App) newSessions(agents []session.Agent, p platformSides, d Deps) *authz.Gate {
+func (a *App) newSessions(agents []session.Agent, d Deps) *authz.Gate {
 	cfg, tb := a.cfg, a.cfg.Discord.ThreadBindings
+	// The model sees the bot's Discord mention as its name, and user
+	// attachments are fetched from Discord's CDN.
+	var modelText func(string) string
+	var fetcher session.Fetcher
+	if a.discord != nil {
+		modelText, fetcher = a.discord.ModelText, a.discord
+	}
 	var toolbox session.Toolbox
 	if a.tools != nil {
 		toolbox = a.tools
@@ -298,12 +295,12 @@ func (a *App) newSessions(agents []session.Agent, p platformSides, d Deps) *auth
 		ThreadBindings: tb.Enabled, SpawnSubagentSessions: tb.SpawnSubagentSessions,
 		IdleTimeout: tb.IdleTimeout(), MaxAge: tb.MaxAge(),
 		MaxConcurrentSubagents: cfg.Subagents.MaxConcurrent, SubagentTimeout: cfg.Subagents.RunTimeout,
-		ModelText: p.modelText,
+		ModelText: modelText,
 		OnTurn:    func(d time.Duration) { a.metrics.Turn(d.Seconds()) },
 		LiveAfter: d.LiveAfter,
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
-		Store: a.store, Threads: a.platforms, Typist: a.platforms, Fetcher: p.fetcher, After: d.TypingAfter, Turns: a.cluster.turnLocker(), Clock: d.Clock,
+		Store: a.store, Threads: a.platforms, Typist: a.platforms, Fetcher: fetcher, After: d.TypingAfter, Turns: a.cluster.turnLocker(), Clock: d.Clock,
 		Log: a.log.With().Str("component", "sessions").Logger(), Authority: a.auth, Toolbox: toolbox, Budget: gate, Jobs: jobs,
 	})
 	return gate
