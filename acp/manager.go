@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -181,6 +183,19 @@ func New(opt Options, d Deps) *Manager {
 
 // Has reports whether name is a configured ACP agent.
 func (m *Manager) Has(name string) bool { _, ok := m.agents[name]; return ok }
+
+// Startable lists, sorted, the agents actor may start (as Start would
+// allow them): what /spawn agent and /focus acp: offer to complete.
+func (m *Manager) Startable(ctx context.Context, actor authz.Actor) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(m.agents)) {
+		ac := m.agents[name]
+		if m.d.Authority.MayUseAgent(ctx, actor, ac.Users, ac.Roles, "start the ACP agent "+ac.Name) == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
 
 // Run serves until ctx ends, then stops every agent process (bounded).
 func (m *Manager) Run(ctx context.Context) error {

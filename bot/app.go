@@ -21,6 +21,7 @@ import (
 	"github.com/agentbot/agentbot/adapter/matrix"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/console"
+	"github.com/agentbot/agentbot/core/agentroute"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
@@ -52,6 +53,7 @@ type App struct {
 	bindings    *binding.Service
 	transcripts *transcript.Service
 	outbound    *delivery.Outbound
+	routes      *agentroute.Table // agents[].channels
 	router      *delivery.Router
 	sessions    *session.Manager
 	discord     *discord.Client
@@ -183,10 +185,17 @@ func (a *App) wire(o Options, d Deps) error {
 	// matrix.operators (user ids of either platform).
 	a.auth = authz.New(authz.Config{OperatorUsers: slices.Concat(cfg.Discord.Operators.Users, cfg.Matrix.Operators), OperatorRoles: cfg.Discord.Operators.Roles},
 		a.platforms)
+	locators := map[string]agentroute.Locator{}
+	if a.discord != nil {
+		locators["discord"] = a.discord
+	}
+	if a.routes, err = agentRoutes(cfg, locators); err != nil {
+		return err
+	}
 	a.outbound = delivery.NewOutbound(delivery.OutboundOptions{
 		DefaultAgent: agents[0].ID, Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
 	}, delivery.OutboundDeps{
-		Sender: a.platforms, Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
+		Sender: a.platforms, Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings, Agents: a.routes,
 		Clock: d.Clock, Log: log.With().Str("component", "outbound").Logger(),
 		Observe:  func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
 		Diagnose: func(d delivery.Diagnostic) { a.metrics.Rule1Exception(d.Reason) },
@@ -326,8 +335,12 @@ func (a *App) inbound(o Options, gate *authz.Gate) error {
 	}
 	// The commands' logic is the core's; each platform's adapter parses
 	// and answers them.
-	commands := command.New(command.Options{}, command.Deps{
-		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.platforms, Authority: a.auth, Jobs: jobs, ACP: acpCmds,
+	agentChoices := make([]command.AgentChoice, 0, len(cfg.Agents))
+	for _, ag := range cfg.Agents {
+		agentChoices = append(agentChoices, command.AgentChoice{ID: ag.ID, Name: ag.Name})
+	}
+	commands := command.New(command.Options{Agents: agentChoices}, command.Deps{
+		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.platforms, Authority: a.auth, Jobs: jobs, ACP: acpCmds, Agents: a.routes,
 		Once: commandOnce{st: a.store, clock: a.clock},
 	})
 	if a.discord != nil {

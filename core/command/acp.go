@@ -16,6 +16,8 @@ import (
 // to one. Start and Stop apply the agents' own authority rules.
 type ACP interface {
 	Has(name string) bool
+	// Startable lists the agents actor may start (what Start would allow).
+	Startable(ctx context.Context, actor authz.Actor) []string
 	Start(ctx context.Context, req ACPStart) (ACPStarted, error)
 	Stop(ctx context.Context, rec binding.Record, userID string) (string, error)
 }
