@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/adapter/discord"
+	"github.com/agentbot/agentbot/adapter/matrix"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
@@ -60,6 +61,26 @@ func (a *App) pruneUsage(ctx context.Context, tick <-chan time.Time) {
 		case <-tick:
 		}
 	}
+}
+
+// places is each platform's answer to "which server or room" (usage
+// records, server budgets, /usage).
+func (a *App) places() places {
+	pl := places{}
+	if a.discord != nil {
+		pl["discord"] = discordPlaces{a.discord}
+	}
+	if a.matrix != nil {
+		pl["matrix"] = matrixPlaces{}
+	}
+	return pl
+}
+
+// matrixPlaces: a Matrix conversation's place is its room.
+type matrixPlaces struct{}
+
+func (matrixPlaces) Place(_ context.Context, conv binding.ConversationRef) (string, error) {
+	return matrix.RoomOf(conv), nil
 }
 
 // discordPlaces answers from the Discord gateway cache (the guild of a
