@@ -89,6 +89,10 @@ type BackgroundRun struct {
 	// Seed is the creating chat's history snapshot (target current), to be
 	// given to the model before Prompt. Nil for other targets.
 	Seed []transcript.Entry
+	// CreatedBy is the job's creator, whose usage budget the run spends;
+	// Conversation is where it posts (its server's budget).
+	CreatedBy    string
+	Conversation binding.ConversationRef
 }
 
 // BackgroundRunner runs a background job's turns in their own session and

@@ -56,7 +56,7 @@ func (o *Outbound) Recover(ctx context.Context, before time.Time) (recovered int
 			recovered++
 			continue
 		}
-		if fn := o.recoverer(rec.Delivery.Producer.Source); fn != nil {
+		if fn := o.recoverers[rec.Delivery.Producer.Source]; fn != nil {
 			handled, err := fn(ctx, rec)
 			if err != nil {
 				o.log.Warn().Err(err).Str("delivery", rec.Delivery.ID).Msg("recovered delivery failed")

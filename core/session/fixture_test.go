@@ -151,6 +151,7 @@ type fixture struct {
 	tr       *transcript.Service
 	bindings *binding.Service
 	out      *delivery.Outbound
+	clk      *clock.Fake
 }
 
 type fixtureOptions struct {
@@ -171,11 +172,20 @@ type fixtureOptions struct {
 	vision        bool
 	after         session.After
 	toolbox       session.Toolbox
-	stream        bool // the agent streams its replies (models.<name>.stream)
+	jobs          session.Jobs // nil: no job tools
+	// recoverCompletions: Outbound.Recover hands completions to the
+	// manager's live path (as the application wires it).
+	recoverCompletions bool
+	stream             bool // the agent streams its replies (models.<name>.stream)
 	// live: the sender shows live messages (delivery.LiveSender).
 	live bool
 	// budget is the users' turn budget (nil: none).
 	budget session.Budget
+	// usage is usage accounting and budgets (nil: none); clock, if set,
+	// is the fixture's clock (shared with usage's meter).
+	usage  session.Meter
+	clock  *clock.Fake
+	footer bool
 	// store, if set, is the store (outbox, transcripts) instead of a new
 	// one: a second fixture on the first's store is the bot after a restart.
 	store *memory.Store
@@ -223,22 +233,35 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if o.registry == nil {
 		o.registry = memory.NewSessions()
 	}
-	clk := clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+	clk := o.clock
+	if clk == nil {
+		clk = clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+	}
 	st := o.store
 	if st == nil {
 		st = memory.New()
 	}
 	tr := transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clk})
-	bs := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
+	var m *session.Manager // built below, over bs: bs tells it of ended bindings
+	bs := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop(),
+		OnEnded: func(r binding.Record) { m.OnBindingEnded(r) }})
 	sender := &fakeSender{ids: map[string][]string{}, fail: map[string]error{}}
 	var snd delivery.Sender = sender
 	if o.live {
 		snd = &liveSender{fakeSender: sender, at: map[string]int{}}
 	}
-	out := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: snd, Outbox: st, Transcripts: tr, Bindings: bs, Agents: o.routes, Clock: clk, Log: zerolog.Nop()})
+	var recover map[transcript.Source]delivery.RecoverFunc
+	if o.recoverCompletions {
+		recover = map[transcript.Source]delivery.RecoverFunc{transcript.SourceAnnounce: func(ctx context.Context, r delivery.Record) (bool, error) {
+			return m.RecoverCompletion(ctx, r)
+		}}
+	}
+	out := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: snd, Outbox: st, Transcripts: tr, Bindings: bs, Agents: o.routes, Clock: clk, Log: zerolog.Nop(),
+		Recover: recover})
 	opt := o.opts
 	opt.AccountID = "default"
-	opt.Agents = []session.Agent{{ID: "main", Name: "Assistant", SystemPrompt: "You are helpful.", Provider: o.provider, MaxHistory: 50, MaxToolSteps: o.maxToolSteps, Vision: o.vision, Stream: o.stream}}
+	opt.Agents = []session.Agent{{ID: "main", Name: "Assistant", SystemPrompt: "You are helpful.", Provider: o.provider, MaxHistory: 50, MaxToolSteps: o.maxToolSteps, Vision: o.vision, Stream: o.stream,
+		Model: "default", Footer: o.footer}}
 	for _, a := range o.agents {
 		a.Provider, a.MaxHistory, a.MaxToolSteps = o.provider, 50, o.maxToolSteps
 		opt.Agents = append(opt.Agents, a)
@@ -258,20 +281,19 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		reg = o.regStore
 	}
 	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: bs}), Bindings: bs, Transcripts: tr, Store: reg, Turns: o.turns, Clock: clk, Log: zerolog.Nop(),
-		Budget:    o.budget,
-		Authority: o.authority, Typist: o.typist, After: o.after, Fetcher: o.fetcher, Toolbox: o.toolbox}
+		Budget: o.budget, Usage: o.usage,
+		Authority: o.authority, Jobs: o.jobs, Typist: o.typist, After: o.after, Fetcher: o.fetcher, Toolbox: o.toolbox}
 	if !o.noThreads {
 		deps.Threads = o.threads
 		if o.threadsImpl != nil {
 			deps.Threads = o.threadsImpl
 		}
 	}
-	m := session.New(opt, deps)
-	bs.OnEnded(m.OnBindingEnded)
+	m = session.New(opt, deps)
 	if err := m.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, m: m, sender: sender, threads: o.threads, store: st, reg: o.registry, tr: tr, bindings: bs, out: out}
+	f := &fixture{t: t, m: m, sender: sender, threads: o.threads, store: st, reg: o.registry, tr: tr, bindings: bs, out: out, clk: clk}
 	t.Cleanup(func() { f.settle() })
 	return f
 }

@@ -80,6 +80,12 @@ type Deps struct {
 	// a turn after an edit of its message takes a turn of it (nil: re-runs
 	// are only capped, MaxEditReruns).
 	Budget Budget
+	// Usage records every model call's tokens and checks access.budget
+	// before a turn, job run or subagent (nil: neither).
+	Usage Meter
+	// Places tells a conversation's server or room for usage records and
+	// server budgets (nil: unknown).
+	Places Places
 	// After paces typing renewals (nil: time.After).
 	After After
 	Clock clock.Clock
@@ -194,12 +200,6 @@ func New(opt Options, d Deps) *Manager {
 	}
 	return m
 }
-
-// SetJobs offers the scheduler to the model as tools. Call before Run.
-func (m *Manager) SetJobs(j Jobs) { m.d.Jobs = j }
-
-// SetAuthority sets the authority the tools ask. Call before Run.
-func (m *Manager) SetAuthority(a Authority) { m.d.Authority = a }
 
 // DefaultAgent is the first configured agent.
 func (m *Manager) DefaultAgent() Agent { return m.opt.Agents[0] }

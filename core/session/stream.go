@@ -124,7 +124,7 @@ func (s *stream) open() *delivery.Live {
 	}
 	return s.lo.Live(s.ctx, d, delivery.LiveOptions{
 		Controls: delivery.Controls{StopRun: strconv.FormatUint(s.run.ID, 10)},
-		Commit:   s.m.commitReply(s.t.key, s.agent.Name, transcript.SourceTurn, d.ID),
+		Commit:   s.m.commitReply(s.t.key, s.agent.Name, transcript.SourceTurn, d.ID, s.t.tally),
 		After:    s.m.opt.LiveAfter,
 	})
 }
@@ -164,6 +164,8 @@ func (s *stream) rounds(sp model.Streamer, req model.Request) (string, error) {
 		if err != nil {
 			return acc.String(), err
 		}
+		s.t.tally.add(resp)
+		s.m.used(s.ctx, s.agent, s.t, resp)
 		if len(resp.ToolCalls) == 0 || step >= s.agent.MaxToolSteps {
 			if len(resp.ToolCalls) > 0 && strings.TrimSpace(resp.Text) == "" {
 				return resp.Text, fmt.Errorf("%w (%d)", errToolSteps, s.agent.MaxToolSteps)
@@ -242,7 +244,7 @@ func (s *stream) conclude(end func(), text string, err error) error {
 			turnErr = rerr
 		}
 	default:
-		if ferr := s.finish(s.live, text); ferr != nil {
+		if ferr := s.finish(s.live, m.withFooter(t, text)); ferr != nil {
 			turnErr = ferr
 		}
 	}

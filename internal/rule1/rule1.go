@@ -1,4 +1,7 @@
-package bot
+// Package rule1 checks invariant 1 (Rule 1) from outside the bot: what a
+// chat displays against every transcript in the store, for the e2e tests,
+// the crash tests and `bot demo`.
+package rule1
 
 import (
 	"cmp"
@@ -14,8 +17,8 @@ import (
 	"github.com/agentbot/agentbot/core/transcript"
 )
 
-// entryStore is what the Rule 1 check reads: every transcript.
-type entryStore interface {
+// Store is what the Rule 1 check reads: every transcript.
+type Store interface {
 	Sessions(ctx context.Context) ([]string, error)
 	Range(ctx context.Context, key string, from uint64, limit int) ([]transcript.Entry, error)
 }
@@ -32,8 +35,8 @@ type bindingStore interface {
 	Bindings(ctx context.Context) ([]binding.Record, error)
 }
 
-// shownMessage is a message as a chat displays it, for the Rule 1 check.
-type shownMessage struct {
+// Shown is a message as a chat displays it, for the Rule 1 check.
+type Shown struct {
 	ID           string
 	Conversation string // the conversation id it is displayed in (a channel, a thread, a room), as bindings hold it
 	// OwnKey is how the session key of that conversation's own session
@@ -46,35 +49,37 @@ type shownMessage struct {
 	DM       bool   // displayed in a direct-message conversation
 }
 
-// chatDisplay is what a platform displays: the Discord emulator, a Matrix
+// Display is what a platform displays: the Discord emulator, a Matrix
 // homeserver. The Rule 1 check reads every platform through it.
-type chatDisplay interface {
-	Message(id string) (shownMessage, bool)
-	Messages(conversation string) []shownMessage
+type Display interface {
+	Message(id string) (Shown, bool)
+	Messages(conversation string) []Shown
 	// Addressed reports whether a user message's text mentions the bot
 	// and has text besides the mention (it always reaches a session).
 	Addressed(content string) bool
 }
 
-// emulatorDisplay is the Discord emulator as a chatDisplay.
+// Emulator is the Discord emulator as a Display.
+func Emulator(emu *discordtest.Emulator) Display { return emulatorDisplay{emu} }
+
 type emulatorDisplay struct{ emu *discordtest.Emulator }
 
-func (d emulatorDisplay) shown(m discordtest.Message) shownMessage {
+func (d emulatorDisplay) shown(m discordtest.Message) Shown {
 	order, _ := strconv.ParseUint(m.ID, 10, 64) // snowflakes increase in display order
-	return shownMessage{ID: m.ID, Conversation: m.ChannelID, OwnKey: ":channel:" + m.ChannelID, Content: m.Content, Order: order,
+	return Shown{ID: m.ID, Conversation: m.ChannelID, OwnKey: ":channel:" + m.ChannelID, Content: m.Content, Order: order,
 		FromBot: m.Author.ID == d.emu.BotUserID() || m.WebhookID != "", OtherBot: m.Author.Bot, DM: m.GuildID == ""}
 }
 
-func (d emulatorDisplay) Message(id string) (shownMessage, bool) {
+func (d emulatorDisplay) Message(id string) (Shown, bool) {
 	m, ok := d.emu.Message(id)
 	if !ok {
-		return shownMessage{}, false
+		return Shown{}, false
 	}
 	return d.shown(m), true
 }
 
-func (d emulatorDisplay) Messages(channel string) []shownMessage {
-	var out []shownMessage
+func (d emulatorDisplay) Messages(channel string) []Shown {
+	var out []Shown
 	for _, m := range d.emu.Messages(channel) {
 		out = append(out, d.shown(m))
 	}
@@ -85,21 +90,21 @@ func (d emulatorDisplay) Addressed(content string) bool {
 	return addressed(content, "<@"+d.emu.BotUserID()+">")
 }
 
-// multiDisplay is several platforms' displays as one (one process on
+// Multi is several platforms' displays as one (one process on
 // Discord and Matrix): ids and conversation ids do not collide across them.
-type multiDisplay []chatDisplay
+type Multi []Display
 
-func (ds multiDisplay) Message(id string) (shownMessage, bool) {
+func (ds Multi) Message(id string) (Shown, bool) {
 	for _, d := range ds {
 		if m, ok := d.Message(id); ok {
 			return m, true
 		}
 	}
-	return shownMessage{}, false
+	return Shown{}, false
 }
 
-func (ds multiDisplay) Messages(conversation string) []shownMessage {
-	var out []shownMessage
+func (ds Multi) Messages(conversation string) []Shown {
+	var out []Shown
 	for _, d := range ds {
 		out = append(out, d.Messages(conversation)...)
 	}
@@ -107,7 +112,7 @@ func (ds multiDisplay) Messages(conversation string) []shownMessage {
 }
 
 // Addressed: a platform's mention markup means nothing on another.
-func (ds multiDisplay) Addressed(content string) bool {
+func (ds Multi) Addressed(content string) bool {
 	for _, d := range ds {
 		if d.Addressed(content) {
 			return true
@@ -116,7 +121,7 @@ func (ds multiDisplay) Addressed(content string) bool {
 	return false
 }
 
-// rule1Check compares what a chat displays with every transcript and
+// Check compares what a chat displays with every transcript and
 // returns the violations of invariants 1, 2 and 4:
 //   - every bot message a channel displays is in exactly one transcript
 //     entry, and every entry's message ids are displayed, in one channel,
@@ -132,7 +137,7 @@ func (ds multiDisplay) Addressed(content string) bool {
 //   - each session's bot entries, and its user entries, are in display
 //     order (message ids increase); an entry recovered after a crash is
 //     appended when recovered, so only the entries after it are held to it.
-func rule1Check(ctx context.Context, chat chatDisplay, st entryStore, channels []string, notRouted map[string]bool) ([]string, error) {
+func Check(ctx context.Context, chat Display, st Store, channels []string, notRouted map[string]bool) ([]string, error) {
 	keys, err := st.Sessions(ctx)
 	if err != nil {
 		return nil, err
@@ -151,7 +156,7 @@ func rule1Check(ctx context.Context, chat chatDisplay, st entryStore, channels [
 			boundTo[ch][r.TargetSessionKey] = true
 		}
 	}
-	routable := func(key string, m shownMessage) bool {
+	routable := func(key string, m Shown) bool {
 		if boundTo[m.Conversation][key] || strings.HasSuffix(key, m.OwnKey) {
 			return true
 		}
@@ -255,11 +260,11 @@ func rule1Check(ctx context.Context, chat chatDisplay, st entryStore, channels [
 			fromBot := m.FromBot
 			switch {
 			case notRouted[m.ID] && len(byMsg[m.ID]) > 0:
-				problems = append(problems, fmt.Sprintf("channel %s: refused user message %s %q is in a transcript", ch, m.ID, excerpt(m.Content)))
+				problems = append(problems, fmt.Sprintf("channel %s: refused user message %s %q is in a transcript", ch, m.ID, Excerpt(m.Content)))
 			case fromBot && len(byMsg[m.ID]) == 0 && !excepted[m.ID]:
-				problems = append(problems, fmt.Sprintf("channel %s displays bot message %s %q that no transcript holds", ch, m.ID, excerpt(m.Content)))
+				problems = append(problems, fmt.Sprintf("channel %s displays bot message %s %q that no transcript holds", ch, m.ID, Excerpt(m.Content)))
 			case !fromBot && !m.OtherBot && chat.Addressed(m.Content) && len(byMsg[m.ID]) == 0 && !notRouted[m.ID]:
-				problems = append(problems, fmt.Sprintf("channel %s displays user message %s %q addressed to the bot that no transcript holds", ch, m.ID, excerpt(m.Content)))
+				problems = append(problems, fmt.Sprintf("channel %s displays user message %s %q addressed to the bot that no transcript holds", ch, m.ID, Excerpt(m.Content)))
 			}
 		}
 	}
@@ -278,7 +283,7 @@ type historyReader interface {
 // applied) is the check's own reading of the raw entries: every entry of
 // the current generation that is not a change record, not deleted, in
 // order, with its latest edit's text. The display side of those entries
-// is checked by rule1Check itself.
+// is checked by Check itself.
 func compareHistory(ctx context.Context, st historyReader, key string, entries []transcript.Entry, edited map[uint64]string, deleted map[uint64]bool) []string {
 	gen, err := st.Generation(ctx, key)
 	if err != nil {
@@ -304,7 +309,7 @@ func compareHistory(ctx context.Context, st historyReader, key string, entries [
 	var out []string
 	for i := range got {
 		if got[i].Seq != want[i].Seq || got[i].Text != want[i].Text {
-			out = append(out, fmt.Sprintf("%s: model-visible entry %d is #%d %q, the chat displays #%d %q", key, i, got[i].Seq, excerpt(got[i].Text), want[i].Seq, excerpt(want[i].Text)))
+			out = append(out, fmt.Sprintf("%s: model-visible entry %d is #%d %q, the chat displays #%d %q", key, i, got[i].Seq, Excerpt(got[i].Text), want[i].Seq, Excerpt(want[i].Text)))
 		}
 	}
 	return out
@@ -325,7 +330,7 @@ type deliveryLister interface {
 // entry for a Rule 1 exception (DESIGN.md invariant 1: the conversation was
 // bound to a different agent when the send was confirmed, or the payload
 // had no text). Every other displayed bot message must be in a transcript.
-func ruleOneExceptions(ctx context.Context, st entryStore) (map[string]bool, error) {
+func ruleOneExceptions(ctx context.Context, st Store) (map[string]bool, error) {
 	out := map[string]bool{}
 	ds, ok := st.(deliveryLister)
 	if !ok {
@@ -345,7 +350,7 @@ func ruleOneExceptions(ctx context.Context, st entryStore) (map[string]bool, err
 	return out, nil
 }
 
-func excerpt(s string) string {
+func Excerpt(s string) string {
 	r := []rune(strings.ReplaceAll(s, "\n", " "))
 	if len(r) > 60 {
 		return string(r[:60]) + "…"
