@@ -126,22 +126,13 @@ func (c *Console) conversation(r *http.Request) (any, error) {
 	}
 	// Invariant 17: an entry shows its final text marked "edited"; a deleted
 	// one shows "(deleted)" without its text (erased in the store anyway).
-	latest, deleted := map[uint64]string{}, map[uint64]bool{}
-	for _, e := range entries {
-		switch e.Source {
-		case transcript.SourceEdit:
-			latest[e.Target] = e.Text
-		case transcript.SourceDeletion:
-			deleted[e.Target] = true
-		}
-	}
-	for _, e := range entries {
-		text := e.Text
-		switch t, edited := latest[e.Seq]; {
-		case e.Deleted || deleted[e.Seq]:
+	for _, f := range transcript.Fold(entries) {
+		e, text := f.Entry, f.Latest
+		switch {
+		case f.Deleted:
 			text = "(deleted)"
-		case edited:
-			text = t + " (edited)"
+		case f.Edited:
+			text += " (edited)"
 		case e.IsChange():
 			text = fmt.Sprintf("(%s of #%d)", e.Source, e.Target)
 		}
