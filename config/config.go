@@ -41,7 +41,7 @@ type Config struct {
 // AuditConfig is the audit section.
 type AuditConfig struct {
 	// Every is the periodic audit's interval: every conversation's transcript window is compared with what
-	// its platform displays, differences logged and counted (agentbot_audit_differences_total). 0 = off.
+	// its platform displays, differences logged and counted (the gauge agentbot_audit_differences). 0 = off.
 	Every time.Duration `yaml:"every"`
 }
 

@@ -25,6 +25,7 @@ type Metrics struct {
 	MCPRestarts     *prometheus.CounterVec // server
 	MCPToolCalls    *prometheus.CounterVec // server, outcome
 	MCPToolSeconds  *prometheus.HistogramVec
+	AuditDiffs      *prometheus.GaugeVec // kind
 }
 
 // New creates and registers the collectors; activeBindings reports the gauge.
@@ -54,10 +55,19 @@ func New(reg prometheus.Registerer, activeBindings func() float64) *Metrics {
 			Help: "MCP tool calls by server and outcome (ok, tool-error, error, timeout, unavailable, ...)."}, []string{"server", "outcome"}),
 		MCPToolSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentbot_mcp_tool_call_seconds",
 			Help: "MCP tool call latency.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"server"}),
+		AuditDiffs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "agentbot_audit_differences",
+			Help: "Differences between the transcripts and what the chats display, found by the latest periodic audit (audit.every), by kind."}, []string{"kind"}),
 	}
 	reg.MustRegister(m.Deliveries, m.RouterDecisions, m.RESTErrors, m.RateLimited, m.ActiveBindings, m.TurnSeconds, m.Inbound, m.Rule1Exceptions,
-		m.MCPUp, m.MCPRestarts, m.MCPToolCalls, m.MCPToolSeconds)
+		m.MCPUp, m.MCPRestarts, m.MCPToolCalls, m.MCPToolSeconds, m.AuditDiffs)
 	return m
+}
+
+// AuditDifferences sets how many differences of kind the latest audit found.
+func (m *Metrics) AuditDifferences(kind string, n int) {
+	if m != nil {
+		m.AuditDiffs.WithLabelValues(kind).Set(float64(n))
+	}
 }
 
 // Delivery counts a finished delivery.

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentbot/agentbot/adapter/discord"
+	"github.com/agentbot/agentbot/adapter/matrix"
+	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/core/audit"
+	"github.com/agentbot/agentbot/core/sessionkey"
+	"github.com/agentbot/agentbot/internal/redact"
+	"github.com/agentbot/agentbot/store/bolt"
+)
+
+// cmdAudit is `bot audit [-config FILE] CHANNEL|all [-json]`: what each
+// conversation displays now, compared with its transcripts' window; exit
+// 1 on any difference, one line (or JSON object) per difference naming
+// the message id.
+func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "one JSON object per difference")
+	var pos []string
+	rest := args
+	for len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		pos, rest = append(pos, rest[0]), rest[1:]
+	}
+	cfg, code := loadConfig(fs, rest, stderr)
+	if cfg == nil {
+		return code
+	}
+	if pos = append(pos, fs.Args()...); len(pos) != 1 {
+		fmt.Fprintln(stderr, "usage: bot audit [-config FILE] CHANNEL|all [-json] (CHANNEL: a Discord channel or thread id, a Matrix room id)")
+		return exitUsage
+	}
+	st, err := openStore(ctx, cfg.Store, 200*time.Millisecond)
+	if errors.Is(err, bolt.ErrLocked) {
+		fmt.Fprintln(stderr, "bot: the store is locked by a running bot: stop it first, or see its console's conversation view and audit.every")
+		return exitUsage
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "bot:", err)
+		return exitUsage
+	}
+	defer st.Close()
+	red := redact.New(cfg.Secrets()...)
+	displays, err := auditDisplays(cfg, nil, nil, zerolog.Nop())
+	if err != nil {
+		fmt.Fprintln(stderr, "bot:", red.String(err.Error()))
+		return exitUsage
+	}
+	a := audit.New(audit.Options{}, audit.Deps{Transcripts: st, Displays: displays})
+	var reports []audit.Report
+	if pos[0] == "all" {
+		reports, err = a.All(ctx)
+	} else {
+		var r audit.Report
+		if r, err = a.Conversation(ctx, pos[0]); err == nil {
+			reports = append(reports, r)
+		}
+	}
+	out := red.Writer(stdout)
+	n, werr := printAudit(out, reports, *asJSON)
+	if err = errors.Join(err, werr); err != nil {
+		fmt.Fprintln(stderr, "bot:", red.String(err.Error()))
+		return exitProblems
+	}
+	if n > 0 {
+		return exitProblems
+	}
+	if !*asJSON {
+		fmt.Fprintf(out, "%d conversation(s) audited: the transcripts hold what the chat displays\n", len(reports))
+	}
+	return exitOK
+}
+
+// auditDisplays are the platforms' readers the config reaches; base is
+// the Discord transport's base (nil: the default), mx the running bot's
+// Matrix client (nil: one is made).
+func auditDisplays(cfg *config.Config, base http.RoundTripper, mx *matrix.Client, log zerolog.Logger) (map[string]audit.Display, error) {
+	out := map[string]audit.Display{}
+	if strings.TrimSpace(cfg.Discord.Token) != "" {
+		h, err := discord.NewHistory(discord.HistoryOptions{Token: cfg.Discord.Token, APIURL: cfg.Discord.APIURL, BaseTransport: base})
+		if err != nil {
+			return nil, err
+		}
+		out[sessionkey.PlatformDiscord] = h
+	}
+	if mx == nil && cfg.Matrix.Enabled() {
+		side, err := newMatrixClient(cfg.Matrix, log)
+		if err != nil {
+			return nil, err
+		}
+		mx = side.client
+	}
+	if mx != nil {
+		out[sessionkey.PlatformMatrix] = mx
+	}
+	return out, nil
+}
+
+// auditJSON is one difference in `bot audit -json`.
+type auditJSON struct {
+	Conversation string `json:"conversation"`
+	MessageID    string `json:"messageId"`
+	Kind         string `json:"kind"`
+	Detail       string `json:"detail"`
+	SessionKey   string `json:"sessionKey,omitempty"`
+	Seq          uint64 `json:"seq,omitempty"`
+	Transcript   string `json:"transcript"`
+	Display      string `json:"display"`
+}
+
+// printAudit writes every difference of reports; it returns how many.
+func printAudit(w io.Writer, reports []audit.Report, asJSON bool) (int, error) {
+	n := 0
+	enc := json.NewEncoder(w)
+	for _, r := range reports {
+		for _, d := range r.Differences() {
+			n++
+			j := auditJSON{Conversation: r.Target.ID, MessageID: d.MessageID, Kind: string(d.Diff), Detail: d.Detail, Display: d.Shown()}
+			if d.Entry != nil {
+				j.SessionKey, j.Seq, j.Transcript = d.Entry.SessionKey, d.Entry.Seq, d.Entry.Latest
+			}
+			var err error
+			if asJSON {
+				err = enc.Encode(j)
+			} else {
+				_, err = fmt.Fprintf(w, "%s message %s: %s: %s\n  transcript: %s\n  display:    %s\n", j.Conversation, j.MessageID, j.Kind, j.Detail,
+					auditSide(d.Entry != nil, fmt.Sprintf("%q (%s #%d)", j.Transcript, j.SessionKey, j.Seq)), auditSide(len(d.Messages) > 0, fmt.Sprintf("%q", j.Display)))
+			}
+			if err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+func auditSide(ok bool, s string) string {
+	if !ok {
+		return "(none)"
+	}
+	return s
+}
+
+// newAuditor builds the audit over the running bot's store and platforms:
+// the periodic audit (audit.every; Run does nothing when it is 0) and the
+// console's conversation view.
+func (a *app) newAuditor(o appOptions) error {
+	var mx *matrix.Client
+	if a.matrix != nil {
+		mx = a.matrix.client
+	}
+	displays, err := auditDisplays(a.cfg, o.BaseTransport, mx, a.log)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	a.auditor = audit.New(audit.Options{Every: a.cfg.Audit.Every}, audit.Deps{Transcripts: a.store, Displays: displays, Clock: a.clock,
+		Log: a.log.With().Str("component", "audit").Logger(), Count: func(k audit.Kind, n int) { a.metrics.AuditDifferences(string(k), n) }})
+	return nil
+}
