@@ -48,6 +48,7 @@ type messageRow struct {
 	Attachments          []string
 	Edited               bool
 	Entry                *entryCell
+	SameText             bool   // the entry holds the displayed text (not repeated)
 	Diff, Detail         string // the audit's difference; "" when they agree
 	DeliveryState        string
 	BadDelivery          bool
@@ -324,6 +325,7 @@ func (c *Console) reportRow(key string, r audit.Row) messageRow {
 	}
 	if r.Entry != nil {
 		row.Entry, row.entryKey = c.entryCell(*r.Entry), r.Entry.SessionKey
+		row.SameText = row.Displayed && !r.Entry.Deleted && r.Entry.Latest == row.Text
 		if row.entryKey != key {
 			row.OtherKey = row.entryKey
 		}
