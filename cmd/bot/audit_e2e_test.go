@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -122,5 +123,48 @@ func TestAuditE2EDiscord(t *testing.T) {
 	}
 	if code, _, errOut := runAudit(t, cfg, "12345"); code != 1 || !strings.Contains(errOut, "no transcript holds a message") {
 		t.Errorf("bot audit of an unknown channel: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestAuditE2EMatrix: against a real Dendrite, `bot audit ROOM` exits 0
+// while the room displays what the transcript holds, and 1 naming the
+// message after alice edits it (m.replace) while the bot is down, so the
+// bot never syncs the edit.
+func TestAuditE2EMatrix(t *testing.T) {
+	w := newMxWorld(t) // not parallel: one homeserver at a time beside the parallel suite
+	h := startMatrixBot(t, w)
+	asked := w.say(t, w.room, "", "bot: what is the plan?", true)
+	waitFor(t, "the bot's answer in the room", func() bool { return len(w.botReplies(t, w.room, w.room)) == 1 })
+	reply := w.botReplies(t, w.room, w.room)[0]
+	eventually(t, "the reply's entry", func() bool {
+		_, _, ok, err := h.app.transcripts.Locate(t.Context(), reply.ID)
+		return ok && err == nil
+	})
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeAuditConfig(t, h)
+	body := fmt.Sprintf("matrix:\n  homeserver: %q\n  userId: %q\n  accessToken: %q\n  appservice: {asToken: %q, userPrefix: %q, senderLocalpart: %q}\n",
+		w.srv.URL, w.bot.UserID, w.bot.AccessToken, w.as.ASToken, w.as.UserPrefix, w.as.SenderLocalpart)
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(body); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if code, out, errOut := runAudit(t, cfg, w.room); code != 0 {
+		t.Fatalf("bot audit %s on an intact room: exit %d\n%s%s", w.room, code, out, errOut)
+	}
+	// alice edits her message; the bot is down and never syncs it.
+	edit := map[string]any{"msgtype": "m.text", "body": "* bot: what is the plan now?",
+		"m.new_content": map[string]any{"msgtype": "m.text", "body": "bot: what is the plan now?"},
+		"m.relates_to":  map[string]any{"rel_type": "m.replace", "event_id": asked}}
+	w.do(t, w.alice.AccessToken, "PUT", fmt.Sprintf("/rooms/%s/send/m.room.message/t%d", url.PathEscape(w.room), w.txn.Add(1)), edit, nil)
+	code, out, errOut := runAudit(t, cfg, w.room)
+	if code != 1 || !strings.Contains(out, w.room+" message "+asked+": text:") || !strings.Contains(out, `display:    "bot: what is the plan now?"`) ||
+		strings.Count(out, " message ") != 1 {
+		t.Fatalf("bot audit after a withheld edit: exit %d, want 1 and one text difference at %s\n%s%s", code, asked, out, errOut)
 	}
 }
