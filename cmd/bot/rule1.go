@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
+	"github.com/agentbot/agentbot/core/audit"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/transcript"
@@ -65,15 +67,25 @@ func (d emulatorDisplay) shown(m discordtest.Message) shownMessage {
 		FromBot: m.Author.ID == d.emu.BotUserID() || m.WebhookID != "", OtherBot: m.Author.Bot, DM: m.GuildID == ""}
 }
 
+// Message: a deleted channel or thread displays nothing (the emulator
+// keeps its messages).
 func (d emulatorDisplay) Message(id string) (shownMessage, bool) {
 	m, ok := d.emu.Message(id)
-	if !ok {
+	if !ok || d.deleted(m.ChannelID) {
 		return shownMessage{}, false
 	}
 	return d.shown(m), true
 }
 
+func (d emulatorDisplay) deleted(channel string) bool {
+	ch, ok := d.emu.Channel(channel)
+	return ok && ch.Deleted
+}
+
 func (d emulatorDisplay) Messages(channel string) []shownMessage {
+	if d.deleted(channel) {
+		return nil
+	}
 	var out []shownMessage
 	for _, m := range d.emu.Messages(channel) {
 		out = append(out, d.shown(m))
@@ -132,6 +144,10 @@ func (ds multiDisplay) Addressed(content string) bool {
 //   - each session's bot entries, and its user entries, are in display
 //     order (message ids increase); an entry recovered after a crash is
 //     appended when recovered, so only the entries after it are held to it.
+//
+// Text, order, and messages displayed that no entry holds are judged by
+// audit.Compare, per conversation: the comparison `bot audit` runs on the
+// real server.
 func rule1Check(ctx context.Context, chat chatDisplay, st entryStore, channels []string, notRouted map[string]bool) ([]string, error) {
 	keys, err := st.Sessions(ctx)
 	if err != nil {
@@ -159,85 +175,48 @@ func rule1Check(ctx context.Context, chat chatDisplay, st entryStore, channels [
 	}
 	byMsg := map[string][]located{}
 	var problems []string
+	displayedIn := map[string][]transcript.Folded{} // conversation -> the entries it displays
 	for _, key := range keys {
 		entries, err := st.Range(ctx, key, 0, 0)
 		if err != nil {
 			return nil, err
 		}
-		// Display order is checked among the bot's own entries and among
-		// users' entries. Across the two, the transcript keeps the order in
-		// which the bot learnt of each message: a user message that crosses
-		// a bot send still in flight is appended after it. Order is a
-		// conversation's: a session fed by two conversations (a binding
-		// moved by /focus) interleaves them as it learnt of them.
-		type lane struct {
-			fromUser bool
-			channel  string
-		}
-		last := map[lane]uint64{}
 		// Invariant 17: an entry shows its latest edit's text; a deleted
 		// entry (erased, or with a deletion record) displays nothing.
-		edited, deleted := map[uint64]string{}, map[uint64]bool{}
-		for _, e := range entries {
-			switch e.Source {
-			case transcript.SourceEdit:
-				edited[e.Target] = e.Text
-			case transcript.SourceDeletion:
-				deleted[e.Target] = true
-			}
-		}
+		folded := transcript.Fold(entries)
 		if hs, ok := st.(historyReader); ok {
-			problems = append(problems, compareHistory(ctx, hs, key, entries, edited, deleted)...)
+			problems = append(problems, compareHistory(ctx, hs, key, folded)...)
 		}
-		for _, e := range entries {
-			if len(e.MessageIDs) == 0 {
+		for _, f := range folded {
+			if f.IsChange() || len(f.MessageIDs) == 0 {
 				continue
 			}
-			for _, id := range e.MessageIDs {
-				byMsg[id] = append(byMsg[id], located{key, e})
+			f.SessionKey = key
+			for _, id := range f.MessageIDs {
+				byMsg[id] = append(byMsg[id], located{key, f.Entry})
 			}
-			if e.Deleted || deleted[e.Seq] {
-				if e.Text != "" {
-					problems = append(problems, fmt.Sprintf("%s: deleted entry #%d keeps its text", key, e.Seq))
-				}
-				continue
+			if f.Deleted && f.Text != "" {
+				problems = append(problems, fmt.Sprintf("%s: deleted entry #%d keeps its text", key, f.Seq))
 			}
-			if t, ok := edited[e.Seq]; ok {
-				e.Text = t
-			}
-			var first uint64
-			fromUser := e.Source == transcript.SourceUser
-			l := lane{fromUser: fromUser}
-			if m, ok := chat.Message(e.MessageIDs[0]); ok {
-				l.channel, first = m.Conversation, m.Order
-			} else {
-				first, _ = strconv.ParseUint(e.MessageIDs[0], 10, 64) // reported below as not displayed
-			}
-			// Appended when the bot learnt of them: a recovered send, a
-			// message that reached the bot by an edit adding a mention.
-			if first < last[l] && e.Meta["recovered"] != "true" && e.Meta["viaEdit"] != "true" {
-				problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is out of display order: message %s after %d", key, e.Seq, e.Source, e.MessageIDs[0], last[l]))
-			}
-			last[l] = max(last[l], first)
-			var shown strings.Builder
 			channel := ""
-			for _, id := range e.MessageIDs {
+			for _, id := range f.MessageIDs {
 				m, ok := chat.Message(id)
 				if !ok {
-					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s, delivery %s) names message %s, which no channel displays", key, e.Seq, e.Source, e.DeliveryID, id))
+					if !f.Deleted {
+						problems = append(problems, fmt.Sprintf("%s: entry #%d (%s, delivery %s) names message %s, which no channel displays", key, f.Seq, f.Source, f.DeliveryID, id))
+					}
 					continue
 				}
 				if channel != "" && m.Conversation != channel {
-					problems = append(problems, fmt.Sprintf("%s: entry #%d spans channels %s and %s", key, e.Seq, channel, m.Conversation))
+					problems = append(problems, fmt.Sprintf("%s: entry #%d spans channels %s and %s", key, f.Seq, channel, m.Conversation))
 				}
-				if channel == "" && !routable(key, m) {
-					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is displayed in channel %s, which never routed to this session", key, e.Seq, e.Source, m.Conversation))
+				if channel == "" && !f.Deleted && !routable(key, m) {
+					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is displayed in channel %s, which never routed to this session", key, f.Seq, f.Source, m.Conversation))
 				}
 				channel = m.Conversation
-				shown.WriteString(m.Content)
 			}
-			if shown.String() != e.Text {
-				problems = append(problems, fmt.Sprintf("%s: entry #%d text differs from what is displayed:\n  entry:   %q\n  display: %q", key, e.Seq, e.Text, shown.String()))
+			if channel != "" {
+				displayedIn[channel] = append(displayedIn[channel], f)
 			}
 		}
 	}
@@ -252,15 +231,31 @@ func rule1Check(ctx context.Context, chat chatDisplay, st entryStore, channels [
 	}
 	for _, ch := range channels {
 		for _, m := range chat.Messages(ch) {
-			fromBot := m.FromBot
-			switch {
-			case notRouted[m.ID] && len(byMsg[m.ID]) > 0:
+			if notRouted[m.ID] && len(byMsg[m.ID]) > 0 {
 				problems = append(problems, fmt.Sprintf("channel %s: refused user message %s %q is in a transcript", ch, m.ID, excerpt(m.Content)))
-			case fromBot && len(byMsg[m.ID]) == 0 && !excepted[m.ID]:
-				problems = append(problems, fmt.Sprintf("channel %s displays bot message %s %q that no transcript holds", ch, m.ID, excerpt(m.Content)))
-			case !fromBot && !m.OtherBot && chat.Addressed(m.Content) && len(byMsg[m.ID]) == 0 && !notRouted[m.ID]:
-				problems = append(problems, fmt.Sprintf("channel %s displays user message %s %q addressed to the bot that no transcript holds", ch, m.ID, excerpt(m.Content)))
 			}
+		}
+	}
+	// Text, order and what is displayed but held nowhere: the audit's
+	// comparison (`bot audit` runs the same on the real server), in every
+	// conversation that displays an entry; a message no entry holds is
+	// looked for in the channels asked for.
+	listed := map[string]bool{}
+	convs := slices.Collect(maps.Keys(displayedIn))
+	for _, ch := range channels {
+		listed[ch] = true
+		if _, ok := displayedIn[ch]; !ok {
+			convs = append(convs, ch)
+		}
+	}
+	slices.Sort(convs)
+	for _, ch := range slices.Compact(convs) {
+		shown := auditMessages(chat, chat.Messages(ch), excepted, notRouted)
+		for _, d := range audit.Differences(audit.Compare(displayedIn[ch], shown)) {
+			if d.Diff == audit.Missing && !listed[ch] {
+				continue
+			}
+			problems = append(problems, rule1Difference(ch, d))
 		}
 	}
 	slices.Sort(problems)
@@ -275,26 +270,21 @@ type historyReader interface {
 
 // compareHistory checks that what the model sees of a session (History,
 // the current generation's entries with edit and deletion records
-// applied) is the check's own reading of the raw entries: every entry of
-// the current generation that is not a change record, not deleted, in
-// order, with its latest edit's text. The display side of those entries
-// is checked by rule1Check itself.
-func compareHistory(ctx context.Context, st historyReader, key string, entries []transcript.Entry, edited map[uint64]string, deleted map[uint64]bool) []string {
+// applied) is the fold of the raw entries: every entry of the current
+// generation the chat still displays, in order, with its latest text. The
+// display side of those entries is checked by rule1Check itself.
+func compareHistory(ctx context.Context, st historyReader, key string, folded []transcript.Folded) []string {
 	gen, err := st.Generation(ctx, key)
 	if err != nil {
 		return []string{fmt.Sprintf("%s: generation: %v", key, err)}
 	}
-	var want []transcript.Entry
-	for _, e := range entries {
-		if e.Generation != gen || e.IsChange() || e.Deleted || deleted[e.Seq] {
-			continue
+	var want []transcript.Folded
+	for _, f := range folded {
+		if f.Generation == gen && f.Shown() {
+			want = append(want, f)
 		}
-		if t, ok := edited[e.Seq]; ok {
-			e.Text = t
-		}
-		want = append(want, e)
 	}
-	got, err := transcript.New(transcript.Options{}, transcript.Deps{Store: st}).History(ctx, key, len(entries)+1)
+	got, err := transcript.New(transcript.Options{}, transcript.Deps{Store: st}).History(ctx, key, len(folded)+1)
 	if err != nil {
 		return []string{fmt.Sprintf("%s: history: %v", key, err)}
 	}
@@ -303,11 +293,35 @@ func compareHistory(ctx context.Context, st historyReader, key string, entries [
 	}
 	var out []string
 	for i := range got {
-		if got[i].Seq != want[i].Seq || got[i].Text != want[i].Text {
-			out = append(out, fmt.Sprintf("%s: model-visible entry %d is #%d %q, the chat displays #%d %q", key, i, got[i].Seq, excerpt(got[i].Text), want[i].Seq, excerpt(want[i].Text)))
+		if got[i].Seq != want[i].Seq || got[i].Text != want[i].Latest {
+			out = append(out, fmt.Sprintf("%s: model-visible entry %d is #%d %q, the chat displays #%d %q", key, i, got[i].Seq, excerpt(got[i].Text), want[i].Seq, excerpt(want[i].Latest)))
 		}
 	}
 	return out
+}
+
+// auditMessages are a conversation's messages as the audit compares
+// them: a Rule 1 exception (excepted) is held to no entry, and a user
+// message refused by access (notRouted) is not addressed to the bot.
+func auditMessages(chat chatDisplay, ms []shownMessage, excepted, notRouted map[string]bool) []audit.Message {
+	out := make([]audit.Message, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, audit.Message{ID: m.ID, Conversation: m.Conversation, Text: m.Content, FromBot: m.FromBot && !excepted[m.ID],
+			Addressed: !m.FromBot && !m.OtherBot && !notRouted[m.ID] && chat.Addressed(m.Content)})
+	}
+	return out
+}
+
+// rule1Difference is a difference of the audit as a Rule 1 problem.
+func rule1Difference(ch string, d audit.Row) string {
+	entry, display := "none", "none"
+	if d.Entry != nil {
+		entry = fmt.Sprintf("%s #%d (%s, delivery %s) %q", d.Entry.SessionKey, d.Entry.Seq, d.Entry.Source, d.Entry.DeliveryID, d.Entry.Latest)
+	}
+	if len(d.Messages) > 0 {
+		display = fmt.Sprintf("%q", d.Shown())
+	}
+	return fmt.Sprintf("channel %s: message %s: %s: %s\n  entry:   %s\n  display: %s", ch, d.MessageID, d.Diff, d.Detail, entry, display)
 }
 
 // addressed reports whether a user message mentions the bot and has text
