@@ -1,0 +1,586 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/agentbot/agentbot/acp"
+	"github.com/agentbot/agentbot/adapter/discord"
+	"github.com/agentbot/agentbot/adapter/matrix"
+	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/console"
+	"github.com/agentbot/agentbot/core/audit"
+	"github.com/agentbot/agentbot/core/authz"
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/core/command"
+	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/internal/procs"
+	"github.com/agentbot/agentbot/internal/redact"
+	"github.com/agentbot/agentbot/metrics"
+	"github.com/agentbot/agentbot/model"
+	"github.com/agentbot/agentbot/model/providers"
+	"github.com/agentbot/agentbot/store/bolt"
+	"github.com/agentbot/agentbot/tools/mcp"
+)
+
+// App is the whole bot, wired explicitly: store, core services, sessions,
+// the Discord adapter, the scheduler and the HTTP endpoints.
+type App struct {
+	procs *procs.Registry
+	cfg   *config.Config
+	log   zerolog.Logger
+	clock clock.Clock
+	store Store
+	reg   *prometheus.Registry
+
+	bindings    *binding.Service
+	transcripts *transcript.Service
+	outbound    *delivery.Outbound
+	router      *delivery.Router
+	sessions    *session.Manager
+	discord     *discord.Client
+	matrix      *matrixSide // nil: not on Matrix
+	threads     session.ThreadsByPlatform
+	auth        *authz.Authority
+	gateway     *discord.Gateway
+	sched       *schedulerBridge
+	cluster     *cluster     // several processes on PostgreSQL; nil on bbolt
+	acp         *acp.Manager // external coding agents; nil when acp.agents is empty
+	metrics     *metrics.Metrics
+	tools       *mcp.Hub // MCP servers; nil when none is configured
+	auditor     *audit.Auditor
+	started     time.Time
+	// recovered is closed once the outbox left by the previous run is
+	// finished (Discord connected, Outbound.Recover done).
+	recovered chan struct{}
+	// resumed is closed once the previous run's turns were resumed (after
+	// recovered): the Matrix /sync loop starts then.
+	resumed  chan struct{}
+	httpAddr chan string // receives the bound HTTP address (tests)
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Options are what the application is asked to be: its config and the
+// pacing that differs between `bot run`, `bot demo` and tests.
+type Options struct {
+	Config        *config.Config
+	RetryBackoff  time.Duration
+	SweepInterval time.Duration
+	// MCPBackoff is the first MCP server restart delay (0: the hub's default).
+	MCPBackoff time.Duration
+}
+
+// Deps are what the application is given.
+type Deps struct {
+	Log           zerolog.Logger
+	Clock         clock.Clock       // nil: the real clock
+	BaseTransport http.RoundTripper // under the adapter's rewriting transport
+	HTTPClient    *http.Client      // for model providers
+	// Provider, if set, replaces every agent's model provider (tests:
+	// a provider that blocks until released).
+	Provider model.Provider
+	// TypingAfter, if set, paces the typing indicator (tests fire it by hand).
+	TypingAfter session.After
+	// LiveAfter, if set, paces streamed replies' edits (tests).
+	LiveAfter func(time.Duration) <-chan time.Time
+	// Redactor is the log's redactor (its secrets grow on SIGHUP): every
+	// text sent to a chat passes it too (invariant 14). nil: one made
+	// from the config's secrets.
+	Redactor *redact.Redactor
+}
+
+// New opens the store and builds every component. It connects to
+// nothing: Run does.
+func New(o Options, d Deps) (*App, error) {
+	cfg, log := o.Config, d.Log
+	if d.Clock == nil {
+		d.Clock = clock.Real{}
+	}
+	if d.Redactor == nil {
+		d.Redactor = redact.New(cfg.Secrets()...)
+	}
+	if cfg.HTTP.Enabled() {
+		// The console refuses a non-loopback listener without a token (exit 2).
+		if err := console.CheckAccess(cfg.HTTP.Listen, cfg.HTTP.Token); err != nil {
+			return nil, fmt.Errorf("%w (%w)", err, config.ErrInvalid)
+		}
+	}
+	octx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	st, err := OpenStore(octx, cfg.Store, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{cfg: cfg, log: log, clock: d.Clock, store: st, reg: prometheus.NewRegistry(), started: d.Clock.Now(), httpAddr: make(chan string, 1),
+		recovered: make(chan struct{}), resumed: make(chan struct{})}
+	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	a.bindings = binding.New(binding.Options{SweepInterval: bindingTick(st)}, binding.Deps{Store: st, Clock: d.Clock, Log: log.With().Str("component", "bindings").Logger()})
+	if !cfg.Discord.ThreadBindings.Enabled {
+		// Stored bindings stop routing and are kept (invariant 8).
+		a.bindings.Disable()
+	}
+	if a.cluster, err = newCluster(octx, st, a.bindings, log.With().Str("component", "cluster").Logger()); err != nil {
+		st.Close()
+		return nil, err
+	}
+	a.metrics = metrics.New(a.reg, func() float64 { return float64(len(a.bindings.Active())) })
+	a.reg.MustRegister(leaderGauge(a))
+	a.transcripts = transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: d.Clock})
+	a.router = delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: a.bindings})
+
+	if err := a.wire(o, d); err != nil {
+		a.cluster.close()
+		st.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// wire builds every component over the opened store, each once, in one
+// direction: the platforms' clients, the send owner, the sessions, the
+// commands, the platforms' inbound sides.
+func (a *App) wire(o Options, d Deps) error {
+	cfg, log, st := a.cfg, a.log, a.store
+	agents, err := buildAgents(cfg, d.HTTPClient)
+	if err != nil {
+		return err
+	}
+	if d.Provider != nil {
+		for i := range agents {
+			agents[i].Provider = d.Provider
+		}
+	}
+	tb := cfg.Discord.ThreadBindings
+	// One way: the platforms' REST clients, then the send owner over
+	// them, then the sessions, then the inbound sides that feed them.
+	// Each platform gives its sender, permission directory, threads and
+	// typing; the core picks the one of the conversation's platform.
+	senders := map[string]delivery.Sender{}
+	directories := authz.Directories{}
+	a.threads = session.ThreadsByPlatform{}
+	typists := session.TypistsByPlatform{}
+	var modelText func(string) string
+	var fetcher session.Fetcher
+	if cfg.DiscordOn() {
+		a.discord, err = discord.NewClient(discord.ClientOptions{
+			Token: cfg.Discord.Token, APIURL: cfg.Discord.APIURL, Guilds: cfg.Discord.Guilds,
+			BaseTransport: d.BaseTransport, RetryBackoff: o.RetryBackoff,
+		}, discord.ClientDeps{Webhooks: st, Metrics: a.metrics, Clock: d.Clock, Log: log.With().Str("component", "discord").Logger()})
+		if err != nil {
+			return err
+		}
+		senders["discord"], directories["discord"], a.threads["discord"], typists["discord"] = a.discord, a.discord, a.discord, a.discord
+		modelText, fetcher = a.discord.ModelText, a.discord
+	}
+	if a.matrix, err = newMatrixClient(cfg.Matrix, log); err != nil {
+		return err
+	}
+	if a.matrix != nil {
+		senders["matrix"] = matrix.DeliverySender{Client: a.matrix.client}
+		directories["matrix"] = matrix.NewDirectory(a.matrix.client)
+		typists["matrix"] = matrix.NewTypist(a.matrix.client)
+	}
+	// Who may do what is asked of each conversation's own platform
+	// (invariant 13); operators come from discord.operators and
+	// matrix.operators (user ids of either platform).
+	a.auth = authz.New(authz.Config{OperatorUsers: slices.Concat(cfg.Discord.Operators.Users, cfg.Matrix.Operators), OperatorRoles: cfg.Discord.Operators.Roles},
+		directories)
+	a.outbound = delivery.NewOutbound(delivery.OutboundOptions{
+		DefaultAgent: agents[0].ID, Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
+	}, delivery.OutboundDeps{
+		Sender: delivery.NewMux(senders), Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
+		Clock: d.Clock, Log: log.With().Str("component", "outbound").Logger(),
+		Observe:  func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
+		Diagnose: func(d delivery.Diagnostic) { a.metrics.Rule1Exception(d.Reason) },
+		Claimer:  a.cluster.claimer(),
+		Redact:   d.Redactor,
+	})
+	if a.matrix != nil {
+		if err := a.matrix.newThreads(a.outbound); err != nil {
+			return err
+		}
+		a.threads["matrix"] = a.matrix.threads
+	}
+	// MCP servers: started eagerly by Run, their tools offered per agent
+	// and user (docs/DECISIONS.md).
+	// Child process groups (MCP servers, ACP agents) are recorded, and
+	// those a killed bot left are killed at the next start (invariant 21).
+	a.procs = procs.New(procs.Options{}, procs.Deps{Store: st, Log: log.With().Str("component", "procs").Logger()})
+	a.tools = newToolHub(cfg, a.auth, a.metrics, log, o.MCPBackoff, a.procs)
+	var toolbox session.Toolbox
+	if a.tools != nil {
+		toolbox = a.tools
+	}
+	// One access gate (config access, alias discord.access) for every
+	// platform: the same policy and one turn budget per user and place.
+	// Admission takes a turn per message, the session manager one per
+	// re-run after an edit and per subagent spawned (invariant 20).
+	access := cfg.EffectiveAccess()
+	gate := authz.NewGate(accessPolicy(access), accessLimits(access.RateLimit), d.Clock)
+	a.sessions = session.New(session.Options{
+		Channel: "discord", AccountID: "default", Agents: agents,
+		ThreadBindings: tb.Enabled, SpawnSubagentSessions: tb.SpawnSubagentSessions,
+		IdleTimeout: tb.IdleTimeout(), MaxAge: tb.MaxAge(),
+		MaxConcurrentSubagents: cfg.Subagents.MaxConcurrent, SubagentTimeout: cfg.Subagents.RunTimeout,
+		ModelText: modelText,
+		OnTurn:    func(d time.Duration) { a.metrics.Turn(d.Seconds()) },
+		LiveAfter: d.LiveAfter,
+	}, session.Deps{
+		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
+		Store: st, Threads: a.threads, Typist: typists, Fetcher: fetcher, After: d.TypingAfter, Turns: a.cluster.turnLocker(), Clock: d.Clock, Log: log.With().Str("component", "sessions").Logger(),
+		Authority: a.auth, Toolbox: toolbox, Budget: gate,
+	})
+	if cfg.Scheduler.Enabled {
+		a.sched, err = newSchedulerBridge(a)
+		if err != nil {
+			return err
+		}
+	}
+	var jobs command.Jobs
+	if a.sched != nil {
+		jobs = a.sched
+		a.sessions.SetJobs(a.sched)
+	}
+	// A deleted message's text leaves the transcript, the outbox and the
+	// seeds of `target: current` jobs (invariant 17).
+	erasers := []transcript.Eraser{a.outbound}
+	if a.sched != nil {
+		erasers = append(erasers, a.sched.Scheduler)
+	}
+	a.transcripts.SetErasers(erasers...)
+	var sessions interface {
+		discord.Sessions
+		matrix.Sessions
+	} = a.sessions
+	var acpDep discord.ACP
+	var acpCmds command.ACP
+	if a.acp = newACP(a); a.acp != nil {
+		sessions, acpDep, acpCmds = acpRouting{Manager: a.sessions, acp: a.acp, bindings: a.bindings}, a.acp, acpCommands{a.acp}
+	}
+	// The commands' logic is the core's; each platform's adapter parses
+	// and answers them.
+	commands := command.New(command.Options{}, command.Deps{
+		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.threads, Authority: a.auth, Jobs: jobs, ACP: acpCmds,
+		Once: commandOnce{st: st, clock: d.Clock},
+	})
+	if a.discord != nil {
+		a.gateway = discord.NewGateway(discord.GatewayOptions{
+			Gate:           gate,
+			ThreadBindings: tb.Enabled, Reconnect: true, SweepInterval: o.SweepInterval, Shard: shardOf(cfg.Discord.Shard),
+			ReprocessEdits: cfg.Discord.Edits == config.EditsReprocess,
+		}, discord.GatewayDeps{
+			Client: a.discord, Authority: a.auth, Sessions: sessions, Bindings: a.bindings, Outbound: a.outbound, Commands: commands, ACP: acpDep,
+			Changes: a.transcripts,
+			Metrics: a.metrics, Clock: d.Clock, Log: log.With().Str("component", "discord").Logger(),
+		})
+	}
+	if a.matrix != nil {
+		err := a.matrix.finish(matrixCore{outbound: a.outbound, sessions: sessions, bindings: a.bindings, changes: a.transcripts,
+			commands: commands, threadBindings: tb.Enabled, syncTokenFile: cfg.Matrix.SyncTokenFile,
+			gate: gate, operator: a.auth.Operator, clock: d.Clock})
+		if err != nil {
+			return err
+		}
+	}
+	a.bindings.OnEnded(a.sessions.OnBindingEnded)
+	if a.acp != nil {
+		a.bindings.OnEnded(a.acp.OnBindingEnded)
+	}
+	// A message confirmed for one delivery is never taken for another's
+	// when an ambiguous send is reconciled: the adapter starts knowing the
+	// recent ones (the previous process's too).
+	if a.discord != nil {
+		lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if recs, err := st.Deliveries(lctx, "", confirmedSeed); err != nil {
+			log.Warn().Err(err).Msg("load recent deliveries")
+		} else {
+			for _, r := range recs {
+				a.discord.RememberConfirmed(r.MessageIDs...)
+			}
+		}
+	}
+	// A recovered completion goes through its live path (router, fail-closed).
+	a.outbound.HandleRecovery(transcript.SourceAnnounce, a.sessions.RecoverCompletion)
+	return a.newAuditor(o)
+}
+
+// accessPolicy maps config access onto the gate's policy.
+func accessPolicy(c config.AccessConfig) authz.Policy {
+	return authz.Policy{DM: c.DM,
+		Allow: authz.Lists{Users: c.Allow.Users, Roles: c.Allow.Roles, Channels: c.Allow.Channels},
+		Deny:  authz.Lists{Users: c.Deny.Users, Roles: c.Deny.Roles, Channels: c.Deny.Channels}}
+}
+
+// accessLimits maps config access.rateLimit onto the gate's limits.
+func accessLimits(c config.RateLimitConfig) authz.Limits {
+	return authz.Limits{Turns: c.Turns, GuildTurns: c.GuildTurns, Per: c.Per}
+}
+
+// confirmedSeed is how many recent deliveries' message ids the adapter
+// learns at start.
+const confirmedSeed = 4000
+
+// shardOf maps discord.shard onto the adapter's shard.
+func shardOf(c config.ShardConfig) discord.Shard {
+	n, auto := c.Total()
+	return discord.Shard{ID: c.ID, Count: n, Auto: auto}
+}
+
+// observedRouter counts router decisions.
+type observedRouter struct {
+	r *delivery.Router
+	m *metrics.Metrics
+}
+
+func (o observedRouter) ResolveDestination(req delivery.RouteRequest) delivery.Decision {
+	d := o.r.ResolveDestination(req)
+	o.m.Route(string(d.Mode), d.Reason)
+	return d
+}
+
+// buildAgents maps configured agents onto sessions' agents with providers.
+func buildAgents(cfg *config.Config, hc *http.Client) ([]session.Agent, error) {
+	out := make([]session.Agent, 0, len(cfg.Agents))
+	for _, ac := range cfg.Agents {
+		mc := cfg.Models[ac.Model]
+		p, err := providers.New(model.Config{Provider: mc.Provider, BaseURL: mc.BaseURL, APIKey: mc.APIKey, Model: mc.Model, Timeout: mc.Timeout}, hc)
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: model %s: %w", ac.ID, ac.Model, err)
+		}
+		out = append(out, session.Agent{ID: ac.ID, Name: ac.Name, AvatarURL: ac.AvatarURL, SystemPrompt: ac.SystemPrompt,
+			Provider: p, MaxHistory: mc.MaxHistory, MaxToolSteps: mc.MaxToolSteps, Vision: mc.Vision, Stream: mc.Stream})
+	}
+	return out, nil
+}
+
+// Run loads state, recovers unfinished deliveries, and runs every
+// component under one errgroup until ctx ends; then everything stops
+// within bounded time and the store is closed.
+func (a *App) Run(ctx context.Context) error {
+	defer a.Close()
+	if err := a.bindings.Load(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a clean stop
+		}
+		return err
+	}
+	if err := a.sessions.Load(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	if n, err := a.procs.Reap(ctx); err != nil {
+		a.log.Error().Err(err).Msg("child processes a previous run left could not be checked")
+	} else if n > 0 {
+		a.log.Warn().Int("groups", n).Msg("killed child process groups a previous run left running")
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	// Shutdown order: the adapter and the scheduler stop taking work and
+	// finish what they accepted; then sessions drain their queues; then
+	// bindings flush their last activity; the store closes last (deferred).
+	sessCtx, stopSessions := context.WithCancel(context.WithoutCancel(ctx))
+	bindCtx, stopBindings := context.WithCancel(context.WithoutCancel(ctx))
+	var producers sync.WaitGroup
+	producers.Add(1) // the recovery and the scheduler, below
+	if a.matrix != nil {
+		producers.Add(1)
+		g.Go(func() error {
+			defer producers.Done()
+			// The /sync loop starts once the previous run's deliveries were
+			// recovered and its turns resumed: an event handed again (its
+			// token was not saved) then finds its command's reply sent and
+			// its turn known, never a half-finished state.
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-a.resumed:
+			}
+			return a.matrix.Run(gctx)
+		})
+	}
+	go func() { producers.Wait(); stopSessions() }()
+	// MCP servers stop after the sessions drained (a draining turn may call a tool).
+	toolsCtx, stopTools := context.WithCancel(context.WithoutCancel(ctx))
+	g.Go(func() error { defer stopBindings(); defer stopTools(); return a.sessions.Run(sessCtx) })
+	if a.tools != nil {
+		g.Go(func() error { return a.tools.Run(toolsCtx) })
+	}
+	if a.acp != nil {
+		g.Go(func() error { return a.acp.Run(sessCtx) })
+	}
+	g.Go(func() error { return a.bindings.Run(bindCtx) })
+	if a.cluster != nil {
+		// Other processes' binding changes, within a second.
+		g.Go(func() error { return a.cluster.listener.Run(gctx) })
+	}
+	now := make(chan struct{})
+	close(now)
+	var connected <-chan struct{} = now // Matrix's REST needs no connection first
+	if a.gateway != nil {
+		producers.Add(1)
+		g.Go(func() error { defer producers.Done(); return a.gateway.Run(gctx) })
+		connected = a.gateway.Connected()
+	}
+	g.Go(func() error {
+		defer producers.Done()
+		// Finish deliveries a previous process left pending, once connected.
+		select {
+		case <-gctx.Done():
+			return nil
+		case <-connected:
+		}
+		n, err := a.outbound.Recover(context.WithoutCancel(gctx), a.started)
+		close(a.recovered)
+		if err != nil {
+			a.log.Error().Err(err).Msg("recover deliveries")
+		} else if n > 0 {
+			a.log.Info().Int("deliveries", n).Msg("finished deliveries left by the previous run")
+		}
+		if turns, runs := a.sessions.Resume(context.WithoutCancel(gctx)); turns+runs > 0 {
+			a.log.Info().Int("turns", turns).Int("subagentRuns", runs).Msg("resumed work left by the previous run")
+		}
+		close(a.resumed)
+		return a.runLed(gctx) // the scheduler; with several processes, in the leader only
+	})
+	if a.cfg.HTTP.Enabled() {
+		g.Go(func() error { return a.serveHTTP(gctx) })
+	}
+	if p, ok := a.store.(deliveryPruner); ok && a.cfg.Store.DeliveryRetention() > 0 {
+		g.Go(func() error { a.pruneDeliveries(gctx, p, time.NewTicker(time.Hour).C); return nil })
+	}
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// Close releases what New opened: the cluster's connections, then the
+// store. Run closes them when it returns; Close is for an App that is
+// never run, and a second call does nothing.
+func (a *App) Close() error {
+	a.closeOnce.Do(func() {
+		a.cluster.close()
+		a.closeErr = a.store.Close()
+	})
+	return a.closeErr
+}
+
+// SetToken applies a rotated bot token: every later REST call uses it, and
+// the gateway re-identifies with it.
+func (a *App) SetToken(token string) {
+	if a.discord != nil {
+		a.discord.SetToken(token)
+	}
+}
+
+// Connected is closed once the Discord gateway's session is up; at once
+// on a bot without Discord.
+func (a *App) Connected() <-chan struct{} {
+	if a.gateway == nil {
+		now := make(chan struct{})
+		close(now)
+		return now
+	}
+	return a.gateway.Connected()
+}
+
+// HTTPAddr receives the HTTP server's bound address once it listens
+// (http.listen may name port 0).
+func (a *App) HTTPAddr() <-chan string { return a.httpAddr }
+
+// ready: the Discord gateway's session is ready (a Matrix-only process has
+// no connection to wait for: its /sync loop retries on its own).
+func (a *App) ready() bool { return a.gateway == nil || a.gateway.Ready() }
+
+func (a *App) serveHTTP(ctx context.Context) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !a.ready() {
+			http.Error(w, "gateway not ready", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+		if a.tools != nil {
+			// Degraded, not unready: the bot still answers without them.
+			for _, f := range a.tools.Failing() {
+				_, _ = w.Write([]byte("mcp " + redact.String(f) + "\n"))
+			}
+		}
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /inspect/{what}", inspectHandler(inspector{a.store, redact.New(a.cfg.Secrets()...)}))
+	mux.Handle("GET /backup", backupHandler(a.store, a.cfg.HTTP.Token))
+	console.New(console.Options{Store: a.store, Audit: a.auditor.Conversation, Location: a.cfg.HTTP.Location(), Token: a.cfg.HTTP.Token,
+		Status: func() console.State { return console.State{Ready: a.ready(), Started: a.started} },
+		Log:    a.log.With().Str("component", "console").Logger()}).Mount(mux) // read-only pages at /
+	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("http.listen %s: %w", a.cfg.HTTP.Listen, err)
+	}
+	a.httpAddr <- ln.Addr().String()
+	// Every path, probes included, passes the Host check; everything but
+	// the probes needs the token when one is set (/metrics included).
+	guarded := console.Guard(console.GuardOptions{Listen: a.cfg.HTTP.Listen, Token: a.cfg.HTTP.Token,
+		Open: []string{"/healthz", "/readyz"}}, mux)
+	srv := &http.Server{Handler: guarded, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	a.log.Info().Str("addr", ln.Addr().String()).Msg("serving /healthz /readyz /metrics and the console at /")
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("http: %w", err)
+	}
+	return nil
+}
+
+// deliveryPruner is a store that deletes old finished outbox records
+// (bbolt; PostgreSQL does not yet).
+type deliveryPruner interface {
+	PruneDeliveries(ctx context.Context, before time.Time, dry bool) (bolt.DeliveryPrune, error)
+}
+
+// pruneDeliveries applies store.deliveryRetentionDays at start and on
+// every tick until ctx ends.
+func (a *App) pruneDeliveries(ctx context.Context, p deliveryPruner, tick <-chan time.Time) {
+	for {
+		before := a.clock.Now().Add(-a.cfg.Store.DeliveryRetention())
+		n, err := p.PruneDeliveries(ctx, before, false)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			a.log.Error().Err(err).Msg("delivery retention")
+		case n.Rows > 0:
+			a.log.Info().Int("deliveries", n.Rows).Int64("bytes", n.Bytes).Int("retentionDays", a.cfg.Store.DeliveryRetentionDays).
+				Msg("deleted finished deliveries past retention")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+		}
+	}
+}
