@@ -320,7 +320,7 @@ func (a *App) wire(o Options, d Deps) error {
 	}
 	// A recovered completion goes through its live path (router, fail-closed).
 	a.outbound.HandleRecovery(transcript.SourceAnnounce, a.sessions.RecoverCompletion)
-	return a.newAuditor(o)
+	return a.newAuditor(d)
 }
 
 // accessPolicy maps config access onto the gate's policy.

@@ -1,15 +1,12 @@
-package main
+package bot
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -18,70 +15,37 @@ import (
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/audit"
 	"github.com/agentbot/agentbot/core/sessionkey"
-	"github.com/agentbot/agentbot/internal/redact"
-	"github.com/agentbot/agentbot/store/bolt"
 )
 
-// cmdAudit is `bot audit [-config FILE] CHANNEL|all [-json]`: what each
-// conversation displays now, compared with its transcripts' window; exit
-// 1 on any difference, one line (or JSON object) per difference naming
-// the message id.
-func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "one JSON object per difference")
-	var pos []string
-	rest := args
-	for len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		pos, rest = append(pos, rest[0]), rest[1:]
-	}
-	cfg, code := loadConfig(fs, rest, stderr)
-	if cfg == nil {
-		return code
-	}
-	if pos = append(pos, fs.Args()...); len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: bot audit [-config FILE] CHANNEL|all [-json] (CHANNEL: a Discord channel or thread id, a Matrix room id)")
-		return exitUsage
-	}
-	st, err := openStore(ctx, cfg.Store, 200*time.Millisecond)
-	if errors.Is(err, bolt.ErrLocked) {
-		fmt.Fprintln(stderr, "bot: the store is locked by a running bot: stop it first, or see its console's conversation view and audit.every")
-		return exitUsage
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "bot:", err)
-		return exitUsage
-	}
-	defer st.Close()
-	red := redact.New(cfg.Secrets()...)
+// Audit is `bot audit`: what conversation target (a channel, thread or room
+// id, or "all") displays now on its platform, compared with the
+// transcripts of st; it writes one line (asJSON: one JSON object) per
+// difference, naming the message id, and returns how many. An intact
+// audit writes one summary line (nothing with asJSON). A conversation that
+// cannot be read is an error; the others are still written.
+func Audit(ctx context.Context, cfg *config.Config, st Store, target string, w io.Writer, asJSON bool) (int, error) {
 	displays, err := auditDisplays(cfg, nil, nil, zerolog.Nop())
 	if err != nil {
-		fmt.Fprintln(stderr, "bot:", red.String(err.Error()))
-		return exitUsage
+		return 0, err
 	}
 	a := audit.New(audit.Options{}, audit.Deps{Transcripts: st, Displays: displays})
 	var reports []audit.Report
-	if pos[0] == "all" {
+	if target == "all" {
 		reports, err = a.All(ctx)
 	} else {
 		var r audit.Report
-		if r, err = a.Conversation(ctx, pos[0]); err == nil {
+		if r, err = a.Conversation(ctx, target); err == nil {
 			reports = append(reports, r)
 		}
 	}
-	out := red.Writer(stdout)
-	n, werr := printAudit(out, reports, *asJSON)
-	if err = errors.Join(err, werr); err != nil {
-		fmt.Fprintln(stderr, "bot:", red.String(err.Error()))
-		return exitProblems
+	n, werr := printAudit(w, reports, asJSON)
+	if werr != nil {
+		return n, werr
 	}
-	if n > 0 {
-		return exitProblems
+	if err == nil && n == 0 && !asJSON {
+		_, err = fmt.Fprintf(w, "%d conversation(s) audited: the transcripts hold what the chat displays\n", len(reports))
 	}
-	if !*asJSON {
-		fmt.Fprintf(out, "%d conversation(s) audited: the transcripts hold what the chat displays\n", len(reports))
-	}
-	return exitOK
+	return n, err
 }
 
 // auditDisplays are the platforms' readers the config reaches; base is
@@ -107,6 +71,23 @@ func auditDisplays(cfg *config.Config, base http.RoundTripper, mx *matrix.Client
 		out[sessionkey.PlatformMatrix] = mx
 	}
 	return out, nil
+}
+
+// newAuditor builds the audit over the running bot's store and platforms:
+// the periodic audit (audit.every; Run does nothing when it is 0) and the
+// console's conversation view.
+func (a *App) newAuditor(d Deps) error {
+	var mx *matrix.Client
+	if a.matrix != nil {
+		mx = a.matrix.client
+	}
+	displays, err := auditDisplays(a.cfg, d.BaseTransport, mx, a.log)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	a.auditor = audit.New(audit.Options{Every: a.cfg.Audit.Every}, audit.Deps{Transcripts: a.store, Displays: displays, Clock: a.clock,
+		Log: a.log.With().Str("component", "audit").Logger(), Count: func(k audit.Kind, n int) { a.metrics.AuditDifferences(string(k), n) }})
+	return nil
 }
 
 // auditJSON is one difference in `bot audit -json`.
@@ -152,21 +133,4 @@ func auditSide(ok bool, s string) string {
 		return "(none)"
 	}
 	return s
-}
-
-// newAuditor builds the audit over the running bot's store and platforms:
-// the periodic audit (audit.every; Run does nothing when it is 0) and the
-// console's conversation view.
-func (a *app) newAuditor(o appOptions) error {
-	var mx *matrix.Client
-	if a.matrix != nil {
-		mx = a.matrix.client
-	}
-	displays, err := auditDisplays(a.cfg, o.BaseTransport, mx, a.log)
-	if err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
-	a.auditor = audit.New(audit.Options{Every: a.cfg.Audit.Every}, audit.Deps{Transcripts: a.store, Displays: displays, Clock: a.clock,
-		Log: a.log.With().Str("component", "audit").Logger(), Count: func(k audit.Kind, n int) { a.metrics.AuditDifferences(string(k), n) }})
-	return nil
 }
