@@ -28,7 +28,7 @@ func Audit(ctx context.Context, cfg *config.Config, st Store, target string, w i
 	if err != nil {
 		return 0, err
 	}
-	a := audit.New(audit.Options{}, audit.Deps{Transcripts: st, Displays: displays})
+	a := audit.New(audit.Options{}, audit.Deps{Transcripts: st, Displays: displays, Outbox: st})
 	var reports []audit.Report
 	if target == "all" {
 		reports, err = a.All(ctx)
@@ -85,7 +85,7 @@ func (a *App) newAuditor(d Deps) error {
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
-	a.auditor = audit.New(audit.Options{Every: a.cfg.Audit.Every}, audit.Deps{Transcripts: a.store, Displays: displays, Clock: a.clock,
+	a.auditor = audit.New(audit.Options{Every: a.cfg.Audit.Every}, audit.Deps{Transcripts: a.store, Displays: displays, Outbox: a.store, Clock: a.clock,
 		Log: a.log.With().Str("component", "audit").Logger(), Count: func(k audit.Kind, n int) { a.metrics.AuditDifferences(string(k), n) }})
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
 )
@@ -38,6 +39,16 @@ type Display interface {
 	Read(ctx context.Context, t Target, oldest string, limit int) ([]Message, error)
 }
 
+// Outbox is the delivery outbox: the audit excuses the messages of sends
+// still in flight (a streamed reply's entry is written when it ends) and
+// of Rule 1 exceptions (sent with no entry, by design).
+type Outbox interface {
+	Deliveries(ctx context.Context, state delivery.PendingState, limit int) ([]delivery.Record, error)
+}
+
+// outboxScan bounds the outbox records read per audit.
+const outboxScan = 2000
+
 // Options are an Auditor's settings.
 type Options struct {
 	Every    time.Duration // the periodic audit's interval; 0: Run audits nothing
@@ -49,6 +60,7 @@ type Options struct {
 type Deps struct {
 	Transcripts Transcripts
 	Displays    map[string]Display // by platform
+	Outbox      Outbox             // nil: no message is excused
 	Clock       clock.Clock        // nil: the real clock
 	Log         zerolog.Logger
 	// Count records the differences one periodic audit found, by kind
@@ -229,9 +241,16 @@ func (a *Auditor) audit(ctx context.Context, c *conv) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("audit %s: read the %s history: %w", c.target.ID, c.target.Platform, err)
 	}
+	excused, err := a.excused(ctx)
+	if err != nil {
+		return Report{}, fmt.Errorf("audit %s: %w", c.target.ID, err)
+	}
 	shown := msgs[:0:0]
 	for _, m := range msgs {
 		if m.Conversation == c.target.ID {
+			if excused[m.ID] {
+				m.FromBot, m.Addressed = false, false // shown, held to no entry
+			}
 			shown = append(shown, m)
 		}
 	}
@@ -241,6 +260,27 @@ func (a *Auditor) audit(ctx context.Context, c *conv) (Report, error) {
 		entries = slices.DeleteFunc(slices.Clone(entries), func(f transcript.Folded) bool { return f.At.Before(from) })
 	}
 	return Report{Target: c.target, At: a.d.Clock.Now(), Rows: Compare(entries, shown)}, nil
+}
+
+// excused are the message ids of the newest outbox records that are in
+// flight (pending, or sent and not yet committed) or Rule 1 exceptions.
+func (a *Auditor) excused(ctx context.Context) (map[string]bool, error) {
+	out := map[string]bool{}
+	if a.d.Outbox == nil {
+		return out, nil
+	}
+	recs, err := a.d.Outbox.Deliveries(ctx, "", outboxScan)
+	if err != nil {
+		return nil, fmt.Errorf("read the outbox: %w", err)
+	}
+	for _, r := range recs {
+		if r.State == delivery.StatePending || r.State == delivery.StateSent || (r.State == delivery.StateDelivered && delivery.IsException(r.Reason)) {
+			for _, id := range r.MessageIDs {
+				out[id] = true
+			}
+		}
+	}
+	return out, nil
 }
 
 // PlatformOf is the platform a conversation id belongs to, from its shape:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/store/memory"
 )
@@ -141,5 +142,41 @@ func TestPlatformOf(t *testing.T) {
 		if got := PlatformOf(id); got != want {
 			t.Errorf("PlatformOf(%q) = %s, want %s", id, got, want)
 		}
+	}
+}
+
+// fakeOutbox is the outbox: records newest first, filtered by state like
+// the stores.
+type fakeOutbox []delivery.Record
+
+func (o fakeOutbox) Deliveries(_ context.Context, state delivery.PendingState, limit int) ([]delivery.Record, error) {
+	var out []delivery.Record
+	for _, r := range o {
+		if (state == "" || r.State == state) && (limit == 0 || len(out) < limit) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// TestAuditorExcusesInFlightAndExceptions: a reply still streaming (its
+// entry comes when it ends) and a Rule 1 exception are displayed with no
+// entry, and are not differences; a failed delivery's stray message is.
+func TestAuditorExcusesInFlightAndExceptions(t *testing.T) {
+	st, ts := world(t)
+	appendEntry(t, ts, "agent:main:discord:channel:100", transcript.Entry{Source: transcript.SourceUser, Text: "hi", MessageIDs: []string{"1"}})
+	bot := func(id string) Message { return Message{ID: id, Conversation: "100", Text: id, FromBot: true} }
+	d := &fakeDisplay{msgs: map[string][]Message{"100": {{ID: "1", Conversation: "100", Text: "hi"}, bot("2"), bot("3"), bot("4")}}}
+	out := fakeOutbox{
+		{State: delivery.StateSent, MessageIDs: []string{"2"}},
+		{State: delivery.StateDelivered, Reason: delivery.SkipOtherAgent, MessageIDs: []string{"3"}},
+		{State: delivery.StateFailed, MessageIDs: []string{"4"}},
+	}
+	r, err := New(Options{}, Deps{Transcripts: st, Displays: map[string]Display{"discord": d}, Outbox: out}).Conversation(context.Background(), "100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(diffs(r.Rows)); got != "[4 missing]" {
+		t.Fatalf("differences %s, want [4 missing]", got)
 	}
 }
