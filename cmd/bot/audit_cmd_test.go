@@ -19,8 +19,8 @@ func TestCLIAuditExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		args       []string
-		code       int
+		args        []string
+		code        int
 		out, errOut string
 	}{
 		{[]string{"audit", "-config", cfg}, exitUsage, "", "usage: bot audit"},
