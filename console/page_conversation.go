@@ -108,7 +108,7 @@ func (c *Console) conversation(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(entries) == 0 && p.First == 0 && r.URL.Query().Get("from") == "" && p.Info == nil && len(p.Bound) == 0 {
+	if len(entries) == 0 && r.URL.Query().Get("from") == "" && p.Info == nil && len(p.Bound) == 0 {
 		return nil, notFound("session %q has no transcript (session keys look like agent:main:discord:channel:<id>)", key)
 	}
 	report, ok := c.auditOf(ctx, &p, key, recs, entries)
