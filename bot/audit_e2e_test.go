@@ -146,7 +146,14 @@ func TestAuditE2EMatrix(t *testing.T) {
 		"m.new_content": map[string]any{"msgtype": "m.text", "body": "bot: what is the plan now?"},
 		"m.relates_to":  map[string]any{"rel_type": "m.replace", "event_id": asked}}
 	w.do(t, w.alice.AccessToken, "PUT", fmt.Sprintf("/rooms/%s/send/m.room.message/t%d", url.PathEscape(w.room), w.txn.Add(1)), edit, nil)
-	n, out, err := runAudit(t, h.cfg, w.room, false)
+	// Dendrite serves /messages a moment after a send: wait for the edit.
+	var n int
+	var out string
+	var err error
+	waitFor(t, "the edit in the room's history", func() bool {
+		n, out, err = runAudit(t, h.cfg, w.room, false)
+		return n > 0 || err != nil
+	})
 	if n != 1 || err != nil || !strings.Contains(out, w.room+" message "+asked+": text:") || !strings.Contains(out, `display:    "bot: what is the plan now?"`) {
 		t.Fatalf("bot audit after a withheld edit: %d differences, %v, want one text difference at %s\n%s", n, err, asked, out)
 	}

@@ -54,6 +54,10 @@ type Options struct {
 	Every    time.Duration // the periodic audit's interval; 0: Run audits nothing
 	Window   int           // newest entries read per session (default 100)
 	Messages int           // messages read per conversation at most (default 500)
+	// Grace is how recent a bot message may be and still be held to no
+	// entry (default 10s): between the platform's confirmation and the
+	// outbox recording it, a send is displayed and known nowhere.
+	Grace time.Duration
 }
 
 // Deps are what an Auditor works with.
@@ -93,6 +97,9 @@ func New(o Options, d Deps) *Auditor {
 	}
 	if o.Messages <= 0 {
 		o.Messages = 500
+	}
+	if o.Grace <= 0 {
+		o.Grace = 10 * time.Second
 	}
 	if d.Clock == nil {
 		d.Clock = clock.Real{}
@@ -246,9 +253,10 @@ func (a *Auditor) audit(ctx context.Context, c *conv) (Report, error) {
 		return Report{}, fmt.Errorf("audit %s: %w", c.target.ID, err)
 	}
 	shown := msgs[:0:0]
+	now := a.d.Clock.Now()
 	for _, m := range msgs {
 		if m.Conversation == c.target.ID {
-			if excused[m.ID] {
+			if excused[m.ID] || (m.FromBot && now.Sub(m.At) < a.o.Grace) {
 				m.FromBot, m.Addressed = false, false // shown, held to no entry
 			}
 			shown = append(shown, m)

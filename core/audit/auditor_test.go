@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/store/memory"
@@ -160,19 +161,24 @@ func (o fakeOutbox) Deliveries(_ context.Context, state delivery.PendingState, l
 }
 
 // TestAuditorExcusesInFlightAndExceptions: a reply still streaming (its
-// entry comes when it ends) and a Rule 1 exception are displayed with no
-// entry, and are not differences; a failed delivery's stray message is.
+// entry comes when it ends), a Rule 1 exception and a bot message
+// confirmed a moment ago are displayed with no entry, and are not
+// differences; a failed delivery's stray message is.
 func TestAuditorExcusesInFlightAndExceptions(t *testing.T) {
 	st, ts := world(t)
 	appendEntry(t, ts, "agent:main:discord:channel:100", transcript.Entry{Source: transcript.SourceUser, Text: "hi", MessageIDs: []string{"1"}})
 	bot := func(id string) Message { return Message{ID: id, Conversation: "100", Text: id, FromBot: true} }
-	d := &fakeDisplay{msgs: map[string][]Message{"100": {{ID: "1", Conversation: "100", Text: "hi"}, bot("2"), bot("3"), bot("4")}}}
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	recent := bot("5")
+	recent.At = now.Add(-time.Second)
+	d := &fakeDisplay{msgs: map[string][]Message{"100": {{ID: "1", Conversation: "100", Text: "hi"}, bot("2"), bot("3"), bot("4"), recent}}}
 	out := fakeOutbox{
 		{State: delivery.StateSent, MessageIDs: []string{"2"}},
 		{State: delivery.StateDelivered, Reason: delivery.SkipOtherAgent, MessageIDs: []string{"3"}},
 		{State: delivery.StateFailed, MessageIDs: []string{"4"}},
 	}
-	r, err := New(Options{}, Deps{Transcripts: st, Displays: map[string]Display{"discord": d}, Outbox: out}).Conversation(context.Background(), "100")
+	r, err := New(Options{}, Deps{Transcripts: st, Displays: map[string]Display{"discord": d}, Outbox: out, Clock: clock.NewFake(now)}).
+		Conversation(context.Background(), "100")
 	if err != nil {
 		t.Fatal(err)
 	}
