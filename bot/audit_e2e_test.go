@@ -119,6 +119,21 @@ func TestAuditE2EDiscord(t *testing.T) {
 	if _, _, err := runAudit(t, h.cfg, "12345", false); !errors.Is(err, audit.ErrUnknownConversation) {
 		t.Errorf("bot audit of an unknown channel: %v, want ErrUnknownConversation", err)
 	}
+	// The tests' Rule 1 postcondition judges with the same comparison.
+	st, err := OpenStore(t.Context(), h.cfg.Store, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	problems, err := rule1Check(t.Context(), emulatorDisplay{h.emu}, st, []string{h.general.ID}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"message " + first.ID + ": text:", "message " + reply.ID + ": extra:", "message " + unseen.ID + ": missing:"} {
+		if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, w) }) {
+			t.Errorf("rule 1 problems lack %q: %q", w, problems)
+		}
+	}
 }
 
 // TestAuditE2EMatrix: against a real Dendrite, `bot audit ROOM` finds

@@ -189,12 +189,11 @@ func rule1Check(ctx context.Context, chat chatDisplay, st entryStore, channels [
 				problems = append(problems, fmt.Sprintf("%s: deleted entry #%d keeps its text", key, f.Seq))
 			}
 			channel := ""
+			var gone []string
 			for _, id := range f.MessageIDs {
 				m, ok := chat.Message(id)
 				if !ok {
-					if !f.Deleted {
-						problems = append(problems, fmt.Sprintf("%s: entry #%d (%s, delivery %s) names message %s, which no channel displays", key, f.Seq, f.Source, f.DeliveryID, id))
-					}
+					gone = append(gone, id)
 					continue
 				}
 				if channel != "" && m.Conversation != channel {
@@ -205,8 +204,17 @@ func rule1Check(ctx context.Context, chat chatDisplay, st entryStore, channels [
 				}
 				channel = m.Conversation
 			}
+			// A part not displayed is the comparison's (extra) in the
+			// conversation that displays the rest, or that the entry names.
+			if channel == "" {
+				channel = f.Meta[transcript.MetaDisplayedIn]
+			}
 			if channel != "" {
 				displayedIn[channel] = append(displayedIn[channel], f)
+			} else if !f.Deleted {
+				for _, id := range gone {
+					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s, delivery %s) names message %s, which no channel displays", key, f.Seq, f.Source, f.DeliveryID, id))
+				}
 			}
 		}
 	}
