@@ -34,8 +34,9 @@ func (d chatDisplay) Read(_ context.Context, t audit.Target, oldest string, limi
 		}
 		out = append(out, m)
 	}
-	out = append(out, audit.Message{ID: "7777", Conversation: "1000", Author: "bot", Text: "job result", FromBot: true, At: t0},
-		audit.Message{ID: "9999", Conversation: "1000", Author: "bot", Text: "posted past the transcript", FromBot: true, At: t0.Add(time.Second),
+	// Bot messages older than the audit's grace (the clock is t0).
+	out = append(out, audit.Message{ID: "7777", Conversation: "1000", Author: "bot", Text: "job result", FromBot: true, At: t0.Add(-2 * time.Minute)},
+		audit.Message{ID: "9999", Conversation: "1000", Author: "bot", Text: "posted past the transcript", FromBot: true, At: t0.Add(-time.Minute),
 			Attachments: []string{"report.pdf"}})
 	if len(out) > limit {
 		out = out[len(out)-limit:]
