@@ -38,7 +38,7 @@ func acpBot(t *testing.T, name string, agent func(h *harness, c *config.ACPAgent
 	}
 	h.cfg.Discord.Operators.Users = []string{olga.ID}
 	ws := filepath.Join(t.TempDir(), "acp")
-	c := config.ACPAgentConfig{Workspace: ws, Users: []string{h.alice.ID}, MaxSessions: 4}
+	c := config.ACPAgentConfig{Workspace: ws, Users: []string{h.alice.ID}, MaxSessions: 4, Sandbox: config.SandboxBwrap, Approve: config.ApproveAsk}
 	agent(h, &c)
 	h.cfg.ACP.Agents = map[string]config.ACPAgentConfig{name: c}
 	if err := h.cfg.Validate(); err != nil {

@@ -4,14 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/internal/npmtest"
 )
@@ -23,6 +26,7 @@ import (
 type fakeGemini struct {
 	mu       sync.Mutex
 	path     string // the file write_file is to create
+	probe    string // the command run_shell_command is to run
 	requests []string
 	hold     chan struct{} // when set, a "slow" prompt's answer waits on it
 }
@@ -56,7 +60,7 @@ func (f *fakeGemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
 	f.requests = append(f.requests, r.Method+" "+r.URL.Path)
-	path, hold := f.path, f.hold
+	path, hold, probe := f.path, f.hold, f.probe
 	f.mu.Unlock()
 	var req struct {
 		Contents []struct {
@@ -68,12 +72,13 @@ func (f *fakeGemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} `json:"contents"`
 	}
 	_ = json.Unmarshal(body, &req)
-	lastText, answered := "", false
+	lastText, answered, shell := "", false, false
 	if n := len(req.Contents); n > 0 {
 		for _, p := range req.Contents[n-1].Parts {
 			lastText += p.Text
 			if len(p.FunctionResponse) > 0 {
 				answered = true
+				shell = strings.Contains(string(p.FunctionResponse), "run_shell_command")
 				f.mu.Lock()
 				f.requests = append(f.requests, "functionResponse "+string(p.FunctionResponse))
 				f.mu.Unlock()
@@ -83,8 +88,15 @@ func (f *fakeGemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.HasSuffix(r.URL.Path, ":streamGenerateContent"):
 		switch {
+		case answered && shell:
+			sse(w, textChunk("The probe ran.", true))
 		case answered:
 			sse(w, textChunk("The file is written.", true))
+		case strings.Contains(lastText, "run the probe"):
+			call := map[string]any{"candidates": []any{map[string]any{"index": 0, "finishReason": "STOP", "content": map[string]any{"role": "model", "parts": []any{
+				map[string]any{"functionCall": map[string]any{"name": "run_shell_command", "args": map[string]any{"command": probe, "description": "probe the sandbox"}}},
+			}}}}}
+			sse(w, textChunk("Running the probe.", false), call)
 		case strings.Contains(lastText, "write the notes file"):
 			call := map[string]any{"candidates": []any{map[string]any{"index": 0, "finishReason": "STOP", "content": map[string]any{"role": "model", "parts": []any{
 				map[string]any{"functionCall": map[string]any{"name": "write_file", "args": map[string]any{"file_path": path, "content": "notes from gemini\n"}}},
@@ -126,8 +138,8 @@ func TestE2EGeminiCLI(t *testing.T) {
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(fake.hold) })
-	guard, attempts := npmtest.NetGuard(t)
 	home := t.TempDir()
+	guard, attempts := npmtest.NetGuard(t, home)
 	settings := `{"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}},
  "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false},
  "general": {"disableAutoUpdate": true, "disableUpdateNag": true}}`
@@ -194,6 +206,48 @@ func TestE2EGeminiCLI(t *testing.T) {
 	acpMessage(t, h, thread.ID, "The file is written.")
 	if b, err := os.ReadFile(file); err != nil || string(b) != "notes from gemini\n" {
 		t.Fatalf("workspace file: %q %v", b, err)
+	}
+
+	// Gemini CLI's own shell tool runs inside the agent process: the
+	// sandbox confines it (a write outside the workspace fails).
+	here, _ := os.Getwd()
+	outside, err := os.MkdirTemp(here, "gemini-outside-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	fake.mu.Lock()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	fake.probe = "touch " + outside + "/escaped || echo write-outside-refused; echo probe-ran > probe.txt; " +
+		`python3 -c 'import socket; socket.create_connection(("127.0.0.1", ` + strconv.Itoa(port) + `), 5)' || echo connect-refused`
+	fake.mu.Unlock()
+	adSay(t, h, thread.ID, "Please run the probe.")
+	acpMessage(t, h, thread.ID, "Running the probe.")
+	var shellPerm discordtest.Message
+	waitUntil(t, h, "the shell tool's permission buttons", func() bool {
+		for _, m := range h.emu.Messages(thread.ID) {
+			if strings.Contains(m.Content, "asks permission") && m.ID != perm.ID && len(m.Buttons()) > 0 {
+				shellPerm = m
+				return true
+			}
+		}
+		return false
+	})
+	acpClick(t, h, shellPerm, h.alice.ID, allow)
+	acpMessage(t, h, thread.ID, "The probe ran.")
+	if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
+		t.Error("Gemini CLI's shell tool wrote outside the workspace")
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, thread.ID, "probe.txt")); err != nil || string(b) != "probe-ran\n" {
+		t.Errorf("the shell tool's file in the workspace: %q %v", b, err)
+	}
+	fake.mu.Lock()
+	reqs := strings.Join(fake.requests, "\n")
+	fake.mu.Unlock()
+	for _, want := range []string{"write-outside-refused", "connect-refused"} {
+		if !strings.Contains(reqs, want) {
+			t.Errorf("the shell tool's result does not say %s: %s", want, reqs)
+		}
 	}
 
 	adSay(t, h, thread.ID, "Now think slowly about it.")

@@ -21,6 +21,7 @@ import (
 	"github.com/agentbot/agentbot/adapter/matrix"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/console"
+	"github.com/agentbot/agentbot/core/agentroute"
 	"github.com/agentbot/agentbot/core/audit"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
@@ -51,6 +52,7 @@ type App struct {
 	bindings    *binding.Service
 	transcripts *transcript.Service
 	outbound    *delivery.Outbound
+	routes      *agentroute.Table // agents[].channels
 	router      *delivery.Router
 	sessions    *session.Manager
 	discord     *discord.Client
@@ -203,10 +205,17 @@ func (a *App) wire(o Options, d Deps) error {
 	// matrix.operators (user ids of either platform).
 	a.auth = authz.New(authz.Config{OperatorUsers: slices.Concat(cfg.Discord.Operators.Users, cfg.Matrix.Operators), OperatorRoles: cfg.Discord.Operators.Roles},
 		directories)
+	locators := map[string]agentroute.Locator{}
+	if a.discord != nil {
+		locators["discord"] = a.discord
+	}
+	if a.routes, err = agentRoutes(cfg, locators); err != nil {
+		return err
+	}
 	a.outbound = delivery.NewOutbound(delivery.OutboundOptions{
 		DefaultAgent: agents[0].ID, Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
 	}, delivery.OutboundDeps{
-		Sender: delivery.NewMux(senders), Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings,
+		Sender: delivery.NewMux(senders), Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings, Agents: a.routes,
 		Clock: d.Clock, Log: log.With().Str("component", "outbound").Logger(),
 		Observe:  func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
 		Diagnose: func(d delivery.Diagnostic) { a.metrics.Rule1Exception(d.Reason) },
@@ -272,13 +281,20 @@ func (a *App) wire(o Options, d Deps) error {
 	} = a.sessions
 	var acpDep discord.ACP
 	var acpCmds command.ACP
-	if a.acp = newACP(a); a.acp != nil {
+	if a.acp, err = newACP(a); err != nil {
+		return err
+	}
+	if a.acp != nil {
 		sessions, acpDep, acpCmds = acpRouting{Manager: a.sessions, acp: a.acp, bindings: a.bindings}, a.acp, acpCommands{a.acp}
 	}
 	// The commands' logic is the core's; each platform's adapter parses
 	// and answers them.
-	commands := command.New(command.Options{}, command.Deps{
-		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.threads, Authority: a.auth, Jobs: jobs, ACP: acpCmds,
+	agentChoices := make([]command.AgentChoice, 0, len(cfg.Agents))
+	for _, ag := range cfg.Agents {
+		agentChoices = append(agentChoices, command.AgentChoice{ID: ag.ID, Name: ag.Name})
+	}
+	commands := command.New(command.Options{Agents: agentChoices}, command.Deps{
+		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.threads, Authority: a.auth, Jobs: jobs, ACP: acpCmds, Agents: a.routes,
 		Once: commandOnce{st: st, clock: d.Clock},
 	})
 	if a.discord != nil {
@@ -300,10 +316,12 @@ func (a *App) wire(o Options, d Deps) error {
 			return err
 		}
 	}
-	a.bindings.OnEnded(a.sessions.OnBindingEnded)
+	// An ACP binding's end first finishes its cancelled turn, then the
+	// farewell is posted: in that order in the thread and its transcript.
 	if a.acp != nil {
 		a.bindings.OnEnded(a.acp.OnBindingEnded)
 	}
+	a.bindings.OnEnded(a.sessions.OnBindingEnded)
 	// A message confirmed for one delivery is never taken for another's
 	// when an ambiguous send is reconciled: the adapter starts knowing the
 	// recent ones (the previous process's too).

@@ -21,6 +21,7 @@ func LiveFindings(ctx context.Context, cfg *config.Config, base http.RoundTrippe
 		Token: cfg.Discord.Token, APIURL: cfg.Discord.APIURL, BaseTransport: base, Guilds: cfg.Discord.Guilds,
 		ThreadBindings: cfg.Discord.ThreadBindings.Enabled,
 		AllowChannels:  cfg.Discord.Access.Allow.Channels, DenyChannels: cfg.Discord.Access.Deny.Channels,
+		Routes: routeIDs(cfg),
 	})
 	if err != nil {
 		return nil, err

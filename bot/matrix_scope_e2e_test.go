@@ -97,5 +97,11 @@ func TestMatrixE2ETwoRoomsCraftedThreadRoot(t *testing.T) {
 		}
 	}
 	w.command(t, w.room, "!cron list", job) // still alice's: her list shows it
+	// !help lists what the commands' options take here (issue 32): in room A
+	// alice is offered her job; in room B mallory is offered nothing of A.
+	w.command(t, w.room, "!help", "!cron remove|run id — id: `"+job+"`")
+	if got := malCommand("!help"); !strings.Contains(got, "!focus target") || strings.Contains(got, job) || strings.Contains(got, w.room) {
+		t.Errorf("mallory's !help in room B: %q", got)
+	}
 	finishMatrixBot(t, h, w, []string{w.room, roomB})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentbot/agentbot/acp"
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/store/postgres"
@@ -15,7 +16,14 @@ import (
 )
 
 // TestMain stops the private PostgreSQL server that tests start on demand.
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	// The test binary is the bot an in-process harness runs: it is the
+	// sandbox relay of its sandboxed ACP agents too.
+	if len(os.Args) > 1 && os.Args[1] == RelayCommand {
+		os.Exit(acp.RelayMain(os.Args[2:]))
+	}
+	os.Exit(pgtest.Main(m))
+}
 
 // TestBotRunsOnPostgres: with store.driver postgres the real wiring answers
 // a mention, spawns a bound subagent, survives a restart with its binding,

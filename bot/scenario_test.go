@@ -22,7 +22,8 @@ import (
 
 // TestScenario interleaves user messages, mentions, spawns with and without
 // threads, subagent completions, in-chat and background jobs, message-tool
-// sends, /reset, thread archive/lock/delete, injected Discord faults and
+// sends, /reset, thread archive/lock/delete, ACP turns waiting on a click
+// through recovery passes past every cutoff, injected Discord faults and
 // bot restarts, then checks invariants 1, 2, 4, 6 and 7 against what the
 // emulator displays. A failing seed is printed; re-run it with
 // SCENARIO_SEED=<seed>. `make soak` (SOAK=1) runs many seeds.
@@ -129,6 +130,7 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	configureACP(t, h, []string{h.alice.ID})
 	if err := h.start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +176,9 @@ func runScenario(t *testing.T, seed uint64, steps int) {
 		{1, s.editAddsMention},
 		{1, s.unfocusThenDelete},
 		{1, s.toolRoundThenRestart},
+		{1, s.acpAsk},
+		{1, s.acpAllow},
+		{1, s.recoverPastCutoff},
 	}
 	total := 0
 	for _, a := range actions {

@@ -9,11 +9,13 @@ import (
 	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/adapter/matrix"
 	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/core/agentroute"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/command"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/scheduler"
+	"github.com/agentbot/agentbot/tools/mcp"
 )
 
 // schedulerBridge connects the scheduler to the rest: it runs job turns
@@ -23,6 +25,7 @@ type schedulerBridge struct {
 	*scheduler.Scheduler
 	sessions *session.Manager
 	auth     *authz.Authority
+	routes   *agentroute.Table // a job's agent is its chat's (agents[].channels)
 }
 
 var (
@@ -34,13 +37,14 @@ var (
 )
 
 func newSchedulerBridge(a *App) (*schedulerBridge, error) {
-	b := &schedulerBridge{sessions: a.sessions, auth: a.auth}
+	b := &schedulerBridge{sessions: a.sessions, auth: a.auth, routes: a.routes}
 	b.Scheduler = scheduler.New(scheduler.Options{
 		Settings: schedulerSettings(a.cfg.Scheduler), DefaultAgent: a.cfg.Agents[0].ID,
 	}, scheduler.Deps{
 		Store: a.store, Clock: a.clock, Runner: b, Background: b, Deliverer: a.outbound, Outbox: a.store,
 		History: a.transcripts, Routes: a.bindings, Log: a.log.With().Str("component", "scheduler").Logger(), Authorizer: b,
 		Hints: scheduler.HintsByPlatform{"discord": discord.JobCommand, "matrix": matrix.CommandPlatform(a.cfg.Discord.ThreadBindings.Enabled).JobCommand},
+		Tools: toolHealth(a.tools),
 	})
 	return b, nil
 }
@@ -102,6 +106,9 @@ func (b *schedulerBridge) add(ctx context.Context, actor authz.Actor, req schedu
 		return scheduler.Job{}, err
 	}
 	req.CreatedBy = actor.UserID
+	if req.AgentID == "" {
+		req.AgentID = b.routes.Agent(req.CreatedIn)
+	}
 	if strings.TrimSpace(req.To) != "" {
 		to, err := scheduler.ParseTo(req.To, req.CreatedIn)
 		if err != nil {
@@ -224,6 +231,22 @@ func (b *schedulerBridge) List(ctx context.Context, actor authz.Actor) ([]schedu
 	return jobs, nil
 }
 
+// Operable lists the jobs the actor may remove and run (what /cron
+// remove|run complete to).
+func (b *schedulerBridge) Operable(ctx context.Context, actor authz.Actor) ([]scheduler.Job, error) {
+	all, err := b.Scheduler.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	var jobs []scheduler.Job
+	for _, j := range all {
+		if b.jobOperator(ctx, actor, j) {
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs, nil
+}
+
 // Remove implements /cron remove.
 func (b *schedulerBridge) Remove(ctx context.Context, actor authz.Actor, id string) error {
 	if err := b.requireJobOperator(ctx, actor, "remove", id, "remove it (/cron remove)"); err != nil {
@@ -298,4 +321,13 @@ func (b *schedulerBridge) CancelJob(ctx context.Context, actor authz.Actor, id s
 		return "", forModel(err)
 	}
 	return fmt.Sprintf("job %s removed", id), nil
+}
+
+// toolHealth is the hub as the scheduler's ToolHealth (nil without MCP
+// servers: a nil *mcp.Hub must not become a non-nil interface).
+func toolHealth(h *mcp.Hub) scheduler.ToolHealth {
+	if h == nil {
+		return nil
+	}
+	return h
 }

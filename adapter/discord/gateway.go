@@ -51,7 +51,9 @@ type GatewayOptions struct {
 // Sessions is what the Gateway needs of core/session.Manager.
 type Sessions interface {
 	HandleMessage(ctx context.Context, msg session.Message) error
-	DefaultAgent() session.Agent
+	// OwnSessions are a conversation's own sessions, one per agent (a
+	// route change leaves its earlier messages in another agent's).
+	OwnSessions(conv binding.ConversationRef) []string
 	Watermarks() map[string]string
 	Running(key string) (session.Run, bool)
 	Stop(run session.Run) bool
@@ -79,6 +81,8 @@ type Bindings interface {
 // Commander runs the platform-neutral commands (core/command.Commands).
 type Commander interface {
 	Run(ctx context.Context, v command.Invocation) (command.Reply, error)
+	// Complete suggests values for the option being typed (autocomplete).
+	Complete(ctx context.Context, v command.Invocation, option, typed string) []command.Choice
 }
 
 // Deliverer is the outbound send owner (core/delivery.Outbound).

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
+	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/session"
 )
 
@@ -17,7 +18,7 @@ import (
 type idleSessions struct{}
 
 func (idleSessions) HandleMessage(context.Context, session.Message) error { return nil }
-func (idleSessions) DefaultAgent() session.Agent                          { return session.Agent{ID: "main"} }
+func (idleSessions) OwnSessions(binding.ConversationRef) []string         { return nil }
 func (idleSessions) Watermarks() map[string]string                        { return nil }
 func (idleSessions) Running(string) (session.Run, bool)                   { return session.Run{}, false }
 func (idleSessions) Stop(session.Run) bool                                { return false }

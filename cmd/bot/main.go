@@ -25,6 +25,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentbot/agentbot/acp"
 	"github.com/agentbot/agentbot/bot"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/internal/redact"
@@ -49,6 +50,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return exitUsage
+	}
+	if args[0] == bot.RelayCommand { // inside an agent's sandbox (not for people)
+		return acp.RelayMain(args[1:])
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -179,6 +179,10 @@ type fixtureOptions struct {
 	// store, if set, is the store (outbox, transcripts) instead of a new
 	// one: a second fixture on the first's store is the bot after a restart.
 	store *memory.Store
+	// agents are configured after main; routes says which answers where
+	// (nil: main everywhere).
+	agents []session.Agent
+	routes delivery.Agents
 }
 
 // fakeAuthority refuses posting into the conversations in deny (by id) and
@@ -231,10 +235,14 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if o.live {
 		snd = &liveSender{fakeSender: sender, at: map[string]int{}}
 	}
-	out := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: snd, Outbox: st, Transcripts: tr, Bindings: bs, Clock: clk, Log: zerolog.Nop()})
+	out := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: snd, Outbox: st, Transcripts: tr, Bindings: bs, Agents: o.routes, Clock: clk, Log: zerolog.Nop()})
 	opt := o.opts
 	opt.AccountID = "default"
 	opt.Agents = []session.Agent{{ID: "main", Name: "Assistant", SystemPrompt: "You are helpful.", Provider: o.provider, MaxHistory: 50, MaxToolSteps: o.maxToolSteps, Vision: o.vision, Stream: o.stream}}
+	for _, a := range o.agents {
+		a.Provider, a.MaxHistory, a.MaxToolSteps = o.provider, 50, o.maxToolSteps
+		opt.Agents = append(opt.Agents, a)
+	}
 	opt.ThreadBindings = !o.threadsOff
 	if o.spawnSessions {
 		opt.SpawnSubagentSessions = true
