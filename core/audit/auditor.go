@@ -127,7 +127,11 @@ func (a *Auditor) Conversation(ctx context.Context, id string) (Report, error) {
 	if !ok {
 		return Report{}, fmt.Errorf("audit %s: %w (give a channel, thread or room id the bot has posted in)", id, ErrUnknownConversation)
 	}
-	return a.audit(ctx, c)
+	excused, err := a.excused(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	return a.audit(ctx, c, excused)
 }
 
 // All audits every conversation the transcripts' windows display in,
@@ -138,10 +142,14 @@ func (a *Auditor) All(ctx context.Context) ([]Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	excused, err := a.excused(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []Report
 	var errs []error
 	for _, id := range slices.Sorted(maps.Keys(convs)) {
-		r, err := a.audit(ctx, convs[id])
+		r, err := a.audit(ctx, convs[id], excused)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -235,8 +243,9 @@ func (a *Auditor) gather(ctx context.Context) (map[string]*conv, error) {
 	return out, nil
 }
 
-// audit reads c's display from the window's oldest entry on and compares.
-func (a *Auditor) audit(ctx context.Context, c *conv) (Report, error) {
+// audit reads c's display from the window's oldest entry on and compares;
+// excused messages are shown and held to no entry.
+func (a *Auditor) audit(ctx context.Context, c *conv, excused map[string]bool) (Report, error) {
 	d := a.d.Displays[c.target.Platform]
 	if d == nil {
 		return Report{}, fmt.Errorf("audit %s: the bot has no %s connection configured", c.target.ID, c.target.Platform)
@@ -247,10 +256,6 @@ func (a *Auditor) audit(ctx context.Context, c *conv) (Report, error) {
 	msgs, err := d.Read(ctx, c.target, oldest, a.o.Messages)
 	if err != nil {
 		return Report{}, fmt.Errorf("audit %s: read the %s history: %w", c.target.ID, c.target.Platform, err)
-	}
-	excused, err := a.excused(ctx)
-	if err != nil {
-		return Report{}, fmt.Errorf("audit %s: %w", c.target.ID, err)
 	}
 	shown := msgs[:0:0]
 	now := a.d.Clock.Now()
@@ -279,7 +284,7 @@ func (a *Auditor) excused(ctx context.Context) (map[string]bool, error) {
 	}
 	recs, err := a.d.Outbox.Deliveries(ctx, "", outboxScan)
 	if err != nil {
-		return nil, fmt.Errorf("read the outbox: %w", err)
+		return nil, fmt.Errorf("audit: read the outbox: %w", err)
 	}
 	for _, r := range recs {
 		if r.State == delivery.StatePending || r.State == delivery.StateSent || (r.State == delivery.StateDelivered && delivery.IsException(r.Reason)) {
