@@ -52,7 +52,7 @@ func newACP(a *App) (*acp.Manager, error) {
 			Users: c.Users, Roles: c.Roles, IdleTimeout: c.IdleShutdown, MaxSessions: c.MaxSessions, Terminal: c.Terminal, Commands: cmds})
 	}
 	return acp.New(acp.Options{Agents: agents, PermissionTimeout: a.cfg.ACP.PermissionTimeout, Ready: a.recovered},
-		acp.Deps{Live: a.outbound, Notices: outboundNotices{a.outbound}, Transcripts: a.transcripts, Bindings: a.bindings, Threads: a.threads,
+		acp.Deps{Live: a.outbound, Notices: outboundNotices{a.outbound}, Transcripts: a.transcripts, Bindings: a.bindings, Threads: a.platforms,
 			Authority: a.auth, Clock: a.clock, Log: a.log.With().Str("component", "acp").Logger(), Procs: a.procs,
 			Commands: acp.CommandMetrics{Started: a.metrics.CommandStarted, Ended: a.metrics.CommandEnded}}), nil
 }

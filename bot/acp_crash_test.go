@@ -13,6 +13,7 @@ import (
 	"github.com/agentbot/agentbot/acp/acptest"
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/internal/rule1"
 	"github.com/agentbot/agentbot/model/modeltest"
 )
 
@@ -185,7 +186,7 @@ log: {level: warn, format: json}
 		}
 	}
 	st := openStopped(t, storePath)
-	problems, err := rule1Check(ctx, emulatorDisplay{emu}, st, []string{ch.ID, thread}, nil)
+	problems, err := rule1.Check(ctx, rule1.Emulator(emu), st, []string{ch.ID, thread}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

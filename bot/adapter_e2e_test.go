@@ -86,7 +86,7 @@ type adEndedBindings struct {
 
 func adWatchEnded(h *harness) *adEndedBindings {
 	e := &adEndedBindings{ch: make(chan struct{}, 16)}
-	h.app.bindings.OnEnded(func(r binding.Record) {
+	h.onEnded(func(r binding.Record) {
 		e.mu.Lock()
 		e.recs = append(e.recs, r)
 		e.mu.Unlock()

@@ -28,6 +28,7 @@ import (
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/command"
 	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/platform"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/internal/procs"
@@ -35,6 +36,7 @@ import (
 	"github.com/agentbot/agentbot/metrics"
 	"github.com/agentbot/agentbot/model"
 	"github.com/agentbot/agentbot/model/providers"
+	"github.com/agentbot/agentbot/scheduler"
 	"github.com/agentbot/agentbot/store/bolt"
 	"github.com/agentbot/agentbot/tools/mcp"
 )
@@ -56,8 +58,8 @@ type App struct {
 	router      *delivery.Router
 	sessions    *session.Manager
 	discord     *discord.Client
-	matrix      *matrixSide // nil: not on Matrix
-	threads     session.ThreadsByPlatform
+	matrix      *matrixSide     // nil: not on Matrix
+	platforms   *platform.Table // each platform's sender, directory, threads, typist and wording
 	auth        *authz.Authority
 	gateway     *discord.Gateway
 	sched       *schedulerBridge
@@ -75,8 +77,9 @@ type App struct {
 	resumed  chan struct{}
 	httpAddr chan string // receives the bound HTTP address (tests)
 
-	closeOnce sync.Once
-	closeErr  error
+	observeEnded func(binding.Record) // Deps.BindingEnded
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 // Options are what the application is asked to be: its config and the
@@ -106,6 +109,9 @@ type Deps struct {
 	// text sent to a chat passes it too (invariant 14). nil: one made
 	// from the config's secrets.
 	Redactor *redact.Redactor
+	// BindingEnded, if set, sees every binding that ends, after the
+	// sessions and ACP agents did (tests).
+	BindingEnded func(binding.Record)
 }
 
 // New opens the store and builds every component. It connects to
@@ -134,18 +140,17 @@ func New(o Options, d Deps) (*App, error) {
 		recovered: make(chan struct{}), resumed: make(chan struct{})}
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	a.bindings = binding.New(binding.Options{SweepInterval: bindingTick(st)}, binding.Deps{Store: st, Clock: d.Clock, Log: log.With().Str("component", "bindings").Logger()})
-	if !cfg.Discord.ThreadBindings.Enabled {
-		// Stored bindings stop routing and are kept (invariant 8).
-		a.bindings.Disable()
-	}
+	a.observeEnded = d.BindingEnded
+	// With thread bindings off, stored bindings stop routing and are kept (invariant 8).
+	a.bindings = binding.New(binding.Options{SweepInterval: bindingTick(st), Disabled: !cfg.Discord.ThreadBindings.Enabled},
+		binding.Deps{Store: st, Clock: d.Clock, Log: log.With().Str("component", "bindings").Logger(), OnEnded: a.bindingEnded})
 	if a.cluster, err = newCluster(octx, st, a.bindings, log.With().Str("component", "cluster").Logger()); err != nil {
 		st.Close()
 		return nil, err
 	}
 	a.metrics = metrics.New(a.reg, func() float64 { return float64(len(a.bindings.Active())) })
 	a.reg.MustRegister(leaderGauge(a))
-	a.transcripts = transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: d.Clock})
+	a.transcripts = transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: d.Clock, Erasers: []transcript.Eraser{transcript.EraserFunc(a.eraseCopies)}})
 	a.router = delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: a.bindings})
 
 	if err := a.wire(o, d); err != nil {
@@ -157,8 +162,12 @@ func New(o Options, d Deps) (*App, error) {
 }
 
 // wire builds every component over the opened store, each once, in one
-// direction: the platforms' clients, the send owner, the sessions, the
-// commands, the platforms' inbound sides.
+// direction: the platforms' clients, the send owner, the scheduler, the
+// sessions, the commands, the platforms' inbound sides. Where two need
+// each other (the scheduler runs jobs as turns, the sessions offer job
+// tools; the transcripts erase copies in the outbox built over them), the
+// earlier one is given a function reaching the later one through a, called
+// only once New has returned.
 func (a *App) wire(o Options, d Deps) error {
 	cfg, log, st := a.cfg, a.log, a.store
 	agents, err := buildAgents(cfg, d.HTTPClient)
@@ -170,41 +179,14 @@ func (a *App) wire(o Options, d Deps) error {
 			agents[i].Provider = d.Provider
 		}
 	}
-	tb := cfg.Discord.ThreadBindings
-	// One way: the platforms' REST clients, then the send owner over
-	// them, then the sessions, then the inbound sides that feed them.
-	// Each platform gives its sender, permission directory, threads and
-	// typing; the core picks the one of the conversation's platform.
-	senders := map[string]delivery.Sender{}
-	directories := authz.Directories{}
-	a.threads = session.ThreadsByPlatform{}
-	typists := session.TypistsByPlatform{}
-	var modelText func(string) string
-	var fetcher session.Fetcher
-	if cfg.DiscordOn() {
-		a.discord, err = discord.NewClient(discord.ClientOptions{
-			Token: cfg.Discord.Token, APIURL: cfg.Discord.APIURL, Guilds: cfg.Discord.Guilds,
-			BaseTransport: d.BaseTransport, RetryBackoff: o.RetryBackoff,
-		}, discord.ClientDeps{Webhooks: st, Metrics: a.metrics, Clock: d.Clock, Log: log.With().Str("component", "discord").Logger()})
-		if err != nil {
-			return err
-		}
-		senders["discord"], directories["discord"], a.threads["discord"], typists["discord"] = a.discord, a.discord, a.discord, a.discord
-		modelText, fetcher = a.discord.ModelText, a.discord
-	}
-	if a.matrix, err = newMatrixClient(cfg.Matrix, log); err != nil {
+	if err := a.newPlatforms(o, d); err != nil {
 		return err
-	}
-	if a.matrix != nil {
-		senders["matrix"] = matrix.DeliverySender{Client: a.matrix.client}
-		directories["matrix"] = matrix.NewDirectory(a.matrix.client)
-		typists["matrix"] = matrix.NewTypist(a.matrix.client)
 	}
 	// Who may do what is asked of each conversation's own platform
 	// (invariant 13); operators come from discord.operators and
 	// matrix.operators (user ids of either platform).
 	a.auth = authz.New(authz.Config{OperatorUsers: slices.Concat(cfg.Discord.Operators.Users, cfg.Matrix.Operators), OperatorRoles: cfg.Discord.Operators.Roles},
-		directories)
+		a.platforms)
 	locators := map[string]agentroute.Locator{}
 	if a.discord != nil {
 		locators["discord"] = a.discord
@@ -215,28 +197,108 @@ func (a *App) wire(o Options, d Deps) error {
 	a.outbound = delivery.NewOutbound(delivery.OutboundOptions{
 		DefaultAgent: agents[0].ID, Owner: a.cluster.ownerID(), Lease: clusterClaimLease,
 	}, delivery.OutboundDeps{
-		Sender: delivery.NewMux(senders), Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings, Agents: a.routes,
+		Sender: a.platforms, Outbox: st, Transcripts: a.transcripts, Bindings: a.bindings, Agents: a.routes,
 		Clock: d.Clock, Log: log.With().Str("component", "outbound").Logger(),
 		Observe:  func(r delivery.Record) { a.metrics.Delivery(string(r.State), string(r.Delivery.Producer.Source)) },
 		Diagnose: func(d delivery.Diagnostic) { a.metrics.Rule1Exception(d.Reason) },
 		Claimer:  a.cluster.claimer(),
 		Redact:   d.Redactor,
+		// A recovered completion goes through its live path (router, fail-closed).
+		Recover: map[transcript.Source]delivery.RecoverFunc{transcript.SourceAnnounce: func(ctx context.Context, r delivery.Record) (bool, error) {
+			return a.sessions.RecoverCompletion(ctx, r)
+		}},
 	})
-	if a.matrix != nil {
-		if err := a.matrix.newThreads(a.outbound); err != nil {
-			return err
-		}
-		a.threads["matrix"] = a.matrix.threads
-	}
-	// MCP servers: started eagerly by Run, their tools offered per agent
-	// and user (docs/DECISIONS.md).
 	// Child process groups (MCP servers, ACP agents) are recorded, and
 	// those a killed bot left are killed at the next start (invariant 21).
 	a.procs = procs.New(procs.Options{}, procs.Deps{Store: st, Log: log.With().Str("component", "procs").Logger()})
+	// MCP servers: started eagerly by Run, their tools offered per agent
+	// and user (docs/DECISIONS.md).
 	a.tools = newToolHub(cfg, a.auth, a.metrics, log, o.MCPBackoff, a.procs)
+	if cfg.Scheduler.Enabled {
+		a.sched = newSchedulerBridge(a)
+	}
+	gate := a.newSessions(agents, d)
+	if a.acp, err = newACP(a); err != nil {
+		return err
+	}
+	if err := a.newAuditor(d); err != nil {
+		return err
+	}
+	return a.inbound(o, gate)
+}
+
+// newPlatforms builds the platforms' REST clients and fills the platform
+// table with them, once (no I/O but the recent deliveries the Discord
+// client must not take for another's).
+func (a *App) newPlatforms(o Options, d Deps) error {
+	cfg, log := a.cfg, a.log
+	var ps []platform.Platform
+	if cfg.DiscordOn() {
+		var err error
+		a.discord, err = discord.NewClient(discord.ClientOptions{
+			Token: cfg.Discord.Token, APIURL: cfg.Discord.APIURL, Guilds: cfg.Discord.Guilds,
+			BaseTransport: d.BaseTransport, RetryBackoff: o.RetryBackoff, Confirmed: a.recentlyConfirmed(),
+		}, discord.ClientDeps{Webhooks: a.store, Metrics: a.metrics, Clock: d.Clock, Log: log.With().Str("component", "discord").Logger()})
+		if err != nil {
+			return err
+		}
+		ps = append(ps, platform.Platform{Name: "discord", Sender: a.discord, Directory: a.discord, Threads: a.discord, Typist: a.discord,
+			Commands: discord.CommandPlatform(cfg.Discord.ThreadBindings.Enabled)})
+	}
+	var err error
+	if a.matrix, err = newMatrixClient(cfg.Matrix, log); err != nil {
+		return err
+	}
+	if a.matrix != nil {
+		// Its threads post their roots through the Outbound, which posts
+		// through this table: they reach it once built.
+		if err := a.matrix.newThreads(outboundOf{a}); err != nil {
+			return err
+		}
+		ps = append(ps, platform.Platform{Name: "matrix", Sender: matrix.DeliverySender{Client: a.matrix.client},
+			Directory: matrix.NewDirectory(a.matrix.client), Threads: a.matrix.threads, Typist: matrix.NewTypist(a.matrix.client),
+			Commands: matrix.CommandPlatform(cfg.Discord.ThreadBindings.Enabled)})
+	}
+	a.platforms = platform.New(ps...)
+	return nil
+}
+
+// recentlyConfirmed are the message ids of the recent deliveries (the
+// previous process's too): a message confirmed for one delivery is never
+// taken for another's when an ambiguous send is reconciled.
+func (a *App) recentlyConfirmed() []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	recs, err := a.store.Deliveries(ctx, "", confirmedSeed)
+	if err != nil {
+		a.log.Warn().Err(err).Msg("load recent deliveries")
+		return nil
+	}
+	var ids []string
+	for _, r := range recs {
+		ids = append(ids, r.MessageIDs...)
+	}
+	return ids
+}
+
+// newSessions builds the session manager and returns the access gate it
+// shares with the platforms' inbound sides.
+func (a *App) newSessions(agents []session.Agent, d Deps) *authz.Gate {
+	cfg, tb := a.cfg, a.cfg.Discord.ThreadBindings
+	// The model sees the bot's Discord mention as its name, and user
+	// attachments are fetched from Discord's CDN.
+	var modelText func(string) string
+	var fetcher session.Fetcher
+	if a.discord != nil {
+		modelText, fetcher = a.discord.ModelText, a.discord
+	}
 	var toolbox session.Toolbox
 	if a.tools != nil {
 		toolbox = a.tools
+	}
+	var jobs session.Jobs
+	if a.sched != nil {
+		jobs = a.sched
 	}
 	// One access gate (config access, alias discord.access) for every
 	// platform: the same policy and one turn budget per user and place.
@@ -254,36 +316,27 @@ func (a *App) wire(o Options, d Deps) error {
 		LiveAfter: d.LiveAfter,
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
-		Store: st, Threads: a.threads, Typist: typists, Fetcher: fetcher, After: d.TypingAfter, Turns: a.cluster.turnLocker(), Clock: d.Clock, Log: log.With().Str("component", "sessions").Logger(),
-		Authority: a.auth, Toolbox: toolbox, Budget: gate,
+		Store: a.store, Threads: a.platforms, Typist: a.platforms, Fetcher: fetcher, After: d.TypingAfter, Turns: a.cluster.turnLocker(), Clock: d.Clock,
+		Log: a.log.With().Str("component", "sessions").Logger(), Authority: a.auth, Toolbox: toolbox, Budget: gate, Jobs: jobs,
 	})
-	if cfg.Scheduler.Enabled {
-		a.sched, err = newSchedulerBridge(a)
-		if err != nil {
-			return err
-		}
-	}
+	return gate
+}
+
+// inbound builds the commands and the platforms' inbound sides, which
+// hand each conversation's messages to the sessions or, for a thread bound
+// to one, to its ACP agent (resolved once, here).
+func (a *App) inbound(o Options, gate *authz.Gate) error {
+	cfg, tb := a.cfg, a.cfg.Discord.ThreadBindings
 	var jobs command.Jobs
 	if a.sched != nil {
 		jobs = a.sched
-		a.sessions.SetJobs(a.sched)
 	}
-	// A deleted message's text leaves the transcript, the outbox and the
-	// seeds of `target: current` jobs (invariant 17).
-	erasers := []transcript.Eraser{a.outbound}
-	if a.sched != nil {
-		erasers = append(erasers, a.sched.Scheduler)
-	}
-	a.transcripts.SetErasers(erasers...)
 	var sessions interface {
 		discord.Sessions
 		matrix.Sessions
 	} = a.sessions
 	var acpDep discord.ACP
 	var acpCmds command.ACP
-	if a.acp, err = newACP(a); err != nil {
-		return err
-	}
 	if a.acp != nil {
 		sessions, acpDep, acpCmds = acpRouting{Manager: a.sessions, acp: a.acp, bindings: a.bindings}, a.acp, acpCommands{a.acp}
 	}
@@ -294,8 +347,8 @@ func (a *App) wire(o Options, d Deps) error {
 		agentChoices = append(agentChoices, command.AgentChoice{ID: ag.ID, Name: ag.Name})
 	}
 	commands := command.New(command.Options{Agents: agentChoices}, command.Deps{
-		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.threads, Authority: a.auth, Jobs: jobs, ACP: acpCmds, Agents: a.routes,
-		Once: commandOnce{st: st, clock: d.Clock},
+		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.platforms, Authority: a.auth, Jobs: jobs, ACP: acpCmds, Agents: a.routes,
+		Once: commandOnce{st: a.store, clock: a.clock},
 	})
 	if a.discord != nil {
 		a.gateway = discord.NewGateway(discord.GatewayOptions{
@@ -305,40 +358,41 @@ func (a *App) wire(o Options, d Deps) error {
 		}, discord.GatewayDeps{
 			Client: a.discord, Authority: a.auth, Sessions: sessions, Bindings: a.bindings, Outbound: a.outbound, Commands: commands, ACP: acpDep,
 			Changes: a.transcripts,
-			Metrics: a.metrics, Clock: d.Clock, Log: log.With().Str("component", "discord").Logger(),
+			Metrics: a.metrics, Clock: a.clock, Log: a.log.With().Str("component", "discord").Logger(),
 		})
 	}
-	if a.matrix != nil {
-		err := a.matrix.finish(matrixCore{outbound: a.outbound, sessions: sessions, bindings: a.bindings, changes: a.transcripts,
-			commands: commands, threadBindings: tb.Enabled, syncTokenFile: cfg.Matrix.SyncTokenFile,
-			gate: gate, operator: a.auth.Operator, clock: d.Clock})
-		if err != nil {
-			return err
-		}
+	if a.matrix == nil {
+		return nil
 	}
-	// An ACP binding's end first finishes its cancelled turn, then the
-	// farewell is posted: in that order in the thread and its transcript.
+	return a.matrix.finish(matrixCore{outbound: a.outbound, sessions: sessions, bindings: a.bindings, changes: a.transcripts,
+		commands: commands, threadBindings: tb.Enabled, syncTokenFile: cfg.Matrix.SyncTokenFile,
+		gate: gate, operator: a.auth.Operator, clock: a.clock})
+}
+
+// bindingEnded tells the ACP agents, then the sessions (then the test's
+// observer) of an ended binding. An ACP binding's end first finishes its
+// cancelled turn, then the farewell is posted: in that order in the thread
+// and its transcript.
+func (a *App) bindingEnded(r binding.Record) {
 	if a.acp != nil {
-		a.bindings.OnEnded(a.acp.OnBindingEnded)
+		a.acp.OnBindingEnded(r)
 	}
-	a.bindings.OnEnded(a.sessions.OnBindingEnded)
-	// A message confirmed for one delivery is never taken for another's
-	// when an ambiguous send is reconciled: the adapter starts knowing the
-	// recent ones (the previous process's too).
-	if a.discord != nil {
-		lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if recs, err := st.Deliveries(lctx, "", confirmedSeed); err != nil {
-			log.Warn().Err(err).Msg("load recent deliveries")
-		} else {
-			for _, r := range recs {
-				a.discord.RememberConfirmed(r.MessageIDs...)
-			}
-		}
+	a.sessions.OnBindingEnded(r)
+	if a.observeEnded != nil {
+		a.observeEnded(r)
 	}
-	// A recovered completion goes through its live path (router, fail-closed).
-	a.outbound.HandleRecovery(transcript.SourceAnnounce, a.sessions.RecoverCompletion)
-	return a.newAuditor(d)
+}
+
+// eraseCopies erases a deleted message's text from the outbox and the
+// seeds of `target: current` jobs (invariant 17), after the transcript's.
+func (a *App) eraseCopies(ctx context.Context, e transcript.Entry) error {
+	if err := a.outbound.EraseEntry(ctx, e); err != nil {
+		return err
+	}
+	if a.sched != nil {
+		return a.sched.Scheduler.EraseEntry(ctx, e)
+	}
+	return nil
 }
 
 // accessPolicy maps config access onto the gate's policy.
@@ -521,6 +575,15 @@ func (a *App) Connected() <-chan struct{} {
 		return now
 	}
 	return a.gateway.Connected()
+}
+
+// Scheduler is the job scheduler (nil with scheduler.enabled off); tools
+// read its jobs.
+func (a *App) Scheduler() *scheduler.Scheduler {
+	if a.sched == nil {
+		return nil
+	}
+	return a.sched.Scheduler
 }
 
 // HTTPAddr receives the HTTP server's bound address once it listens

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/audit"
+	"github.com/agentbot/agentbot/internal/rule1"
 )
 
 // runAudit runs `bot audit target` (Audit) over cfg's store and
@@ -125,7 +126,7 @@ func TestAuditE2EDiscord(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	problems, err := rule1Check(t.Context(), emulatorDisplay{h.emu}, st, []string{h.general.ID}, nil)
+	problems, err := rule1.Check(t.Context(), rule1.Emulator(h.emu), st, []string{h.general.ID}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

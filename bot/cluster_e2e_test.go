@@ -14,6 +14,7 @@ import (
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/clock"
+	"github.com/agentbot/agentbot/internal/rule1"
 	"github.com/agentbot/agentbot/scheduler"
 	"github.com/agentbot/agentbot/store/postgres"
 	"github.com/agentbot/agentbot/store/postgres/pgtest"
@@ -236,11 +237,9 @@ func TestClusterTwoShardsOnePostgresLeaderTakeover(t *testing.T) {
 		fmt.Sprint("bot", leader)).Scan(&killed); err != nil {
 		t.Fatal(err)
 	}
-	bots[leader].cancel()
-	if err := <-bots[leader].done; err != nil {
+	if err := bots[leader].stop(); err != nil {
 		t.Logf("the killed bot stopped with: %v", err)
 	}
-	bots[leader].cancel = nil
 	standby := 1 - leader
 	fake.Advance(3 * time.Minute) // instants 3, 4 and 5 pass without a leader
 	if got := pollLeader(standby); got != standby {
@@ -344,7 +343,7 @@ func TestClusterTwoShardsOnePostgresLeaderTakeover(t *testing.T) {
 	for _, g := range guilds {
 		channels = append(channels, g.ch.ID, g.news.ID, g.thread)
 	}
-	problems, err := rule1Check(ctx, emulatorDisplay{emu}, st, channels, nil)
+	problems, err := rule1.Check(ctx, rule1.Emulator(emu), st, channels, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/internal/rule1"
 	"github.com/agentbot/agentbot/scheduler"
 	"github.com/agentbot/agentbot/store/bolt"
 )
@@ -186,7 +187,7 @@ scheduler: {enabled: true, timezone: UTC}
 	if n := len(emu.Messages(ch.ID)); n != 2 {
 		t.Fatalf("%d messages: %v", n, emu.Messages(ch.ID))
 	}
-	problems, err := rule1Check(ctx, emulatorDisplay{emu}, st, []string{ch.ID}, nil)
+	problems, err := rule1.Check(ctx, rule1.Emulator(emu), st, []string{ch.ID}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/internal/rule1"
 	"github.com/agentbot/agentbot/model/modeltest"
 	"github.com/agentbot/agentbot/scheduler"
 )
@@ -216,7 +217,7 @@ log: {level: warn, format: json}
 			all = append(all, th.ID)
 		}
 	}
-	problems, err := rule1Check(ctx, emulatorDisplay{emu}, st, all, nil)
+	problems, err := rule1.Check(ctx, rule1.Emulator(emu), st, all, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,10 +249,10 @@ log: {level: warn, format: json}
 			}
 			if seen[key] && (m.MessageReference != nil || strings.Contains(m.Content, "finished:")) {
 				if m.WebhookID == "" && m.InteractionID == "" {
-					t.Errorf("duplicate bot message in %s: %q (bot sends carry a nonce)", ch, excerpt(m.Content))
+					t.Errorf("duplicate bot message in %s: %q (bot sends carry a nonce)", ch, rule1.Excerpt(m.Content))
 				} else {
 					dups++
-					t.Logf("duplicate Discord message in %s: %q (webhook=%v, interaction=%v)", ch, excerpt(m.Content), m.WebhookID != "", m.InteractionID != "")
+					t.Logf("duplicate Discord message in %s: %q (webhook=%v, interaction=%v)", ch, rule1.Excerpt(m.Content), m.WebhookID != "", m.InteractionID != "")
 				}
 			}
 			seen[key] = true

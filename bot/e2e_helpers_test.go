@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/internal/rule1"
 	"github.com/agentbot/agentbot/model"
 	"github.com/agentbot/agentbot/store/bolt"
 )
@@ -46,13 +49,13 @@ func startBot(t *testing.T, p model.Provider, configure func(*config.Config)) *h
 // end of the test) for further checks.
 func finishBot(t *testing.T, h *harness, channels ...string) *bolt.Store {
 	t.Helper()
-	return finishBotOn(t, h, func() chatDisplay { return emulatorDisplay{h.emu} }, channels...)
+	return finishBotOn(t, h, func() rule1.Display { return rule1.Emulator(h.emu) }, channels...)
 }
 
 // finishBotOn is finishBot over the display chat returns once the bot has
-// stopped (a multiDisplay of several platforms: the emulator's and a
+// stopped (a rule1.Multi of several platforms: the emulator's and a
 // homeserver's), channels naming conversations of any of them.
-func finishBotOn(t *testing.T, h *harness, chat func() chatDisplay, channels ...string) *bolt.Store {
+func finishBotOn(t *testing.T, h *harness, chat func() rule1.Display, channels ...string) *bolt.Store {
 	t.Helper()
 	if err := h.stop(); err != nil {
 		t.Fatalf("stop: %v", err)
@@ -62,7 +65,7 @@ func finishBotOn(t *testing.T, h *harness, chat func() chatDisplay, channels ...
 		t.Fatalf("reopen store: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	problems, err := rule1Check(context.Background(), chat(), st, channels, h.refused)
+	problems, err := rule1.Check(context.Background(), chat(), st, channels, h.refused)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,3 +96,10 @@ func countContaining(msgs []discordtest.Message, sub string) int {
 	}
 	return n
 }
+
+// discordRef is the conversation of a Discord channel or thread.
+func discordRef(id string) binding.ConversationRef {
+	return binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: id}
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond)) }

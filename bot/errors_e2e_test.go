@@ -9,7 +9,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/scheduler"
 )
@@ -42,7 +41,7 @@ func TestCommandErrorBoundary(t *testing.T) {
 		// The same scheduler over a store whose job listing fails.
 		a.sched.Scheduler = scheduler.New(scheduler.Options{Settings: schedulerSettings(a.cfg.Scheduler), DefaultAgent: a.cfg.Agents[0].ID},
 			scheduler.Deps{Store: brokenJobs{a.store, &broken}, Clock: a.clock, Runner: a.sched, Background: a.sched, Deliverer: a.outbound,
-				Outbox: a.store, History: a.transcripts, Routes: a.bindings, Log: a.log, Authorizer: a.sched, Hints: scheduler.HintsByPlatform{"discord": discord.JobCommand}})
+				Outbox: a.store, History: a.transcripts, Routes: a.bindings, Log: a.log, Authorizer: a.sched, Hints: jobHints(a.platforms)})
 	}})
 	if err != nil {
 		t.Fatal(err)

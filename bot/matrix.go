@@ -61,6 +61,17 @@ type matrixCore struct {
 	clock    clock.Clock
 }
 
+// outboundOf is a.outbound once built, as Matrix's threads take it.
+type outboundOf struct{ a *App }
+
+func (o outboundOf) Deliver(ctx context.Context, d delivery.Delivery, commit delivery.CommitFunc) (delivery.Result, error) {
+	return o.a.outbound.Deliver(ctx, d, commit)
+}
+
+func (o outboundOf) Abandon(ctx context.Context, id, reason string) (bool, error) {
+	return o.a.outbound.Abandon(ctx, id, reason)
+}
+
 // newThreads builds the thread creator (its roots go through Outbound).
 func (m *matrixSide) newThreads(out matrix.Deliverer) error {
 	t, err := matrix.NewThreads(matrix.ThreadsOptions{}, matrix.ThreadsDeps{Outbound: out})

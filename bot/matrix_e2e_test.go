@@ -12,6 +12,7 @@ import (
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/internal/rule1"
 	"github.com/rs/zerolog"
 )
 
@@ -52,9 +53,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // botReplies returns the bot's messages in conv (a room or a thread root).
-func (w *mxWorld) botReplies(t *testing.T, room, conv string) []shownMessage {
+func (w *mxWorld) botReplies(t *testing.T, room, conv string) []rule1.Shown {
 	t.Helper()
-	var out []shownMessage
+	var out []rule1.Shown
 	for _, m := range w.display(t, room).Messages(conv) {
 		if m.FromBot {
 			out = append(out, m)
@@ -68,7 +69,7 @@ func (w *mxWorld) botReplies(t *testing.T, room, conv string) []shownMessage {
 // (convs) against every transcript.
 func finishMatrixBot(t *testing.T, h *harness, w *mxWorld, rooms []string, convs ...string) {
 	t.Helper()
-	chat := func() chatDisplay { return multiDisplay{emulatorDisplay{h.emu}, w.display(t, rooms...)} }
+	chat := func() rule1.Display { return rule1.Multi{rule1.Emulator(h.emu), w.display(t, rooms...)} }
 	finishBotOn(t, h, chat, append(append([]string{h.general.ID}, rooms...), convs...)...)
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/internal/dendritetest"
+	"github.com/agentbot/agentbot/internal/rule1"
 )
 
 // mxWorld is a real Dendrite for the bot: its appservice registered, the
@@ -167,20 +168,20 @@ func (w *mxWorld) timeline(ctx context.Context, room string) ([]mxEvent, error) 
 	return back, nil
 }
 
-// mxDisplay is the homeserver as the Rule 1 check's chatDisplay: every
+// mxDisplay is the homeserver as the Rule 1 check's rule1.Display: every
 // m.room.message of the world's rooms as a person's client shows it (the
 // latest m.replace edit's text; redacted events show nothing). A thread's
 // messages are displayed in conversation <root> (its own session's key
 // names <room>/<root>), the root itself in its room.
 type mxDisplay struct {
 	w     *mxWorld
-	msgs  map[string]shownMessage
-	convs map[string][]shownMessage
+	msgs  map[string]rule1.Shown
+	convs map[string][]rule1.Shown
 }
 
 func (w *mxWorld) display(t *testing.T, rooms ...string) mxDisplay {
 	t.Helper()
-	d := mxDisplay{w: w, msgs: map[string]shownMessage{}, convs: map[string][]shownMessage{}}
+	d := mxDisplay{w: w, msgs: map[string]rule1.Shown{}, convs: map[string][]rule1.Shown{}}
 	var order uint64
 	for _, room := range rooms {
 		events, err := w.timeline(context.Background(), room)
@@ -221,7 +222,7 @@ func (w *mxWorld) display(t *testing.T, rooms ...string) mxDisplay {
 				body = b
 			}
 			order++
-			m := shownMessage{ID: e.EventID, Conversation: conv, OwnKey: own, Content: body, Order: order,
+			m := rule1.Shown{ID: e.EventID, Conversation: conv, OwnKey: own, Content: body, Order: order,
 				FromBot: e.Sender == w.bot.UserID || strings.HasPrefix(e.Sender, "@"+w.as.UserPrefix) || strings.HasPrefix(e.Sender, "@"+w.as.SenderLocalpart+":")}
 			d.msgs[m.ID] = m
 			d.convs[conv] = append(d.convs[conv], m)
@@ -230,9 +231,9 @@ func (w *mxWorld) display(t *testing.T, rooms ...string) mxDisplay {
 	return d
 }
 
-func (d mxDisplay) Message(id string) (shownMessage, bool) { m, ok := d.msgs[id]; return m, ok }
+func (d mxDisplay) Message(id string) (rule1.Shown, bool) { m, ok := d.msgs[id]; return m, ok }
 
-func (d mxDisplay) Messages(conv string) []shownMessage { return d.convs[conv] }
+func (d mxDisplay) Messages(conv string) []rule1.Shown { return d.convs[conv] }
 
 // Addressed: the test's messages to the bot name its user id in m.mentions
 // and start with a "bot:" prefix; a message with text after it reaches a session.

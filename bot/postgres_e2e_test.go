@@ -11,6 +11,7 @@ import (
 	"github.com/agentbot/agentbot/acp"
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/internal/rule1"
 	"github.com/agentbot/agentbot/store/postgres"
 	"github.com/agentbot/agentbot/store/postgres/pgtest"
 )
@@ -79,7 +80,7 @@ func TestBotRunsOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	problems, err := rule1Check(ctx, emulatorDisplay{h.emu}, st, []string{h.general.ID, thread}, nil)
+	problems, err := rule1.Check(ctx, rule1.Emulator(h.emu), st, []string{h.general.ID, thread}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/internal/rule1"
 	"github.com/agentbot/agentbot/store/postgres"
 	"github.com/agentbot/agentbot/store/postgres/pgtest"
 )
@@ -99,7 +100,7 @@ func TestPostgresRestartMidBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	problems, err := rule1Check(ctx, emulatorDisplay{h.emu}, st, []string{h.general.ID, other.ID}, nil)
+	problems, err := rule1.Check(ctx, rule1.Emulator(h.emu), st, []string{h.general.ID, other.ID}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

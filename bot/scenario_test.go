@@ -17,6 +17,7 @@ import (
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
+	"github.com/agentbot/agentbot/internal/rule1"
 	"github.com/agentbot/agentbot/store/bolt"
 )
 
@@ -438,7 +439,7 @@ func (s *scenario) check() {
 	}
 	defer st.Close()
 	all := append(slices.Clone(s.channels), s.threads()...)
-	problems, err := rule1Check(s.ctx, emulatorDisplay{s.h.emu}, st, all, nil)
+	problems, err := rule1.Check(s.ctx, rule1.Emulator(s.h.emu), st, all, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentbot/agentbot/adapter/discord"
-	"github.com/agentbot/agentbot/adapter/matrix"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/agentroute"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/command"
+	"github.com/agentbot/agentbot/core/platform"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/scheduler"
 	"github.com/agentbot/agentbot/tools/mcp"
@@ -23,7 +22,7 @@ import (
 // the model's job tools from the scheduler's API.
 type schedulerBridge struct {
 	*scheduler.Scheduler
-	sessions *session.Manager
+	sessions func() *session.Manager // built after the bridge: it offers the model job tools
 	auth     *authz.Authority
 	routes   *agentroute.Table // a job's agent is its chat's (agents[].channels)
 }
@@ -36,17 +35,27 @@ var (
 	_ scheduler.Authorizer       = (*schedulerBridge)(nil)
 )
 
-func newSchedulerBridge(a *App) (*schedulerBridge, error) {
-	b := &schedulerBridge{sessions: a.sessions, auth: a.auth, routes: a.routes}
+func newSchedulerBridge(a *App) *schedulerBridge {
+	b := &schedulerBridge{sessions: func() *session.Manager { return a.sessions }, auth: a.auth, routes: a.routes}
 	b.Scheduler = scheduler.New(scheduler.Options{
 		Settings: schedulerSettings(a.cfg.Scheduler), DefaultAgent: a.cfg.Agents[0].ID,
 	}, scheduler.Deps{
 		Store: a.store, Clock: a.clock, Runner: b, Background: b, Deliverer: a.outbound, Outbox: a.store,
 		History: a.transcripts, Routes: a.bindings, Log: a.log.With().Str("component", "scheduler").Logger(), Authorizer: b,
-		Hints: scheduler.HintsByPlatform{"discord": discord.JobCommand, "matrix": matrix.CommandPlatform(a.cfg.Discord.ThreadBindings.Enabled).JobCommand},
+		Hints: jobHints(a.platforms),
 		Tools: toolHealth(a.tools),
 	})
-	return b, nil
+	return b
+}
+
+// jobHints is the scheduler's view of the platform table: each platform's
+// command wording names the command a hint stands for.
+func jobHints(t *platform.Table) scheduler.HintsByPlatform {
+	hints := scheduler.HintsByPlatform{}
+	for _, p := range t.All() {
+		hints[p.Name] = p.Commands.JobCommand
+	}
+	return hints
 }
 
 // RunJobTurn implements scheduler.ChatRunner (Rule 2, in-chat).
@@ -61,7 +70,7 @@ func newSchedulerBridge(a *App) (*schedulerBridge, error) {
 // so it is returned as an error along with what was displayed.
 func (b *schedulerBridge) RunJobTurn(ctx context.Context, in scheduler.InChatRun) ([]string, error) {
 	wctx := context.WithoutCancel(ctx)
-	ids, err := b.sessions.RunJobTurn(wctx, session.JobTurn{Conversation: in.Conversation, DeliveryID: "job:" + in.JobID + ":run:" + in.RunID,
+	ids, err := b.sessions().RunJobTurn(wctx, session.JobTurn{Conversation: in.Conversation, DeliveryID: "job:" + in.JobID + ":run:" + in.RunID,
 		Trigger: in.Trigger, Meta: in.Meta, CreatedBy: in.CreatedBy})
 	if errors.Is(err, session.ErrTurnFailed) {
 		return ids, fmt.Errorf("%w: %w", scheduler.ErrTurnFailed, err)
@@ -78,7 +87,7 @@ func schedulerSettings(c config.SchedulerConfig) scheduler.Settings {
 
 // RunBackground implements scheduler.BackgroundRunner (Rule 2, background).
 func (b *schedulerBridge) RunBackground(ctx context.Context, in scheduler.BackgroundRun) (string, error) {
-	return b.sessions.RunBackground(ctx, in.AgentID, in.SessionKey, in.Prompt, in.Seed)
+	return b.sessions().RunBackground(ctx, in.AgentID, in.SessionKey, in.Prompt, in.Seed)
 }
 
 // The rules of /cron, in one place: the slash command and the model's job

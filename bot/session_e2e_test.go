@@ -239,7 +239,7 @@ func TestSessionE2EDeletedBoundThread(t *testing.T) {
 				t.Fatal("no active binding for the thread")
 			}
 			ended := make(chan struct{}, 4)
-			h.app.bindings.OnEnded(func(binding.Record) { ended <- struct{}{} })
+			h.onEnded(func(binding.Record) { ended <- struct{}{} })
 			switch how {
 			case "event":
 				if err := h.emu.DeleteChannel(thread); err != nil {

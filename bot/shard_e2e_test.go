@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/internal/rule1"
 	"github.com/agentbot/agentbot/store/bolt"
 )
 
@@ -107,14 +108,14 @@ func TestShardedBotsAnswerOwnGuildsOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		own, err := rule1Check(t.Context(), emulatorDisplay{emu}, st, []string{guilds[shard].ch.ID}, nil)
+		own, err := rule1.Check(t.Context(), rule1.Emulator(emu), st, []string{guilds[shard].ch.ID}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range own {
 			t.Errorf("bot %d, own guild: %s", shard, p)
 		}
-		other, err := rule1Check(t.Context(), emulatorDisplay{emu}, st, []string{guilds[1-shard].ch.ID}, nil)
+		other, err := rule1.Check(t.Context(), rule1.Emulator(emu), st, []string{guilds[1-shard].ch.ID}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/internal/rule1"
 	"github.com/agentbot/agentbot/model/modeltest"
 )
 
@@ -116,7 +117,7 @@ log: {level: warn, format: json}
 		t.Fatalf("finished reply %q does not keep what was shown %q", msgs[0].Content, shown.Content)
 	}
 	st := openStopped(t, storePath)
-	problems, err := rule1Check(ctx, emulatorDisplay{emu}, st, []string{ch.ID}, nil)
+	problems, err := rule1.Check(ctx, rule1.Emulator(emu), st, []string{ch.ID}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

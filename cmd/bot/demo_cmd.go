@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbot/agentbot/bot"
 	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/internal/demo"
 	"github.com/agentbot/agentbot/internal/redact"
 	"github.com/rs/zerolog"
 )
@@ -33,7 +34,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		log = bot.NewLogger(defaultLogConfig(), stderr, redact.New())
 	}
-	problems, err := bot.PlayDemo(ctx, dir, log, stdout)
+	problems, err := demo.Play(ctx, dir, log, stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "bot demo:", err)
 		return exitProblems

@@ -10,7 +10,7 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/agentbot/agentbot/bot"
+	"github.com/agentbot/agentbot/internal/load"
 	"github.com/rs/zerolog"
 )
 
@@ -43,25 +43,17 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch *profile {
 	case "guilds", "store":
-		var res bot.ScaleResult
-		var err error
-		if *cpuOut != "" {
-			f, err := os.Create(*cpuOut)
-			if err != nil {
-				fmt.Fprintln(stderr, "bot load:", err)
-				return exitProblems
-			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				fmt.Fprintln(stderr, "bot load:", err)
-				return exitProblems
-			}
-			defer pprof.StopCPUProfile()
+		var res load.ScaleResult
+		stop, err := startCPUProfile(*cpuOut)
+		if err != nil {
+			fmt.Fprintln(stderr, "bot load:", err)
+			return exitProblems
 		}
+		defer stop()
 		if *profile == "guilds" {
-			res, err = bot.GuildScale(ctx, *scaleGuilds, *scaleChannels, *scaleRoles, log)
+			res, err = load.GuildScale(ctx, *scaleGuilds, *scaleChannels, *scaleRoles, log)
 		} else {
-			res, err = bot.StoreScale(ctx, *cacheDir, *bindings, *entries, log, stderr)
+			res, err = load.StoreScale(ctx, *cacheDir, *bindings, *entries, log, stderr)
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, "bot load:", err)
@@ -70,32 +62,18 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if *memOut != "" {
 			fmt.Fprintln(stderr, "bot load: -memprofile applies to the turn profiles (guilds: LOAD_HEAPPROFILE=FILE)")
 		}
-		bot.PrintScaleTable(stdout, []bot.ScaleResult{res})
+		load.PrintScaleTable(stdout, []load.ScaleResult{res})
 		return exitOK
 	}
-	var ps []bot.LoadProfile
-	switch *profile {
-	case "standard":
-		ps = bot.StandardProfiles(*dur)
-	case "saturation":
-		for _, r := range []float64{100, 200, 300, 400, 500, 750} {
-			ps = append(ps, bot.LoadProfile{Name: fmt.Sprintf("saturation@%.0f", r), Conversations: 500, Guilds: 25, Rate: r, Duration: *dur})
-		}
-	case "hot429":
-		ps = []bot.LoadProfile{
-			{Name: "baseline", Conversations: 500, Guilds: 25, Rate: 100, Duration: *dur},
-			{Name: "one-channel-429", Conversations: 500, Guilds: 25, Rate: 100, Duration: *dur, Hot429: true},
-		}
-	case "custom":
-		ps = []bot.LoadProfile{{Name: "custom", Conversations: *conv, Guilds: *guilds, Rate: *rate, Duration: *dur, ModelLatency: *modelLat}}
-	default:
+	ps, ok := loadProfiles(*profile, *conv, *guilds, *rate, *dur, *modelLat)
+	if !ok {
 		fmt.Fprintf(stderr, "bot load: unknown profile %q\n", *profile)
 		return exitUsage
 	}
 	if *memOut != "" {
 		runtime.MemProfileRate = 64 << 10
 	}
-	var results []bot.LoadResult
+	var results []load.Result
 	for i, p := range ps {
 		var cpu io.Writer
 		if i == 0 && *cpuOut != "" {
@@ -107,7 +85,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			defer f.Close()
 			cpu = f
 		}
-		res, err := bot.RunLoad(ctx, p, log, cpu)
+		res, err := load.Run(ctx, p, log, cpu)
 		if err != nil {
 			fmt.Fprintln(stderr, "bot load:", err)
 			return exitProblems
@@ -128,6 +106,44 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			break // saturated: it no longer keeps up with the offered rate
 		}
 	}
-	bot.PrintLoadTable(stdout, results)
+	load.PrintTable(stdout, results)
 	return exitOK
+}
+
+// loadProfiles are the runs of the turn profile name (custom: of the
+// flags' shape); ok is false for an unknown name.
+func loadProfiles(name string, conv, guilds int, rate float64, dur, modelLat time.Duration) (ps []load.Profile, ok bool) {
+	switch name {
+	case "standard":
+		return load.StandardProfiles(dur), true
+	case "saturation":
+		for _, r := range []float64{100, 200, 300, 400, 500, 750} {
+			ps = append(ps, load.Profile{Name: fmt.Sprintf("saturation@%.0f", r), Conversations: 500, Guilds: 25, Rate: r, Duration: dur})
+		}
+		return ps, true
+	case "hot429":
+		return []load.Profile{
+			{Name: "baseline", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur},
+			{Name: "one-channel-429", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur, Hot429: true},
+		}, true
+	case "custom":
+		return []load.Profile{{Name: "custom", Conversations: conv, Guilds: guilds, Rate: rate, Duration: dur, ModelLatency: modelLat}}, true
+	}
+	return nil, false
+}
+
+// startCPUProfile profiles the process into path until stop ("": no profile).
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -99,7 +99,6 @@ type Outbound struct {
 	activeMu sync.Mutex
 	active   map[string]int
 
-	recoverMu  sync.RWMutex
 	recoverers map[transcript.Source]RecoverFunc
 }
 
@@ -107,23 +106,6 @@ type Outbound struct {
 // path would (routing afresh, failing closed), instead of Recover sending
 // it as recorded. handled=false leaves it to Recover.
 type RecoverFunc func(ctx context.Context, r Record) (handled bool, err error)
-
-// HandleRecovery makes Recover hand unfinished deliveries of source to fn.
-// Call before Recover runs.
-func (o *Outbound) HandleRecovery(source transcript.Source, fn RecoverFunc) {
-	o.recoverMu.Lock()
-	defer o.recoverMu.Unlock()
-	if o.recoverers == nil {
-		o.recoverers = map[transcript.Source]RecoverFunc{}
-	}
-	o.recoverers[source] = fn
-}
-
-func (o *Outbound) recoverer(source transcript.Source) RecoverFunc {
-	o.recoverMu.RLock()
-	defer o.recoverMu.RUnlock()
-	return o.recoverers[source]
-}
 
 // Claimer gives one process at a time the right to finish a delivery
 // (several processes sharing one outbox): Claim succeeds when the record
@@ -177,6 +159,9 @@ type OutboundDeps struct {
 	// Outbound applies it before a delivery is first recorded, so its
 	// fixed text, the display and the transcript hold the same text.
 	Redact Redactor
+	// Recover, if set, makes Recover hand unfinished deliveries of a
+	// source to its function instead of sending them as recorded.
+	Recover map[transcript.Source]RecoverFunc
 }
 
 // Agents says which agent answers in a conversation (core/agentroute.Table):
@@ -210,7 +195,7 @@ func NewOutbound(opt OutboundOptions, d OutboundDeps) *Outbound {
 	return &Outbound{
 		sender: d.Sender, outbox: d.Outbox, transcripts: d.Transcripts, bindings: d.Bindings,
 		defaultAgent: opt.DefaultAgent, agents: d.Agents, clock: d.Clock, log: d.Log, observe: d.Observe, diagnose: d.Diagnose,
-		claimer: d.Claimer, redact: d.Redact, owner: opt.Owner, lease: opt.Lease,
+		claimer: d.Claimer, redact: d.Redact, owner: opt.Owner, lease: opt.Lease, recoverers: d.Recover,
 	}
 }
 
@@ -561,7 +546,7 @@ func (o *Outbound) Recover(ctx context.Context, before time.Time) (recovered int
 			recovered++
 			continue
 		}
-		if fn := o.recoverer(rec.Delivery.Producer.Source); fn != nil {
+		if fn := o.recoverers[rec.Delivery.Producer.Source]; fn != nil {
 			handled, err := fn(ctx, rec)
 			if err != nil {
 				o.log.Warn().Err(err).Str("delivery", rec.Delivery.ID).Msg("recovered delivery failed")

@@ -194,12 +194,6 @@ func New(opt Options, d Deps) *Manager {
 	return m
 }
 
-// SetJobs offers the scheduler to the model as tools. Call before Run.
-func (m *Manager) SetJobs(j Jobs) { m.d.Jobs = j }
-
-// SetAuthority sets the authority the tools ask. Call before Run.
-func (m *Manager) SetAuthority(a Authority) { m.d.Authority = a }
-
 // DefaultAgent is the first configured agent.
 func (m *Manager) DefaultAgent() Agent { return m.opt.Agents[0] }
 

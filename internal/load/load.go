@@ -1,4 +1,7 @@
-package bot
+// Package load is `bot load` (`make load`): the real application against
+// the built-in Discord emulator under a load profile, and the scale
+// scenarios (guilds announced at start, a large store), printed as tables.
+package load
 
 import (
 	"context"
@@ -22,11 +25,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
-	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/internal/world"
 	"github.com/agentbot/agentbot/model"
 )
 
-// The load harness: the real bot (newApp's wiring, bbolt, the adapter over
+// The load harness: the real bot (the application's wiring, bbolt, the adapter over
 // real discordgo) against the emulator, N conversations across G guilds
 // talking at a set rate to a stand-in model. `bot load` runs a profile and
 // prints one table; `make load` runs the standard one. Nothing here runs in
@@ -42,8 +45,8 @@ import (
 // row measures what the same traffic costs without the bot, so the bot's
 // own share is the difference.
 
-// LoadProfile is one load run's shape.
-type LoadProfile struct {
+// Profile is one load run's shape.
+type Profile struct {
 	Name          string
 	Conversations int
 	Guilds        int
@@ -55,9 +58,9 @@ type LoadProfile struct {
 	Hot429 bool
 }
 
-// LoadResult is one run's figures.
-type LoadResult struct {
-	Profile                     LoadProfile
+// Result is one run's figures.
+type Result struct {
+	Profile                     Profile
 	Turns                       int           // replies measured
 	Offered                     int           // messages sent in the window
 	Busy                        int           // ticks skipped: every conversation had a turn in flight
@@ -75,8 +78,9 @@ type LoadResult struct {
 
 // loadRun is the driver's state for one run.
 type loadRun struct {
-	p     LoadProfile
-	h     *harness
+	p     Profile
+	w     *world.World
+	run   *world.Run
 	user  []string // per guild: the member who talks
 	chans []loadConv
 
@@ -189,7 +193,7 @@ func (t *loadTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // newLoadRun seeds the world, starts the emulator and the bot, and warms
 // every conversation up with one turn.
-func newLoadRun(ctx context.Context, dir string, p LoadProfile, log zerolog.Logger) (*loadRun, error) {
+func newLoadRun(ctx context.Context, dir string, p Profile, log zerolog.Logger) (*loadRun, error) {
 	if p.Guilds <= 0 {
 		p.Guilds = 1
 	}
@@ -220,30 +224,24 @@ func newLoadRun(ctx context.Context, dir string, p LoadProfile, log zerolog.Logg
 	if err := emu.Start(); err != nil {
 		return nil, err
 	}
-	h, err := configureHarness(harnessOptions{Dir: dir, Log: log, Provider: r.model,
-		BaseTransport: &loadTransport{base: http.DefaultTransport, run: r},
-		Configure: func(c *config.Config) {
-			// The turn budget would refuse a load test's users.
-			c.Discord.Access.RateLimit = config.RateLimitConfig{}
-			c.Discord.ThreadBindings.SpawnSubagentSessions = false
-		}}, emu, guilds[0], discordtest.Channel{}, discordtest.User{})
+	w, a, err := newLoadBot(dir, emu, guilds[0], r, log)
 	if err != nil {
 		return nil, err
 	}
-	r.h = h
-	if err := h.start(ctx); err != nil {
-		_ = h.close()
+	r.w = w
+	if r.run, err = w.Start(ctx, a); err != nil {
+		_ = w.Close()
 		return nil, err
 	}
 	// Warm up: one turn per conversation (the session's first turn creates it).
 	for i := range r.chans {
 		if err := r.say(i); err != nil {
-			_ = h.close()
+			_ = r.close()
 			return nil, err
 		}
 	}
 	if err := r.waitIdle(ctx, 60*time.Second); err != nil {
-		_ = h.close()
+		_ = r.close()
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	return r, nil
@@ -262,7 +260,7 @@ func (r *loadRun) say(i int) error {
 	t := &loadTurn{conv: i, at: time.Now(), done: make(chan struct{})}
 	r.sent[c.channel] = t
 	r.mu.Unlock()
-	_, err := r.h.emu.UserSay(c.channel, c.user, "<@"+r.h.emu.BotUserID()+"> lt:"+c.tag+" how is it going")
+	_, err := r.w.Emu.UserSay(c.channel, c.user, "<@"+r.w.Emu.BotUserID()+"> lt:"+c.tag+" how is it going")
 	if err != nil {
 		r.mu.Lock()
 		delete(r.sent, c.channel)
@@ -308,11 +306,11 @@ func (r *loadRun) waitIdle(ctx context.Context, timeout time.Duration) error {
 // drive offers p.Rate turns/s for p.Duration, round-robin over the
 // conversations (skipping one whose turn is still in flight), and
 // measures the window.
-func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (LoadResult, error) {
-	res := LoadResult{Profile: r.p}
+func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (Result, error) {
+	res := Result{Profile: r.p}
 	if r.p.Hot429 {
 		hot := r.chans[0].channel
-		r.h.emu.InjectFault(discordtest.Fault{Method: "POST", Path: "/channels/" + hot + "/messages", Times: -1,
+		r.w.Emu.InjectFault(discordtest.Fault{Method: "POST", Path: "/channels/" + hot + "/messages", Times: -1,
 			Status: http.StatusTooManyRequests, RetryAfter: time.Second})
 		r.hot.Store(true)
 		if err := r.say(0); err != nil {
@@ -320,7 +318,7 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (LoadResult, 
 		}
 	}
 	runtime.GC()
-	before429 := r.h.emu.RateLimited().Total
+	before429 := r.w.Emu.RateLimited().Total
 	cpu0 := processCPU()
 	allocs0, bytes0 := allocCounters()
 	if cpuProfile != nil {
@@ -330,7 +328,7 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (LoadResult, 
 	}
 	probeStop := make(chan struct{})
 	probeDone := make(chan []time.Duration, 1)
-	go func() { probeDone <- fsyncProbe(r.h.cfg.Store.Path+".probe", probeStop) }()
+	go func() { probeDone <- fsyncProbe(r.w.Cfg.Store.Path+".probe", probeStop) }()
 	r.measure.Store(true)
 	start := time.Now()
 	interval := time.Duration(float64(time.Second) / r.p.Rate)
@@ -402,14 +400,14 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (LoadResult, 
 	runtime.ReadMemStats(&ms)
 	res.HeapInuse = ms.HeapInuse
 	res.RSS, res.PeakRSS = processRSS()
-	res.Status429 = r.h.emu.RateLimited().Total - before429
+	res.Status429 = r.w.Emu.RateLimited().Total - before429
 	if r.p.Hot429 {
-		r.h.emu.ClearFaults()
+		r.w.Emu.ClearFaults()
 	}
 	return res, nil
 }
 
-func (r *loadRun) close() error { return r.h.close() }
+func (r *loadRun) close() error { return errors.Join(r.run.Stop(), r.w.Close()) }
 
 // fsyncProbe writes a page and fdatasyncs it every 50 ms until stop,
 // returning each round's time (none if the file cannot be made).
@@ -484,16 +482,16 @@ func processRSS() (rss, peak uint64) {
 	return rss, peak
 }
 
-// RunLoad runs one profile from scratch (fresh store, emulator and bot).
-func RunLoad(ctx context.Context, p LoadProfile, log zerolog.Logger, cpuProfile io.Writer) (LoadResult, error) {
+// Run runs one profile from scratch (fresh store, emulator and bot).
+func Run(ctx context.Context, p Profile, log zerolog.Logger, cpuProfile io.Writer) (Result, error) {
 	dir, err := os.MkdirTemp("", "agentbot-load-")
 	if err != nil {
-		return LoadResult{}, err
+		return Result{}, err
 	}
 	defer os.RemoveAll(dir)
 	r, err := newLoadRun(ctx, dir, p, log)
 	if err != nil {
-		return LoadResult{}, fmt.Errorf("load %s: %w", p.Name, err)
+		return Result{}, fmt.Errorf("load %s: %w", p.Name, err)
 	}
 	res, err := r.drive(ctx, cpuProfile)
 	if cerr := r.close(); err == nil && cerr != nil {
@@ -509,8 +507,8 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(
 
 func mib(b uint64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
 
-// PrintLoadTable prints results as one table.
-func PrintLoadTable(w io.Writer, rs []LoadResult) {
+// PrintTable prints results as one table.
+func PrintTable(w io.Writer, rs []Result) {
 	fmt.Fprintf(w, "%-22s %5s %5s %7s %7s %6s %6s %6s %7s %8s %9s %8s %6s %6s %5s %4s %7s %7s\n",
 		"profile", "conv", "guild", "offer/s", "turns/s", "p50ms", "p95ms", "p99ms", "maxms", "cpu-ms/t", "allocs/t", "KiB/t", "heapMB", "rssMB", "429s", "lost", "fsync50", "fsync99")
 	for _, r := range rs {
@@ -526,8 +524,8 @@ func PrintLoadTable(w io.Writer, rs []LoadResult) {
 }
 
 // StandardProfiles are what `make load` runs.
-func StandardProfiles(d time.Duration) []LoadProfile {
-	return []LoadProfile{
+func StandardProfiles(d time.Duration) []Profile {
+	return []Profile{
 		{Name: "standard", Conversations: 500, Guilds: 25, Rate: 100, Duration: d},
 		{Name: "standard+model200ms", Conversations: 500, Guilds: 25, Rate: 100, Duration: d, ModelLatency: 200 * time.Millisecond},
 	}

@@ -1,4 +1,7 @@
-package bot
+// Package rule1 checks invariant 1 (Rule 1) from outside the bot: what a
+// chat displays against every transcript in the store, for the e2e tests,
+// the crash tests and `bot demo`.
+package rule1
 
 import (
 	"cmp"
@@ -16,8 +19,8 @@ import (
 	"github.com/agentbot/agentbot/core/transcript"
 )
 
-// entryStore is what the Rule 1 check reads: every transcript.
-type entryStore interface {
+// Store is what the Rule 1 check reads: every transcript.
+type Store interface {
 	Sessions(ctx context.Context) ([]string, error)
 	Range(ctx context.Context, key string, from uint64, limit int) ([]transcript.Entry, error)
 }
@@ -34,8 +37,8 @@ type bindingStore interface {
 	Bindings(ctx context.Context) ([]binding.Record, error)
 }
 
-// shownMessage is a message as a chat displays it, for the Rule 1 check.
-type shownMessage struct {
+// Shown is a message as a chat displays it, for the Rule 1 check.
+type Shown struct {
 	ID           string
 	Conversation string // the conversation id it is displayed in (a channel, a thread, a room), as bindings hold it
 	// OwnKey is how the session key of that conversation's own session
@@ -48,35 +51,37 @@ type shownMessage struct {
 	DM       bool   // displayed in a direct-message conversation
 }
 
-// chatDisplay is what a platform displays: the Discord emulator, a Matrix
+// Display is what a platform displays: the Discord emulator, a Matrix
 // homeserver. The Rule 1 check reads every platform through it.
-type chatDisplay interface {
-	Message(id string) (shownMessage, bool)
-	Messages(conversation string) []shownMessage
+type Display interface {
+	Message(id string) (Shown, bool)
+	Messages(conversation string) []Shown
 	// Addressed reports whether a user message's text mentions the bot
 	// and has text besides the mention (it always reaches a session).
 	Addressed(content string) bool
 }
 
-// emulatorDisplay is the Discord emulator as a chatDisplay.
+// Emulator is the Discord emulator as a Display.
+func Emulator(emu *discordtest.Emulator) Display { return emulatorDisplay{emu} }
+
 type emulatorDisplay struct{ emu *discordtest.Emulator }
 
-func (d emulatorDisplay) shown(m discordtest.Message) shownMessage {
+func (d emulatorDisplay) shown(m discordtest.Message) Shown {
 	order, _ := strconv.ParseUint(m.ID, 10, 64) // snowflakes increase in display order
-	return shownMessage{ID: m.ID, Conversation: m.ChannelID, OwnKey: ":channel:" + m.ChannelID, Content: m.Content, Order: order,
+	return Shown{ID: m.ID, Conversation: m.ChannelID, OwnKey: ":channel:" + m.ChannelID, Content: m.Content, Order: order,
 		FromBot: m.Author.ID == d.emu.BotUserID() || m.WebhookID != "", OtherBot: m.Author.Bot, DM: m.GuildID == ""}
 }
 
-func (d emulatorDisplay) Message(id string) (shownMessage, bool) {
+func (d emulatorDisplay) Message(id string) (Shown, bool) {
 	m, ok := d.emu.Message(id)
 	if !ok {
-		return shownMessage{}, false
+		return Shown{}, false
 	}
 	return d.shown(m), true
 }
 
-func (d emulatorDisplay) Messages(channel string) []shownMessage {
-	var out []shownMessage
+func (d emulatorDisplay) Messages(channel string) []Shown {
+	var out []Shown
 	for _, m := range d.emu.Messages(channel) {
 		out = append(out, d.shown(m))
 	}
@@ -87,21 +92,21 @@ func (d emulatorDisplay) Addressed(content string) bool {
 	return addressed(content, "<@"+d.emu.BotUserID()+">")
 }
 
-// multiDisplay is several platforms' displays as one (one process on
+// Multi is several platforms' displays as one (one process on
 // Discord and Matrix): ids and conversation ids do not collide across them.
-type multiDisplay []chatDisplay
+type Multi []Display
 
-func (ds multiDisplay) Message(id string) (shownMessage, bool) {
+func (ds Multi) Message(id string) (Shown, bool) {
 	for _, d := range ds {
 		if m, ok := d.Message(id); ok {
 			return m, true
 		}
 	}
-	return shownMessage{}, false
+	return Shown{}, false
 }
 
-func (ds multiDisplay) Messages(conversation string) []shownMessage {
-	var out []shownMessage
+func (ds Multi) Messages(conversation string) []Shown {
+	var out []Shown
 	for _, d := range ds {
 		out = append(out, d.Messages(conversation)...)
 	}
@@ -109,7 +114,7 @@ func (ds multiDisplay) Messages(conversation string) []shownMessage {
 }
 
 // Addressed: a platform's mention markup means nothing on another.
-func (ds multiDisplay) Addressed(content string) bool {
+func (ds Multi) Addressed(content string) bool {
 	for _, d := range ds {
 		if d.Addressed(content) {
 			return true
@@ -118,7 +123,7 @@ func (ds multiDisplay) Addressed(content string) bool {
 	return false
 }
 
-// rule1Check compares what a chat displays with every transcript and
+// Check compares what a chat displays with every transcript and
 // returns the violations of invariants 1, 2 and 4:
 //   - every bot message a channel displays is in exactly one transcript
 //     entry, and every entry's message ids are displayed, in one channel,
@@ -138,7 +143,7 @@ func (ds multiDisplay) Addressed(content string) bool {
 // Text, order, and messages displayed that no entry holds are judged by
 // audit.Compare, per conversation: the comparison `bot audit` runs on the
 // real server.
-func rule1Check(ctx context.Context, chat chatDisplay, st entryStore, channels []string, notRouted map[string]bool) ([]string, error) {
+func Check(ctx context.Context, chat Display, st Store, channels []string, notRouted map[string]bool) ([]string, error) {
 	keys, err := st.Sessions(ctx)
 	if err != nil {
 		return nil, err
@@ -157,7 +162,7 @@ func rule1Check(ctx context.Context, chat chatDisplay, st entryStore, channels [
 			boundTo[ch][r.TargetSessionKey] = true
 		}
 	}
-	routable := func(key string, m shownMessage) bool {
+	routable := func(key string, m Shown) bool {
 		if boundTo[m.Conversation][key] || strings.HasSuffix(key, m.OwnKey) {
 			return true
 		}
@@ -230,7 +235,7 @@ func rule1Check(ctx context.Context, chat chatDisplay, st entryStore, channels [
 	for _, ch := range channels {
 		for _, m := range chat.Messages(ch) {
 			if notRouted[m.ID] && len(byMsg[m.ID]) > 0 {
-				problems = append(problems, fmt.Sprintf("channel %s: refused user message %s %q is in a transcript", ch, m.ID, excerpt(m.Content)))
+				problems = append(problems, fmt.Sprintf("channel %s: refused user message %s %q is in a transcript", ch, m.ID, Excerpt(m.Content)))
 			}
 		}
 	}
@@ -272,7 +277,7 @@ type historyReader interface {
 // the current generation's entries with edit and deletion records
 // applied) is the fold of the raw entries: every entry of the current
 // generation the chat still displays, in order, with its latest text. The
-// display side of those entries is checked by rule1Check itself.
+// display side of those entries is checked by Check itself.
 func compareHistory(ctx context.Context, st historyReader, key string, folded []transcript.Folded) []string {
 	gen, err := st.Generation(ctx, key)
 	if err != nil {
@@ -294,7 +299,7 @@ func compareHistory(ctx context.Context, st historyReader, key string, folded []
 	var out []string
 	for i := range got {
 		if got[i].Seq != want[i].Seq || got[i].Text != want[i].Latest {
-			out = append(out, fmt.Sprintf("%s: model-visible entry %d is #%d %q, the chat displays #%d %q", key, i, got[i].Seq, excerpt(got[i].Text), want[i].Seq, excerpt(want[i].Latest)))
+			out = append(out, fmt.Sprintf("%s: model-visible entry %d is #%d %q, the chat displays #%d %q", key, i, got[i].Seq, Excerpt(got[i].Text), want[i].Seq, Excerpt(want[i].Latest)))
 		}
 	}
 	return out
@@ -303,7 +308,7 @@ func compareHistory(ctx context.Context, st historyReader, key string, folded []
 // auditMessages are a conversation's messages as the audit compares
 // them: a Rule 1 exception (excepted) is held to no entry, and a user
 // message refused by access (notRouted) is not addressed to the bot.
-func auditMessages(chat chatDisplay, ms []shownMessage, excepted, notRouted map[string]bool) []audit.Message {
+func auditMessages(chat Display, ms []Shown, excepted, notRouted map[string]bool) []audit.Message {
 	out := make([]audit.Message, 0, len(ms))
 	for _, m := range ms {
 		out = append(out, audit.Message{ID: m.ID, Conversation: m.Conversation, Text: m.Content, FromBot: m.FromBot && !excepted[m.ID],
@@ -339,7 +344,7 @@ type deliveryLister interface {
 // entry for a Rule 1 exception (DESIGN.md invariant 1: the conversation was
 // bound to a different agent when the send was confirmed, or the payload
 // had no text). Every other displayed bot message must be in a transcript.
-func ruleOneExceptions(ctx context.Context, st entryStore) (map[string]bool, error) {
+func ruleOneExceptions(ctx context.Context, st Store) (map[string]bool, error) {
 	out := map[string]bool{}
 	ds, ok := st.(deliveryLister)
 	if !ok {
@@ -359,7 +364,7 @@ func ruleOneExceptions(ctx context.Context, st entryStore) (map[string]bool, err
 	return out, nil
 }
 
-func excerpt(s string) string {
+func Excerpt(s string) string {
 	r := []rune(strings.ReplaceAll(s, "\n", " "))
 	if len(r) > 60 {
 		return string(r[:60]) + "…"

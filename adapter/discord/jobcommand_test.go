@@ -16,7 +16,7 @@ func TestJobCommand(t *testing.T) {
 		scheduler.HintRemoveJob: "`/cron remove j1`",
 		scheduler.HintNone:      "",
 	} {
-		if got := JobCommand(h, "j1"); got != want {
+		if got := CommandPlatform(false).JobCommand(h, "j1"); got != want {
 			t.Errorf("JobCommand(%q) = %q, want %q", h, got, want)
 		}
 	}

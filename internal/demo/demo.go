@@ -1,31 +1,46 @@
-package bot
+// Package demo is `bot demo`'s story: the real application against the
+// built-in Discord emulator with the echo model, what each channel
+// displayed next to what its transcripts hold, then the invariant checks.
+package demo
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
+	"github.com/agentbot/agentbot/bot"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/sessionkey"
+	"github.com/agentbot/agentbot/internal/rule1"
+	"github.com/agentbot/agentbot/internal/world"
 	"github.com/agentbot/agentbot/store/bolt"
 )
 
-// PlayDemo runs the story and returns how many invariant checks failed.
-func PlayDemo(ctx context.Context, dir string, log zerolog.Logger, w io.Writer) (int, error) {
-	h, err := newHarness(harnessOptions{Dir: dir, Log: log})
+// Play runs the story with the store in dir and returns how many
+// invariant checks failed.
+func Play(ctx context.Context, dir string, log zerolog.Logger, w io.Writer) (int, error) {
+	h, err := world.New(world.Options{Dir: dir})
 	if err != nil {
 		return 0, err
 	}
-	defer h.close()
-	if err := h.start(ctx); err != nil {
+	defer h.Close()
+	app, err := bot.New(bot.Options{Config: h.Cfg, RetryBackoff: 10 * time.Millisecond, MCPBackoff: 100 * time.Millisecond}, bot.Deps{Log: log})
+	if err != nil {
 		return 0, err
 	}
-	emu, general, alice := h.emu, h.general.ID, h.alice.ID
+	run, err := h.Start(ctx, app)
+	if err != nil {
+		return 0, err
+	}
+	defer run.Stop()
+	emu, general, alice := h.Emu, h.General.ID, h.Alice.ID
 	botMention := "<@" + emu.BotUserID() + ">"
 	step := func(s string) { fmt.Fprintf(w, "▶ %s\n", s) }
 
@@ -33,7 +48,7 @@ func PlayDemo(ctx context.Context, dir string, log zerolog.Logger, w io.Writer) 
 	if _, err := emu.UserSay(general, alice, botMention+" hello there"); err != nil {
 		return 0, err
 	}
-	if err := h.waitFor(ctx, "the reply", func() bool { return len(emu.Messages(general)) >= 2 }); err != nil {
+	if err := h.WaitFor(ctx, "the reply", func() bool { return len(emu.Messages(general)) >= 2 }); err != nil {
 		return 0, err
 	}
 
@@ -43,7 +58,7 @@ func PlayDemo(ctx context.Context, dir string, log zerolog.Logger, w io.Writer) 
 		return 0, err
 	}
 	var thread string
-	if err := h.waitFor(ctx, "the subagent's thread with its intro and completion", func() bool {
+	if err := h.WaitFor(ctx, "the subagent's thread with its intro and completion", func() bool {
 		ths := emu.Threads(general)
 		if len(ths) == 0 {
 			return false
@@ -60,8 +75,8 @@ func PlayDemo(ctx context.Context, dir string, log zerolog.Logger, w io.Writer) 
 		return 0, err
 	}
 	var jobID string
-	if err := h.waitFor(ctx, "the job", func() bool {
-		jobs, err := h.app.sched.Scheduler.List(ctx)
+	if err := h.WaitFor(ctx, "the job", func() bool {
+		jobs, err := app.Scheduler().List(ctx)
 		if err == nil && len(jobs) == 1 {
 			jobID = jobs[0].ID
 		}
@@ -73,7 +88,7 @@ func PlayDemo(ctx context.Context, dir string, log zerolog.Logger, w io.Writer) 
 	if _, err := emu.InvokeCommand(general, alice, "cron", discordtest.CommandOption{Name: "run", Value: []discordtest.CommandOption{{Name: "id", Value: jobID}}}); err != nil {
 		return 0, err
 	}
-	if err := h.waitFor(ctx, "the job's result and the run reply", func() bool { return len(emu.Messages(general)) >= before+2 }); err != nil {
+	if err := h.WaitFor(ctx, "the job's result and the run reply", func() bool { return len(emu.Messages(general)) >= before+2 }); err != nil {
 		return 0, err
 	}
 
@@ -82,26 +97,31 @@ func PlayDemo(ctx context.Context, dir string, log zerolog.Logger, w io.Writer) 
 	if _, err := emu.InvokeCommand(general, alice, "reset"); err != nil {
 		return 0, err
 	}
-	if err := h.waitFor(ctx, "the reset reply", func() bool { return len(emu.Messages(general)) >= before+1 }); err != nil {
+	if err := h.WaitFor(ctx, "the reset reply", func() bool { return len(emu.Messages(general)) >= before+1 }); err != nil {
 		return 0, err
 	}
 	if _, err := emu.UserSay(general, alice, botMention+" are you fresh?"); err != nil {
 		return 0, err
 	}
-	if err := h.waitFor(ctx, "the reply after reset", func() bool { return len(emu.Messages(general)) >= before+3 }); err != nil {
+	if err := h.WaitFor(ctx, "the reply after reset", func() bool { return len(emu.Messages(general)) >= before+3 }); err != nil {
 		return 0, err
 	}
-	if err := h.stop(); err != nil {
+	if err := run.Stop(); err != nil {
 		return 0, err
 	}
+	return report(ctx, w, emu, h.Cfg.Store.Path, general, thread)
+}
 
-	st, err := bolt.Open(h.cfg.Store.Path, bolt.Options{LockTimeout: time.Second})
+// report prints, per channel, what it displayed next to what its
+// transcripts hold, then the invariant checks; it returns how many failed.
+func report(ctx context.Context, w io.Writer, emu *discordtest.Emulator, storePath, general, thread string) (int, error) {
+	st, err := bolt.Open(storePath, bolt.Options{LockTimeout: time.Second})
 	if err != nil {
 		return 0, err
 	}
 	defer st.Close()
 	channels := map[string]string{"#general": general, "🧵 thread " + thread: thread}
-	for _, name := range sortedKeys(channels) {
+	for _, name := range slices.Sorted(maps.Keys(channels)) {
 		id := channels[name]
 		fmt.Fprintf(w, "\n%s (%s)\n  displayed:\n", name, id)
 		for _, m := range emu.Messages(id) {
@@ -127,8 +147,8 @@ func PlayDemo(ctx context.Context, dir string, log zerolog.Logger, w io.Writer) 
 	return printChecks(ctx, w, emu, st, general, thread)
 }
 
-func printChecks(ctx context.Context, w io.Writer, emu *discordtest.Emulator, st Store, general, thread string) (int, error) {
-	problems, err := rule1Check(ctx, emulatorDisplay{emu}, st, []string{general, thread}, nil)
+func printChecks(ctx context.Context, w io.Writer, emu *discordtest.Emulator, st *bolt.Store, general, thread string) (int, error) {
+	problems, err := rule1.Check(ctx, rule1.Emulator(emu), st, []string{general, thread}, nil)
 	if err != nil {
 		return 0, err
 	}

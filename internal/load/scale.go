@@ -1,4 +1,4 @@
-package bot
+package load
 
 import (
 	"context"
@@ -16,9 +16,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
+	"github.com/agentbot/agentbot/bot"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/internal/world"
 	"github.com/agentbot/agentbot/store/bolt"
 )
 
@@ -53,28 +55,23 @@ func settledMemory() (heap, rss uint64) {
 	return ms.HeapAlloc, rss
 }
 
-// startLoadBot builds the bot on emu and runs it; ready is closed once the
-// adapter is connected (READY handled).
-func startLoadBot(ctx context.Context, dir string, emu *discordtest.Emulator, r *loadRun, log zerolog.Logger) (*harness, error) {
-	h, err := configureHarness(harnessOptions{Dir: dir, Log: log, Provider: r.model,
-		BaseTransport: &loadTransport{base: http.DefaultTransport, run: r},
-		Configure: func(c *config.Config) {
-			c.Discord.Access.RateLimit = config.RateLimitConfig{}
-			c.Discord.ThreadBindings.SpawnSubagentSessions = false
-		}}, emu, discordtest.Guild{}, discordtest.Channel{}, discordtest.User{})
+// newLoadBot is the application on emu with r's stand-in model, built
+// and not yet run.
+func newLoadBot(dir string, emu *discordtest.Emulator, g discordtest.Guild, r *loadRun, log zerolog.Logger) (*world.World, *bot.App, error) {
+	w, err := world.On(world.Options{Dir: dir, Configure: func(c *config.Config) {
+		// The turn budget would refuse a load test's users.
+		c.Discord.Access.RateLimit = config.RateLimitConfig{}
+		c.Discord.ThreadBindings.SpawnSubagentSessions = false
+	}}, emu, g, discordtest.Channel{}, discordtest.User{})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	a, err := New(Options{Config: h.cfg, RetryBackoff: 10 * time.Millisecond}, Deps{Log: h.log, Provider: h.prov, BaseTransport: h.base})
+	a, err := bot.New(bot.Options{Config: w.Cfg, RetryBackoff: 10 * time.Millisecond},
+		bot.Deps{Log: log, Provider: r.model, BaseTransport: &loadTransport{base: http.DefaultTransport, run: r}})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	h.app = a
-	rctx, cancel := context.WithCancel(ctx)
-	h.cancel, h.done = cancel, make(chan error, 1)
-	go func() { h.done <- a.Run(rctx) }()
-	r.h = h
-	return h, nil
+	return w, a, nil
 }
 
 // GuildScale: guilds x channels x roles announced by GUILD_CREATE (one
@@ -119,11 +116,12 @@ func GuildScale(ctx context.Context, guilds, channels, roles int, log zerolog.Lo
 	defer emu.Close()
 	heap0, rss0 := settledMemory()
 	start := time.Now()
-	h, err := startLoadBot(ctx, dir, emu, r, log)
+	_, a, err := newLoadBot(dir, emu, discordtest.Guild{}, r, log)
 	if err != nil {
 		return res, err
 	}
-	defer h.stop()
+	run := world.Go(ctx, a)
+	defer run.Stop()
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	// GatewayStats takes the emulator's lock, which IDENTIFY holds while it
@@ -144,9 +142,8 @@ func GuildScale(ctx context.Context, guilds, channels, roles int, log zerolog.Lo
 	case <-t.done:
 	case <-wctx.Done():
 		return res, fmt.Errorf("no reply in the last guild: %w", wctx.Err())
-	case err := <-h.done:
-		h.cancel = nil // stopped already: nothing for stop to wait for
-		return res, fmt.Errorf("bot stopped: %w", err)
+	case <-run.Stopped():
+		return res, fmt.Errorf("bot stopped: %w", run.Stop())
 	}
 	res.Serving = time.Since(queued)
 	res.Ready = queued.Sub(start)
@@ -202,18 +199,18 @@ func StoreScale(ctx context.Context, cacheDir string, bindings, entries int, log
 	r.model = &loadModel{run: r}
 	heap0, rss0 := settledMemory()
 	start := time.Now()
-	h, err := startLoadBot(ctx, dir, emu, r, log)
+	_, a, err := newLoadBot(dir, emu, discordtest.Guild{}, r, log)
 	if err != nil {
 		return res, err
 	}
-	defer h.stop()
+	run := world.Go(ctx, a)
+	defer run.Stop()
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	select {
-	case <-h.app.gateway.Connected():
-	case err := <-h.done:
-		h.cancel = nil // stopped already: nothing for stop to wait for
-		return res, fmt.Errorf("bot stopped: %w", err)
+	case <-a.Connected():
+	case <-run.Stopped():
+		return res, fmt.Errorf("bot stopped: %w", run.Stop())
 	case <-wctx.Done():
 		return res, wctx.Err()
 	}

@@ -1,4 +1,4 @@
-package bot
+package load
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 // It asserts counts, never a time (`make load` is where figures come from).
 func TestLoadSmoke(t *testing.T) {
 	t.Parallel()
-	p := LoadProfile{Name: "smoke", Conversations: 4, Guilds: 2, Rate: 40, Duration: 300 * time.Millisecond}
-	res, err := RunLoad(t.Context(), p, zerolog.Nop(), nil)
+	p := Profile{Name: "smoke", Conversations: 4, Guilds: 2, Rate: 40, Duration: 300 * time.Millisecond}
+	res, err := Run(t.Context(), p, zerolog.Nop(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
