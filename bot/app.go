@@ -22,6 +22,7 @@ import (
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/console"
 	"github.com/agentbot/agentbot/core/agentroute"
+	"github.com/agentbot/agentbot/core/audit"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
@@ -69,6 +70,7 @@ type App struct {
 	acp         *acp.Manager // external coding agents; nil when acp.agents is empty
 	metrics     *metrics.Metrics
 	tools       *mcp.Hub // MCP servers; nil when none is configured
+	auditor     *audit.Auditor
 	started     time.Time
 	// recovered is closed once the outbox left by the previous run is
 	// finished (Discord connected, Outbound.Recover done).
@@ -222,6 +224,9 @@ func (a *App) wire(o Options, d Deps) error {
 	}
 	gate := a.newSessions(agents, d)
 	if a.acp, err = newACP(a); err != nil {
+		return err
+	}
+	if err := a.newAuditor(d); err != nil {
 		return err
 	}
 	return a.inbound(o, gate)
@@ -620,7 +625,7 @@ func (a *App) serveHTTP(ctx context.Context) error {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
 	mux.Handle("GET /inspect/{what}", inspectHandler(inspector{a.store, redact.New(a.cfg.Secrets()...)}))
 	mux.Handle("GET /backup", backupHandler(a.store, a.cfg.HTTP.Token))
-	console.New(console.Options{Store: a.store, Location: a.cfg.HTTP.Location(), Token: a.cfg.HTTP.Token,
+	console.New(console.Options{Store: a.store, Audit: a.auditor.Conversation, Location: a.cfg.HTTP.Location(), Token: a.cfg.HTTP.Token,
 		Status: func() console.State { return console.State{Ready: a.ready(), Started: a.started} },
 		Log:    a.log.With().Str("component", "console").Logger()}).Mount(mux) // read-only pages at /
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)

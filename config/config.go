@@ -32,9 +32,21 @@ type Config struct {
 	// Access is who may start turns, on every platform (ids are platform ids: Discord snowflakes, Matrix
 	// @user:server and !room:server). discord.access is its old name, still accepted (not both).
 	Access AccessConfig `yaml:"access"`
+	// Audit compares what chats display with the transcripts (`bot audit`; README "Checking the promise").
+	Audit AuditConfig `yaml:"audit"`
 
 	src *source // where the values came from; nil for a Config built in code
 }
+
+// AuditConfig is the audit section.
+type AuditConfig struct {
+	// Every is the periodic audit's interval: every conversation's transcript window is compared with what
+	// its platform displays, differences logged and counted (the gauge agentbot_audit_differences). 0 = off.
+	Every time.Duration `yaml:"every"`
+}
+
+// MinAuditEvery is the shortest audit.every: each audit reads every conversation's history.
+const MinAuditEvery = time.Minute
 
 // DiscordConfig is the discord section. Gateway intents are fixed in code.
 type DiscordConfig struct {

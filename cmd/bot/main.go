@@ -64,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDoctor(ctx, args[1:], stdout, stderr)
 	case "inspect":
 		return cmdInspect(ctx, args[1:], stdout, stderr)
+	case "audit":
+		return cmdAudit(ctx, args[1:], stdout, stderr)
 	case "setup":
 		o := setupOptions{}
 		if isTerminal(os.Stdin) {
@@ -100,6 +102,7 @@ func usage(w io.Writer) {
   bot doctor  [-config FILE] [-fix] [-live]   validate config and store; migrate jobs; -live: what the bot may do on Discord
   bot backup  FILE [-config FILE]     consistent, verified copy of the bbolt store (a running bot's needs http.token)
   bot inspect bindings|jobs|runs [JOB]|transcript KEY|usage [-since 7d] [-config FILE] [-json]
+  bot audit   CHANNEL|all [-config FILE] [-json]   compare what the chat displays now with the transcripts (exit 1 on a difference)
   bot migrate-store [-config FILE] -to DSN   copy the bolt store (store.path) into an empty PostgreSQL database
   bot healthcheck [-config FILE]      ask the running bot's /healthz (the container HEALTHCHECK)
   bot compact [-config FILE]          rewrite the bolt store without freed pages (deleted text gone from the file)
