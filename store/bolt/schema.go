@@ -21,12 +21,13 @@ var (
 	bucketWebhooks    = []byte("webhooks")
 	bucketMsgSessions = []byte("message_sessions") // Discord message id -> session key (transcript.go)
 	bucketProcesses   = []byte("processes")        // host/pgid -> running child process group (procs.go)
+	bucketMemChanges  = []byte("memory_changes")   // queued transcript changes for the recall index (changes.go)
 
 	keySchemaVersion = []byte("schemaVersion")
 )
 
 // SchemaVersion is the schema this binary writes: len(migrations).
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // A migration moves the schema from version i to i+1, where i is its index
 // in migrations. Migrations run in order inside one read-write transaction
@@ -57,6 +58,10 @@ var migrations = []migration{
 	{name: "message id index across sessions", fn: backfillMessageSessions},
 	{name: "child process groups", fn: func(tx *bbolt.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(bucketProcesses)
+		return err
+	}},
+	{name: "recall change queue", fn: func(tx *bbolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketMemChanges)
 		return err
 	}},
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // SchemaVersion is the schema this binary writes: len(migrations).
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // migrationLockKey is the pg_advisory_xact_lock key migrations run under, so
 // two processes starting together migrate one after the other. It is the
@@ -118,6 +118,29 @@ ALTER TABLE job_ledger ADD COLUMN claim text;
 CREATE TABLE processes (
 	key  text COLLATE "C" PRIMARY KEY,
 	data bytea NOT NULL
+);
+`},
+	{name: "recall index", sql: `
+CREATE TABLE memory_changes (
+	pos         bigserial PRIMARY KEY,
+	session_key text COLLATE "C" NOT NULL,
+	seq         bigint NOT NULL
+);
+CREATE TABLE memory_docs (
+	session_key text COLLATE "C" NOT NULL,
+	seq         bigint NOT NULL,
+	role        text NOT NULL,
+	author      text NOT NULL,
+	body        text NOT NULL,
+	at          timestamptz NOT NULL,
+	message_id  text NOT NULL,
+	tsv         tsvector GENERATED ALWAYS AS (to_tsvector('simple', body)) STORED,
+	PRIMARY KEY (session_key, seq)
+);
+CREATE INDEX memory_docs_tsv ON memory_docs USING GIN (tsv);
+CREATE TABLE memory_state (
+	id    integer PRIMARY KEY CHECK (id = 1),
+	built boolean NOT NULL
 );
 `},
 }
