@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
@@ -129,6 +130,7 @@ func (r *Recall) Search(ctx context.Context, userID, text string, limit int) ([]
 			continue
 		}
 		_, conv, _ := sessionkey.ConversationOf(h.Doc.Key)
+		h.Snippet = Snippet(h.Doc.Text, text, 200)
 		out = append(out, Found{Hit: h, Conversation: conv})
 	}
 	return out, nil
@@ -150,7 +152,7 @@ func Format(fs []Found) string {
 			author = string(f.Doc.Role)
 		}
 		fmt.Fprintf(&b, "[%d] %s · %s · %s: %s", i+1, f.Doc.At.UTC().Format(time.DateTime+" UTC"),
-			Place(f.Conversation), author, strings.Join(strings.Fields(f.Snippet), " "))
+			Place(f.Conversation), author, f.Snippet)
 		if f.Doc.MessageID != "" {
 			fmt.Fprintf(&b, " (message %s)", f.Doc.MessageID)
 		}
@@ -233,3 +235,36 @@ func (t Tools) Call(ctx context.Context, agentID string, actor authz.Actor, call
 	return Format(fs), nil
 }
 
+
+// Snippet is up to size bytes of text around the first word of query it
+// contains (case-insensitive), with "…" where it was cut.
+func Snippet(text, query string, size int) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if len(text) <= size {
+		return text
+	}
+	lower := strings.ToLower(text)
+	at := -1
+	for _, w := range strings.Fields(strings.ToLower(query)) {
+		if i := strings.Index(lower, w); i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+	}
+	start := max(0, at-size/3)
+	end := min(len(text), start+size)
+	start = max(0, end-size)
+	for start > 0 && !utf8.RuneStart(text[start]) {
+		start++
+	}
+	for end < len(text) && !utf8.RuneStart(text[end]) {
+		end--
+	}
+	out := text[start:end]
+	if start > 0 {
+		out = "…" + out
+	}
+	if end < len(text) {
+		out += "…"
+	}
+	return out
+}

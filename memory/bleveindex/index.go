@@ -1,0 +1,257 @@
+package bleveindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	recall "github.com/agentbot/agentbot/core/memory"
+	"github.com/agentbot/agentbot/core/transcript"
+)
+
+var _ recall.Index = (*Index)(nil)
+
+// Dir is where the index of the store file storePath lives: beside it,
+// named after it ("bot.db" -> "bot.db.recall").
+func Dir(storePath string) string { return storePath + ".recall" }
+
+var keyBuilt = []byte("built")
+
+// Index is a bleve index in one directory. Safe for concurrent use.
+type Index struct {
+	dir string
+
+	mu  sync.RWMutex // Reset swaps idx
+	idx bleve.Index
+}
+
+// Open opens the index in dir, creating it when absent.
+func Open(dir string) (*Index, error) {
+	idx, err := open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Index{dir: dir, idx: idx}, nil
+}
+
+func open(dir string) (bleve.Index, error) {
+	idx, err := bleve.Open(dir)
+	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
+		idx, err = bleve.NewUsing(dir, newMapping(), scorch.Name, scorch.Name, nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("recall index %s: %w", dir, err)
+	}
+	return idx, nil
+}
+
+// Close closes the index.
+func (x *Index) Close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.idx.Close()
+}
+
+func newMapping() mapping.IndexMapping {
+	keyword := bleve.NewKeywordFieldMapping()
+	stored := bleve.NewKeywordFieldMapping()
+	stored.Index = false
+	text := bleve.NewTextFieldMapping()
+	text.IncludeTermVectors = false
+	at := bleve.NewDateTimeFieldMapping()
+	dm := bleve.NewDocumentStaticMapping()
+	dm.AddFieldMappingsAt("key", keyword)
+	dm.AddFieldMappingsAt("text", text)
+	dm.AddFieldMappingsAt("at", at)
+	for _, f := range []string{"seq", "role", "author", "msg"} {
+		dm.AddFieldMappingsAt(f, stored)
+	}
+	m := bleve.NewIndexMapping()
+	m.DefaultMapping = dm
+	return m
+}
+
+type doc struct {
+	Key    string    `json:"key"`
+	Text   string    `json:"text"`
+	At     time.Time `json:"at"`
+	Seq    string    `json:"seq"`
+	Role   string    `json:"role"`
+	Author string    `json:"author"`
+	Msg    string    `json:"msg"`
+}
+
+// Apply indexes and deletes ups in one persisted batch.
+func (x *Index) Apply(ctx context.Context, ups []recall.Update) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	b := x.idx.NewBatch()
+	deleted := false
+	for _, u := range ups {
+		d := u.Doc
+		if u.Delete {
+			b.Delete(d.ID())
+			deleted = true
+			continue
+		}
+		if err := b.Index(d.ID(), doc{Key: d.Key, Text: d.Text, At: d.At, Seq: strconv.FormatUint(d.Seq, 10),
+			Role: string(d.Role), Author: d.Author, Msg: d.MessageID}); err != nil {
+			return fmt.Errorf("recall index: %s: %w", d.ID(), err)
+		}
+	}
+	if err := x.idx.Batch(b); err != nil {
+		return fmt.Errorf("recall index: batch: %w", err)
+	}
+	if deleted {
+		return x.merge(ctx)
+	}
+	return nil
+}
+
+// merge merges every segment into one, so deleted documents' terms leave
+// the files.
+func (x *Index) merge(ctx context.Context) error {
+	adv, err := x.idx.Advanced()
+	if err != nil {
+		return fmt.Errorf("recall index: %w", err)
+	}
+	s, ok := adv.(*scorch.Scorch)
+	if !ok {
+		return nil
+	}
+	if err := s.ForceMerge(ctx, nil); err != nil {
+		return fmt.Errorf("recall index: merge after deletion: %w", err)
+	}
+	return nil
+}
+
+// Search matches any word of q.Text among the documents of q.Keys, best
+// first, newest first among equals.
+func (x *Index) Search(ctx context.Context, q recall.Query) ([]recall.Hit, error) {
+	if len(q.Keys) == 0 || q.Limit <= 0 {
+		return nil, nil
+	}
+	match := bleve.NewMatchQuery(q.Text)
+	match.SetField("text")
+	keys := make([]query.Query, len(q.Keys))
+	for i, k := range q.Keys {
+		t := bleve.NewTermQuery(k)
+		t.SetField("key")
+		keys[i] = t
+	}
+	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(match, bleve.NewDisjunctionQuery(keys...)), q.Limit, 0, false)
+	req.Fields = []string{"key", "seq", "role", "author", "msg", "at", "text"}
+	req.SortBy([]string{"-_score", "-at", "_id"})
+	x.mu.RLock()
+	res, err := x.idx.SearchInContext(ctx, req)
+	x.mu.RUnlock()
+	if err != nil {
+		return nil, fmt.Errorf("recall index: search: %w", err)
+	}
+	out := make([]recall.Hit, 0, len(res.Hits))
+	for _, h := range res.Hits {
+		d, err := hitDoc(h)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, recall.Hit{Doc: d, Score: h.Score})
+	}
+	return out, nil
+}
+
+func hitDoc(h *search.DocumentMatch) (recall.Doc, error) {
+	str := func(f string) string { s, _ := h.Fields[f].(string); return s }
+	seq, err := strconv.ParseUint(str("seq"), 10, 64)
+	if err != nil {
+		return recall.Doc{}, fmt.Errorf("recall index: document %s has no seq", h.ID)
+	}
+	at, _ := time.Parse(time.RFC3339Nano, str("at"))
+	return recall.Doc{Key: str("key"), Seq: seq, Text: str("text"), Role: transcript.Role(str("role")), Author: str("author"), MessageID: str("msg"), At: at}, nil
+}
+
+// Built reports whether a full build completed since the last Reset.
+func (x *Index) Built(context.Context) (bool, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	v, err := x.idx.GetInternal(keyBuilt)
+	if err != nil {
+		return false, fmt.Errorf("recall index: %w", err)
+	}
+	return len(v) > 0, nil
+}
+
+// SetBuilt records that a full build completed.
+func (x *Index) SetBuilt(context.Context) error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if err := x.idx.SetInternal(keyBuilt, []byte("1")); err != nil {
+		return fmt.Errorf("recall index: %w", err)
+	}
+	return nil
+}
+
+// Reset removes the index's directory and starts an empty index there.
+func (x *Index) Reset(context.Context) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := x.idx.Close(); err != nil {
+		return fmt.Errorf("recall index: close for reset: %w", err)
+	}
+	if err := os.RemoveAll(x.dir); err != nil {
+		return fmt.Errorf("recall index: remove %s: %w", x.dir, err)
+	}
+	idx, err := open(x.dir)
+	if err != nil {
+		return err
+	}
+	x.idx = idx
+	return nil
+}
+
+// Stats counts the documents and the bytes of the index's files.
+func (x *Index) Stats(context.Context) (recall.Stats, error) {
+	x.mu.RLock()
+	n, err := x.idx.DocCount()
+	x.mu.RUnlock()
+	if err != nil {
+		return recall.Stats{}, fmt.Errorf("recall index: %w", err)
+	}
+	var size int64
+	err = filepath.WalkDir(x.dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if info, err := d.Info(); err == nil {
+			size += info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		return recall.Stats{}, fmt.Errorf("recall index: size of %s: %w", x.dir, err)
+	}
+	return recall.Stats{Docs: n, Bytes: size}, nil
+}
+
+// Remove deletes the index directory of a bot whose memory is off:
+// nothing derived from the transcripts is kept then.
+func Remove(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("recall index: remove %s: %w", dir, err)
+	}
+	return nil
+}
