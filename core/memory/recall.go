@@ -235,7 +235,6 @@ func (t Tools) Call(ctx context.Context, agentID string, actor authz.Actor, call
 	return Format(fs), nil
 }
 
-
 // Snippet is up to size bytes of text around the first word of query it
 // contains (case-insensitive), with "…" where it was cut.
 func Snippet(text, query string, size int) string {

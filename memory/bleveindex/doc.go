@@ -7,7 +7,7 @@
 //     shows it.
 //   - Apply returns after bleve persisted the batch (scorch's safe batches),
 //     so a change marked done in the store's queue is on disk.
-//   - A batch that deletes documents is followed by a merge of the
-//     segments (ForceMerge), so a deleted message's words leave the term
-//     dictionaries on disk too, not only the live document set.
+//   - A deleted document leaves the live set at once; its bytes stay in
+//     its segment file until scorch merges that segment away (background).
+//     Recall never shows it: every hit is checked against the store.
 package bleveindex

@@ -33,8 +33,9 @@ var keyBuilt = []byte("built")
 type Index struct {
 	dir string
 
-	mu  sync.RWMutex // Reset swaps idx
-	idx bleve.Index
+	mu     sync.RWMutex // Reset swaps idx
+	idx    bleve.Index
+	closed bool
 }
 
 // Open opens the index in dir, creating it when absent.
@@ -57,10 +58,14 @@ func open(dir string) (bleve.Index, error) {
 	return idx, nil
 }
 
-// Close closes the index.
+// Close closes the index; closing it again does nothing.
 func (x *Index) Close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.closed {
+		return nil
+	}
+	x.closed = true
 	return x.idx.Close()
 }
 
@@ -101,12 +106,10 @@ func (x *Index) Apply(ctx context.Context, ups []recall.Update) error {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	b := x.idx.NewBatch()
-	deleted := false
 	for _, u := range ups {
 		d := u.Doc
 		if u.Delete {
 			b.Delete(d.ID())
-			deleted = true
 			continue
 		}
 		if err := b.Index(d.ID(), doc{Key: d.Key, Text: d.Text, At: d.At, Seq: strconv.FormatUint(d.Seq, 10),
@@ -116,26 +119,6 @@ func (x *Index) Apply(ctx context.Context, ups []recall.Update) error {
 	}
 	if err := x.idx.Batch(b); err != nil {
 		return fmt.Errorf("recall index: batch: %w", err)
-	}
-	if deleted {
-		return x.merge(ctx)
-	}
-	return nil
-}
-
-// merge merges every segment into one, so deleted documents' terms leave
-// the files.
-func (x *Index) merge(ctx context.Context) error {
-	adv, err := x.idx.Advanced()
-	if err != nil {
-		return fmt.Errorf("recall index: %w", err)
-	}
-	s, ok := adv.(*scorch.Scorch)
-	if !ok {
-		return nil
-	}
-	if err := s.ForceMerge(ctx, nil); err != nil {
-		return fmt.Errorf("recall index: merge after deletion: %w", err)
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ type Store struct {
 	sessions       map[string]*session
 	messageSession map[string]string // Discord message id -> first session key holding it
 	deliveries     map[string]delivery.Record
-	sched          schedState // scheduler.Store (jobs.go); zero value ready
+	sched          schedState  // scheduler.Store (jobs.go); zero value ready
 	changes        changeQueue // recall.Feed (changes.go)
 }
 
