@@ -247,6 +247,11 @@ func testEraseWindow(t *testing.T, h *storetest.Harness[Pair]) {
 	f.want("alice", "combination")
 	f.drain()
 	f.want("alice", "combination")
+	// The erasure's own change removed the document (Recall's check of the
+	// store is the second line, not the only one).
+	if hs, err := f.p.Index.Search(f.ctx, memory.Query{Text: "combination", Keys: []string{Channel("general")}, Limit: 5}); err != nil || len(hs) != 0 {
+		t.Fatalf("index search after the erasure = %+v, %v; want nothing", hs, err)
+	}
 }
 
 func testReset(t *testing.T, h *storetest.Harness[Pair]) {
