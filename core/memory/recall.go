@@ -258,7 +258,7 @@ func Snippet(text, query string, size int) string {
 	for end < len(text) && !utf8.RuneStart(text[end]) {
 		end--
 	}
-	out := text[start:end]
+	out := strings.TrimSpace(text[start:end])
 	if start > 0 {
 		out = "…" + out
 	}
