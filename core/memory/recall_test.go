@@ -148,7 +148,7 @@ func TestSnippet(t *testing.T) {
 	for _, tc := range []struct{ text, q, want string }{
 		{"short text", "x", "short text"},
 		{"  spaced \n\n text ", "x", "spaced text"},
-		{long, "NEEDLE", "…" + strings.Repeat("a ", 33) + "needle" + strings.Repeat(" b", 63) + "…"},
+		{long, "NEEDLE", "…" + strings.Repeat("a ", 33) + "needle" + strings.Repeat(" b", 64) + "…"},
 	} {
 		got := memory.Snippet(tc.text, tc.q, 200)
 		if got != tc.want {
