@@ -62,6 +62,7 @@ type app struct {
 	acp         *acp.Manager // external coding agents; nil when acp.agents is empty
 	metrics     *metrics.Metrics
 	tools       *mcp.Hub // MCP servers; nil when none is configured
+	recall      *recallSide
 	started     time.Time
 	// recovered is closed once the outbox left by the previous run is
 	// finished (Discord connected, Outbound.Recover done).
@@ -216,6 +217,10 @@ func (a *app) wire(o appOptions) error {
 	if a.tools != nil {
 		toolbox = a.tools
 	}
+	if a.recall, err = newRecallSide(cfg, st, a.auth, log.With().Str("component", "memory").Logger()); err != nil {
+		return err
+	}
+	toolbox = a.recall.toolbox(toolbox)
 	// One access gate (config access, alias discord.access) for every
 	// platform: the same policy and one turn budget per user and place.
 	// Admission takes a turn per message, the session manager one per
@@ -365,6 +370,7 @@ func buildAgents(cfg *config.Config, hc *http.Client) ([]session.Agent, error) {
 func (a *app) Run(ctx context.Context) error {
 	defer a.store.Close()
 	defer a.cluster.close() // before the store
+	defer a.recall.close()  //nolint:errcheck // before the store
 	if err := a.bindings.Load(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting: a clean stop
@@ -417,6 +423,7 @@ func (a *app) Run(ctx context.Context) error {
 		g.Go(func() error { return a.acp.Run(sessCtx) })
 	}
 	g.Go(func() error { return a.bindings.Run(bindCtx) })
+	g.Go(func() error { return a.recall.Run(gctx) })
 	if a.cluster != nil {
 		// Other processes' binding changes, within a second.
 		g.Go(func() error { return a.cluster.listener.Run(gctx) })

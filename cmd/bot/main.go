@@ -10,6 +10,7 @@
 //	bot backup  FILE [-config FILE]     consistent copy of the bbolt store (of a running bot too)
 //	bot inspect bindings|jobs|runs [JOB]|transcript KEY [-config FILE] [-json]
 //	bot load    [-profile P]            the load harness against the built-in emulator (make load)
+//	bot reindex [-config FILE]          rebuild the recall index from the transcripts
 //	bot version
 package main
 
@@ -74,6 +75,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdMigrateStore(ctx, args[1:], stdout, stderr)
 	case "compact":
 		return cmdCompact(ctx, args[1:], stdout, stderr)
+	case "reindex":
+		return cmdReindex(ctx, args[1:], stdout, stderr)
 	case "load":
 		return cmdLoad(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
@@ -99,6 +102,7 @@ func usage(w io.Writer) {
   bot migrate-store [-config FILE] -to DSN   copy the bolt store (store.path) into an empty PostgreSQL database
   bot healthcheck [-config FILE]      ask the running bot's /healthz (the container HEALTHCHECK)
   bot compact [-config FILE]          rewrite the bolt store without freed pages (deleted text gone from the file)
+  bot reindex [-config FILE]          rebuild the recall index (memory.enabled) from the transcripts
   bot load [-profile standard|saturation|hot429|custom]   load harness against the built-in emulator (make load)
   bot version
 `)
@@ -195,7 +199,10 @@ func reloadOnHUP(ctx context.Context, path string, a *app, log zerolog.Logger, r
 			if a.discord != nil {
 				a.discord.SetToken(cfg.Discord.Token)
 			}
-			log.Info().Msg("config reloaded: token applied; other changes take effect after a restart")
+			if !a.recall.setOn(cfg.Memory.Enabled) {
+				log.Warn().Msg("memory.enabled: turning memory on takes a restart (no index is open)")
+			}
+			log.Info().Msg("config reloaded: token and memory.enabled applied; other changes take effect after a restart")
 		}
 	}
 }

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/rs/zerolog"
+
+	"github.com/agentbot/agentbot/adapter/discord/discordtest"
+	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/model/echo"
+)
+
+// memoryWorld: #general everyone sees; #secret only bob (a channel
+// permission overwrite) and the bot; memory on.
+type memoryWorld struct {
+	*harness
+	bob    discordtest.User
+	secret discordtest.Channel
+}
+
+func memoryStart(t *testing.T) *memoryWorld {
+	t.Helper()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: log, Provider: echo.New(),
+		Configure: func(c *config.Config) { c.Memory.Enabled = true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.close() })
+	w := &memoryWorld{harness: h}
+	e, g := h.emu, h.guild.ID
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(e.SetRolePermissions(g, g, discordtest.DefaultEveryone))
+	w.bob, err = e.AddMember(g, "bob")
+	must(err)
+	w.secret, err = e.AddTextChannel(g, "secret")
+	must(err)
+	must(e.SetOverwrite(w.secret.ID, discordtest.Overwrite{ID: g, Type: discordtest.OverwriteRole, Deny: discordgo.PermissionViewChannel}))
+	for _, id := range []string{w.bob.ID, e.BotUserID()} {
+		must(e.SetOverwrite(w.secret.ID, discordtest.Overwrite{ID: id, Type: discordtest.OverwriteMember, Allow: discordgo.PermissionViewChannel}))
+	}
+	if err := h.start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// ask posts text to the bot as user and returns the user's message and
+// the bot's reply to it.
+func (w *memoryWorld) ask(t *testing.T, channel, user, text string) (discordtest.Message, discordtest.Message) {
+	t.Helper()
+	m, err := w.emu.UserSay(channel, user, fmt.Sprintf("<@%s> %s", w.emu.BotUserID(), text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply discordtest.Message
+	waitUntil(t, w.harness, "the reply to "+m.ID, func() bool {
+		for _, x := range w.emu.Messages(channel) {
+			if x.Author.ID == w.emu.BotUserID() && x.MessageReference != nil && x.MessageReference.MessageID == m.ID {
+				reply = x
+				return true
+			}
+		}
+		return false
+	})
+	return m, reply
+}
+
+// indexed applies every queued transcript change to the index now (the
+// running indexer polls; applying a change twice is harmless).
+func (w *memoryWorld) indexed(t *testing.T) {
+	t.Helper()
+	for range 100 {
+		n, err := w.app.recall.indexer.Step(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+	}
+	t.Fatal("the change queue does not drain")
+}
+
+// recall runs the recall tool as user in #general and returns its result.
+func (w *memoryWorld) recall(t *testing.T, user, query string) string {
+	t.Helper()
+	w.indexed(t)
+	_, reply := w.ask(t, w.general.ID, user, "\n"+`!tool recall {"query": "`+query+`"}`)
+	out, ok := strings.CutPrefix(reply.Content, "tool results:\n- recall: ")
+	if !ok {
+		t.Fatalf("recall answered %q", reply.Content)
+	}
+	return out
+}
+
+// TestMemoryE2ERecall: alice's recall finds what she can view, never a
+// channel a permission overwrite hides from her; a deleted message is
+// never recalled; what /reset hid from the model is still found.
+func TestMemoryE2ERecall(t *testing.T) {
+	t.Parallel()
+	w := memoryStart(t)
+	gen, sec, alice, bob := w.general.ID, w.secret.ID, w.alice.ID, w.bob.ID
+	dawn, _ := w.ask(t, gen, alice, "zebra launch at dawn")
+	w.ask(t, sec, bob, "zebra password swordfish")
+	gone, goneReply := w.ask(t, gen, alice, "ephemeral kumquat")
+
+	if got := w.recall(t, alice, "zebra"); !strings.Contains(got, "launch at dawn") || strings.Contains(got, "swordfish") || !strings.Contains(got, dawn.ID) {
+		t.Fatalf("alice's recall:\n%s\nwant #general's zebra (message %s), never #secret's", got, dawn.ID)
+	}
+	if got := w.recall(t, bob, "swordfish"); !strings.Contains(got, "zebra password swordfish") || !strings.Contains(got, "channel:"+sec) {
+		t.Fatalf("bob's recall:\n%s\nwant #secret's message", got)
+	}
+
+	for _, id := range []string{gone.ID, goneReply.ID} {
+		if err := w.emu.DeleteMessage(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.ask(t, gen, alice, "barrier") // the gateway's events are handled in order: the deletions are recorded
+	if got := w.recall(t, alice, "kumquat"); strings.Contains(got, "ephemeral kumquat") {
+		t.Fatalf("a deleted message is recalled:\n%s", got)
+	}
+
+	in, err := w.emu.InvokeCommand(gen, alice, "reset")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if _, _, err := w.emu.WaitAnswer(ctx, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.recall(t, alice, "dawn"); !strings.Contains(got, dawn.ID) {
+		t.Fatalf("after /reset alice's recall:\n%s\nwant the earlier message %s", got, dawn.ID)
+	}
+	finishBot(t, w.harness, gen, sec)
+}
