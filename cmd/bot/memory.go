@@ -156,3 +156,46 @@ func cmdReindex(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fmt.Fprintf(stdout, "reindexed %d entries in %s: %d documents, %d bytes\n", n, time.Since(start).Round(time.Millisecond), stats.Docs, stats.Bytes)
 	return exitOK
 }
+
+// recallReport is `bot doctor`'s recall line: the index's size and how far
+// it lags the transcripts (changes queued, and the age of the oldest).
+func recallReport(ctx context.Context, cfg *config.Config, st botStore, now time.Time, w io.Writer) error {
+	if !cfg.Memory.Enabled {
+		return nil
+	}
+	idx, closeIdx, err := openRecallIndex(st)
+	if err != nil {
+		return err
+	}
+	defer closeIdx() //nolint:errcheck // read only
+	built, err := idx.Built(ctx)
+	if err != nil {
+		return err
+	}
+	if !built {
+		fmt.Fprintln(w, "⚠ recall index not built yet: the bot builds it when it starts (or run bot reindex)")
+		return nil
+	}
+	stats, err := idx.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	const most = 100_000
+	queued, err := st.Pending(ctx, most)
+	if err != nil {
+		return err
+	}
+	lag := "none"
+	if len(queued) > 0 {
+		n := fmt.Sprint(len(queued))
+		if len(queued) == most {
+			n = "at least " + n
+		}
+		lag = n + " change(s) queued"
+		if es, err := st.Range(ctx, queued[0].Key, queued[0].Seq, 1); err == nil && len(es) == 1 {
+			lag += fmt.Sprintf(", the oldest from %s ago", now.Sub(es[0].At).Round(time.Second))
+		}
+	}
+	fmt.Fprintf(w, "✔ recall index: %d documents, %s; lag: %s\n", stats.Docs, humanBytes(stats.Bytes), lag)
+	return nil
+}

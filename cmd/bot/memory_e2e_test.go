@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -144,5 +146,22 @@ func TestMemoryE2ERecall(t *testing.T) {
 	if got := w.recall(t, alice, "dawn"); !strings.Contains(got, dawn.ID) {
 		t.Fatalf("after /reset alice's recall:\n%s\nwant the earlier message %s", got, dawn.ID)
 	}
-	finishBot(t, w.harness, gen, sec)
+	st := finishBot(t, w.harness, gen, sec)
+	st.Close()
+
+	// bot doctor reports the index; bot reindex rebuilds it and applies
+	// what was queued.
+	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("store:\n  path: %q\nhttp:\n  listen: \"\"\nmemory:\n  enabled: true\n", w.cfg.Store.Path)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, out, errOut := cliRun(t, "doctor", "-config", cfgPath); !strings.Contains(out, "✔ recall index: ") || !strings.Contains(out, "lag: ") {
+		t.Fatalf("bot doctor says:\n%s%s\nwant the recall index's size and lag", out, errOut)
+	}
+	if code, out, errOut := cliRun(t, "reindex", "-config", cfgPath); code != 0 || !strings.Contains(out, "reindexed") {
+		t.Fatalf("bot reindex = %d %q %q", code, out, errOut)
+	}
+	if _, out, _ := cliRun(t, "doctor", "-config", cfgPath); !strings.Contains(out, "lag: none") {
+		t.Fatalf("after bot reindex, bot doctor says:\n%s\nwant no lag", out)
+	}
 }
