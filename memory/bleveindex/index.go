@@ -1,12 +1,14 @@
 package bleveindex
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -70,21 +72,20 @@ func (x *Index) Close() error {
 }
 
 func newMapping() mapping.IndexMapping {
-	keyword := bleve.NewKeywordFieldMapping()
-	stored := bleve.NewKeywordFieldMapping()
-	stored.Index = false
-	text := bleve.NewTextFieldMapping()
-	text.IncludeTermVectors = false
-	at := bleve.NewDateTimeFieldMapping()
+	field := func(f *mapping.FieldMapping, index, store, docValues bool) *mapping.FieldMapping {
+		f.Index, f.Store, f.DocValues, f.IncludeInAll, f.IncludeTermVectors = index, store, docValues, false, false
+		return f
+	}
 	dm := bleve.NewDocumentStaticMapping()
-	dm.AddFieldMappingsAt("key", keyword)
-	dm.AddFieldMappingsAt("text", text)
-	dm.AddFieldMappingsAt("at", at)
+	dm.AddFieldMappingsAt("key", field(bleve.NewKeywordFieldMapping(), true, true, false))
+	dm.AddFieldMappingsAt("text", field(bleve.NewTextFieldMapping(), true, true, false))
+	dm.AddFieldMappingsAt("at", field(bleve.NewDateTimeFieldMapping(), false, true, false))
 	for _, f := range []string{"seq", "role", "author", "msg"} {
-		dm.AddFieldMappingsAt(f, stored)
+		dm.AddFieldMappingsAt(f, field(bleve.NewKeywordFieldMapping(), false, true, false))
 	}
 	m := bleve.NewIndexMapping()
 	m.DefaultMapping = dm
+	m.IndexDynamic, m.StoreDynamic, m.DocValuesDynamic = false, false, false
 	return m
 }
 
@@ -137,9 +138,12 @@ func (x *Index) Search(ctx context.Context, q recall.Query) ([]recall.Hit, error
 		t.SetField("key")
 		keys[i] = t
 	}
-	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(match, bleve.NewDisjunctionQuery(keys...)), q.Limit, 0, false)
+	// Sorting by score alone lets bleve skip the time's doc values of
+	// every match; ties are ordered newest first here, over a window
+	// wider than the limit.
+	window := max(3*q.Limit, 30)
+	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(match, bleve.NewDisjunctionQuery(keys...)), window, 0, false)
 	req.Fields = []string{"key", "seq", "role", "author", "msg", "at", "text"}
-	req.SortBy([]string{"-_score", "-at", "_id"})
 	x.mu.RLock()
 	res, err := x.idx.SearchInContext(ctx, req)
 	x.mu.RUnlock()
@@ -154,7 +158,13 @@ func (x *Index) Search(ctx context.Context, q recall.Query) ([]recall.Hit, error
 		}
 		out = append(out, recall.Hit{Doc: d, Score: h.Score})
 	}
-	return out, nil
+	slices.SortStableFunc(out, func(a, b recall.Hit) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return b.Doc.At.Compare(a.Doc.At)
+	})
+	return out[:min(len(out), q.Limit)], nil
 }
 
 func hitDoc(h *search.DocumentMatch) (recall.Doc, error) {
