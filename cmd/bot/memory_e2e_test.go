@@ -15,6 +15,7 @@ import (
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/model/echo"
+	"github.com/agentbot/agentbot/store/postgres/pgtest"
 )
 
 // memoryWorld: #general everyone sees; #secret only bob (a channel
@@ -25,11 +26,16 @@ type memoryWorld struct {
 	secret discordtest.Channel
 }
 
-func memoryStart(t *testing.T) *memoryWorld {
+func memoryStart(t *testing.T, dsn string) *memoryWorld {
 	t.Helper()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	h, err := newHarness(harnessOptions{Dir: t.TempDir(), Log: log, Provider: echo.New(),
-		Configure: func(c *config.Config) { c.Memory.Enabled = true }})
+		Configure: func(c *config.Config) {
+			c.Memory.Enabled = true
+			if dsn != "" {
+				c.Store.Driver, c.Store.DSN = "postgres", dsn
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,10 +114,20 @@ func (w *memoryWorld) recall(t *testing.T, user, query string) string {
 
 // TestMemoryE2ERecall: alice's recall finds what she can view, never a
 // channel a permission overwrite hides from her; a deleted message is
-// never recalled; what /reset hid from the model is still found.
+// never recalled; what /reset hid from the model is still found. Then
+// bot doctor and bot reindex on the stopped bot's store.
 func TestMemoryE2ERecall(t *testing.T) {
 	t.Parallel()
-	w := memoryStart(t)
+	testMemoryRecall(t, "")
+}
+
+// TestMemoryE2ERecallOnPostgres: the same with the index in PostgreSQL.
+func TestMemoryE2ERecallOnPostgres(t *testing.T) {
+	testMemoryRecall(t, pgtest.DSN(t))
+}
+
+func testMemoryRecall(t *testing.T, dsn string) {
+	w := memoryStart(t, dsn)
 	gen, sec, alice, bob := w.general.ID, w.secret.ID, w.alice.ID, w.bob.ID
 	dawn, _ := w.ask(t, gen, alice, "zebra launch at dawn")
 	w.ask(t, sec, bob, "zebra password swordfish")
@@ -146,13 +162,20 @@ func TestMemoryE2ERecall(t *testing.T) {
 	if got := w.recall(t, alice, "dawn"); !strings.Contains(got, dawn.ID) {
 		t.Fatalf("after /reset alice's recall:\n%s\nwant the earlier message %s", got, dawn.ID)
 	}
-	st := finishBot(t, w.harness, gen, sec)
-	st.Close()
+	store := fmt.Sprintf("{path: %q}", w.cfg.Store.Path)
+	if dsn == "" {
+		finishBot(t, w.harness, gen, sec).Close()
+	} else {
+		if err := w.stop(); err != nil {
+			t.Fatal(err)
+		}
+		store = fmt.Sprintf("{driver: postgres, dsn: %q}", dsn)
+	}
 
 	// bot doctor reports the index; bot reindex rebuilds it and applies
 	// what was queued.
 	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("store:\n  path: %q\nhttp:\n  listen: \"\"\nmemory:\n  enabled: true\n", w.cfg.Store.Path)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("store: %s\nhttp:\n  listen: \"\"\nmemory:\n  enabled: true\n", store)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, out, errOut := cliRun(t, "doctor", "-config", cfgPath); !strings.Contains(out, "✔ recall index: ") || !strings.Contains(out, "lag: ") {
