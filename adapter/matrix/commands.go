@@ -54,6 +54,9 @@ var commandSpecs = map[string]cmdSpec{
 	}},
 	"reset": {},
 	"stop":  {rest: "target", opts: []optSpec{{name: "target"}}},
+	"memory": {subs: map[string]cmdSpec{
+		"search": {rest: "query", opts: []optSpec{{name: "query", required: true}}},
+	}},
 }
 
 // ErrNotCommand: the text does not start with CommandPrefix and a known command name (it is a plain message).

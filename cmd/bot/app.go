@@ -271,7 +271,7 @@ func (a *app) wire(o appOptions) error {
 	// and answers them.
 	commands := command.New(command.Options{}, command.Deps{
 		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.threads, Authority: a.auth, Jobs: jobs, ACP: acpCmds,
-		Once: commandOnce{st: st, clock: o.Clock},
+		Once: commandOnce{st: st, clock: o.Clock}, Memory: a.recall.commands(),
 	})
 	if a.discord != nil {
 		a.gateway = discord.NewGateway(discord.GatewayOptions{

@@ -13,6 +13,8 @@ import (
 
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/authz"
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/command"
 	"github.com/agentbot/agentbot/core/memory"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/memory/bleveindex"
@@ -81,6 +83,32 @@ func (r *recallSide) toolbox(next session.Toolbox) session.Toolbox {
 		return next
 	}
 	return memory.Tools{Recall: r.recall, On: r.on.Load, Next: next}
+}
+
+// commands is /memory search's recall (nil when memory is off at start).
+func (r *recallSide) commands() command.Memory {
+	if r.recall == nil {
+		return nil
+	}
+	return recallCommands{r}
+}
+
+// recallCommands is the recall of /memory search, refusing while SIGHUP
+// has turned memory off.
+type recallCommands struct{ r *recallSide }
+
+func (c recallCommands) Search(ctx context.Context, userID, text string, limit int) ([]memory.Found, error) {
+	if !c.r.on.Load() {
+		return nil, command.ErrMemoryOff
+	}
+	return c.r.recall.Search(ctx, userID, text, limit)
+}
+
+func (c recallCommands) SearchIn(ctx context.Context, userID string, conv binding.ConversationRef, text string, limit int) ([]memory.Found, error) {
+	if !c.r.on.Load() {
+		return nil, command.ErrMemoryOff
+	}
+	return c.r.recall.SearchIn(ctx, userID, conv, text, limit)
 }
 
 // setOn applies a reloaded memory.enabled: off withdraws the tool from the

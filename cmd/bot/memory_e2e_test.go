@@ -136,6 +136,21 @@ func testMemoryRecall(t *testing.T, dsn string) {
 	if got := w.recall(t, alice, "zebra"); !strings.Contains(got, "launch at dawn") || strings.Contains(got, "swordfish") || !strings.Contains(got, dawn.ID) {
 		t.Fatalf("alice's recall:\n%s\nwant #general's zebra (message %s), never #secret's", got, dawn.ID)
 	}
+	// /memory search: the same search with the caller's authority, shown
+	// to the caller alone.
+	in, err := w.emu.InvokeCommand(gen, alice, "memory", discordtest.CommandOption{Name: "search", Value: []discordtest.CommandOption{{Name: "query", Value: "zebra"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	ans, inter, err := w.emu.WaitAnswer(ctx, in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inter.Responses[0].Ephemeral || !strings.Contains(ans.Content, "launch at dawn") || strings.Contains(ans.Content, "swordfish") {
+		t.Fatalf("/memory search answered %+v (first response %+v): want alice's view, ephemeral", ans, inter.Responses[0])
+	}
 	if got := w.recall(t, bob, "swordfish"); !strings.Contains(got, "zebra password swordfish") || !strings.Contains(got, "channel:"+sec) {
 		t.Fatalf("bob's recall:\n%s\nwant #secret's message", got)
 	}
@@ -150,12 +165,10 @@ func testMemoryRecall(t *testing.T, dsn string) {
 		t.Fatalf("a deleted message is recalled:\n%s", got)
 	}
 
-	in, err := w.emu.InvokeCommand(gen, alice, "reset")
+	in, err = w.emu.InvokeCommand(gen, alice, "reset")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
 	if _, _, err := w.emu.WaitAnswer(ctx, in.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -71,6 +71,8 @@ type Deps struct {
 	ACP       ACP
 	// Once makes a command event run at most once (nil: no dedupe).
 	Once Once
+	// Memory is recall for /memory search (nil: memory is off).
+	Memory Memory
 }
 
 // Once is a durable record of the command events already run: a platform
@@ -184,6 +186,8 @@ func (c *Commands) run(ctx context.Context, v Invocation) (Reply, error) {
 		return c.cron(ctx, v)
 	case "stop":
 		return c.stop(ctx, v)
+	case "memory":
+		return c.memory(ctx, v)
 	case "reset":
 		if _, err := c.d.Sessions.Reset(ctx, v.Conversation); err != nil {
 			return Reply{}, fmt.Errorf("reset: %w", err)

@@ -98,6 +98,17 @@ func (r *Recall) Visible(ctx context.Context, userID string) ([]string, error) {
 // transcript store: one whose entry is erased is dropped (the index may
 // lag an erasure; deleted text is never shown).
 func (r *Recall) Search(ctx context.Context, userID, text string, limit int) ([]Found, error) {
+	return r.search(ctx, userID, nil, text, limit)
+}
+
+// SearchIn is Search within one conversation (if userID may view it): for
+// answers everyone in that conversation sees (a Matrix room's command
+// replies are public).
+func (r *Recall) SearchIn(ctx context.Context, userID string, conv binding.ConversationRef, text string, limit int) ([]Found, error) {
+	return r.search(ctx, userID, &conv, text, limit)
+}
+
+func (r *Recall) search(ctx context.Context, userID string, only *binding.ConversationRef, text string, limit int) ([]Found, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return nil, &authz.Refusal{Msg: "the query is empty: say what to look for"}
@@ -112,6 +123,12 @@ func (r *Recall) Search(ctx context.Context, userID, text string, limit int) ([]
 	keys, err := r.Visible(ctx, userID)
 	if err != nil || len(keys) == 0 {
 		return nil, err
+	}
+	if only != nil {
+		keys = slices.DeleteFunc(keys, func(k string) bool {
+			_, conv, _ := sessionkey.ConversationOf(k)
+			return conv.Key() != only.Normalize().Key()
+		})
 	}
 	hits, err := r.d.Index.Search(ctx, Query{Text: text, Keys: keys, Limit: limit})
 	if err != nil {
