@@ -159,3 +159,25 @@ func TestSnippet(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexerWithoutIndexDrains: with memory off the indexer keeps no
+// index and empties the store's change queue, so it does not grow.
+func TestIndexerWithoutIndexDrains(t *testing.T) {
+	ctx := t.Context()
+	st := storemem.New()
+	svc := transcript.New(transcript.Options{}, transcript.Deps{Store: st})
+	for i := range 5 {
+		if _, err := svc.Append(ctx, memorytest.Channel("general"), transcript.Entry{Role: transcript.RoleUser, Text: "x", MessageIDs: []string{string(rune('a' + i))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix := memory.NewIndexer(memory.IndexerOptions{Batch: 2}, memory.IndexerDeps{Feed: st, Entries: st, Log: zerolog.Nop()})
+	for _, want := range []int{2, 2, 1, 0} {
+		if n, err := ix.Step(ctx); err != nil || n != want {
+			t.Fatalf("step = %d, %v; want %d", n, err, want)
+		}
+	}
+	if n, err := ix.Rebuild(ctx); err != nil || n != 0 {
+		t.Fatalf("rebuild without an index = %d, %v", n, err)
+	}
+}
