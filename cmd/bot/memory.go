@@ -28,7 +28,6 @@ import (
 // queue, so it does not grow.
 type recallSide struct {
 	on      atomic.Bool
-	index   memory.Index // nil: memory is off
 	close   func() error
 	remove  func(context.Context) error // memory off: drop the index
 	indexer *memory.Indexer
@@ -54,12 +53,16 @@ func openRecallIndex(st botStore) (memory.Index, func() error, error) {
 func newRecallSide(cfg *config.Config, st botStore, auth *authz.Authority, log zerolog.Logger) (*recallSide, error) {
 	r := &recallSide{close: func() error { return nil }}
 	r.on.Store(cfg.Memory.Enabled)
+	var idx memory.Index // nil: memory is off
 	if cfg.Memory.Enabled {
-		idx, closeIdx, err := openRecallIndex(st)
-		if err != nil {
+		var (
+			closeIdx func() error
+			err      error
+		)
+		if idx, closeIdx, err = openRecallIndex(st); err != nil {
 			return nil, fmt.Errorf("memory.enabled: %w", err)
 		}
-		r.index, r.close = idx, closeIdx
+		r.close = closeIdx
 		r.recall = memory.NewRecall(memory.RecallOptions{}, memory.RecallDeps{Index: idx, Entries: st, Viewer: auth})
 	} else {
 		r.remove = func(ctx context.Context) error {
@@ -72,7 +75,7 @@ func newRecallSide(cfg *config.Config, st botStore, auth *authz.Authority, log z
 			return nil
 		}
 	}
-	r.indexer = memory.NewIndexer(memory.IndexerOptions{}, memory.IndexerDeps{Feed: st, Entries: st, Index: r.index, Log: log})
+	r.indexer = memory.NewIndexer(memory.IndexerOptions{}, memory.IndexerDeps{Feed: st, Entries: st, Index: idx, Log: log})
 	return r, nil
 }
 
