@@ -89,6 +89,9 @@ type appOptions struct {
 	MCPBackoff time.Duration
 	// LiveAfter, if set, paces streamed replies' edits (tests).
 	LiveAfter func(time.Duration) <-chan time.Time
+	// IndexLag, if set, gets the recall index's lag per new entry (the
+	// load harness).
+	IndexLag func(time.Duration)
 	// Redactor is the log's redactor (its secrets grow on SIGHUP): every
 	// text sent to a chat passes it too (invariant 14). nil: one made
 	// from cfg.Secrets().
@@ -217,7 +220,7 @@ func (a *app) wire(o appOptions) error {
 	if a.tools != nil {
 		toolbox = a.tools
 	}
-	if a.recall, err = newRecallSide(cfg, st, a.auth, log.With().Str("component", "memory").Logger()); err != nil {
+	if a.recall, err = newRecallSide(cfg, st, a.auth, o, log.With().Str("component", "memory").Logger()); err != nil {
 		return err
 	}
 	toolbox = a.recall.toolbox(toolbox)

@@ -41,6 +41,7 @@ type harness struct {
 	typing  session.After
 	live    func(time.Duration) <-chan time.Time
 	prepare func(*app)
+	lag     func(time.Duration)
 }
 
 // commandsRoute is where the bot registers its slash commands at start
@@ -76,6 +77,8 @@ type harnessOptions struct {
 	// Prepare, if set, sees the wired app before it runs (tests replace
 	// a component with a faulty one).
 	Prepare func(*app)
+	// IndexLag, if set, gets the recall index's lag per new entry.
+	IndexLag func(time.Duration)
 }
 
 // newHarness starts the emulator and seeds a guild with #general and alice.
@@ -115,13 +118,13 @@ func configureHarness(o harnessOptions, emu *discordtest.Emulator, g discordtest
 		}
 		return nil, err
 	}
-	h := &harness{emu: emu, cfg: cfg, log: o.Log, clock: o.Clock, guild: g, general: general, alice: alice, prov: o.Provider, base: o.BaseTransport, shared: o.Shared != nil, typing: o.TypingAfter, live: o.LiveAfter, prepare: o.Prepare}
+	h := &harness{emu: emu, cfg: cfg, log: o.Log, clock: o.Clock, guild: g, general: general, alice: alice, prov: o.Provider, base: o.BaseTransport, shared: o.Shared != nil, typing: o.TypingAfter, live: o.LiveAfter, prepare: o.Prepare, lag: o.IndexLag}
 	return h, nil
 }
 
 // start builds and runs the bot; it returns once the gateway is ready.
 func (h *harness) start(ctx context.Context) error {
-	a, err := newApp(h.cfg, h.log, appOptions{Clock: h.clock, RetryBackoff: 10 * time.Millisecond, Provider: h.prov, BaseTransport: h.base, TypingAfter: h.typing, LiveAfter: h.live, MCPBackoff: 100 * time.Millisecond})
+	a, err := newApp(h.cfg, h.log, appOptions{Clock: h.clock, RetryBackoff: 10 * time.Millisecond, Provider: h.prov, BaseTransport: h.base, TypingAfter: h.typing, LiveAfter: h.live, MCPBackoff: 100 * time.Millisecond, IndexLag: h.lag})
 	if err != nil {
 		return err
 	}

@@ -54,6 +54,8 @@ type loadProfile struct {
 	// Hot429, when set, makes conversation 0's channel answer every message
 	// create with 429 for the window (its sends retry; the others are measured).
 	Hot429 bool
+	// Memory runs with memory.enabled (the recall index follows every turn).
+	Memory bool
 }
 
 // loadResult is one run's figures.
@@ -72,6 +74,10 @@ type loadResult struct {
 	// FsyncP50/P99 are a probe's write+fdatasync times on the store's disk
 	// during the window (one every 50 ms): each turn waits for several.
 	FsyncP50, FsyncP99 time.Duration
+	// LagP50/P99: with Memory, new entries' time from their write to the
+	// recall index having them; LagN how many were measured.
+	LagP50, LagP99 time.Duration
+	LagN           int
 }
 
 // loadRun is the driver's state for one run.
@@ -87,6 +93,17 @@ type loadRun struct {
 	measure atomic.Bool
 	hot     atomic.Bool // conversation 0's channel answers only 429 now
 	model   *loadModel
+	lags    []time.Duration // recall index lags in the window (under mu)
+}
+
+// indexLag records a recall index lag during the measured window.
+func (r *loadRun) indexLag(d time.Duration) {
+	if !r.measure.Load() {
+		return
+	}
+	r.mu.Lock()
+	r.lags = append(r.lags, d)
+	r.mu.Unlock()
 }
 
 type loadConv struct {
@@ -221,9 +238,10 @@ func newLoadRun(ctx context.Context, dir string, p loadProfile, log zerolog.Logg
 	if err := emu.Start(); err != nil {
 		return nil, err
 	}
-	h, err := configureHarness(harnessOptions{Dir: dir, Log: log, Provider: r.model,
+	h, err := configureHarness(harnessOptions{Dir: dir, Log: log, Provider: r.model, IndexLag: r.indexLag,
 		BaseTransport: &loadTransport{base: http.DefaultTransport, run: r},
 		Configure: func(c *config.Config) {
+			c.Memory.Enabled = p.Memory
 			// The turn budget would refuse a load test's users.
 			c.Discord.Access.RateLimit = config.RateLimitConfig{}
 			c.Discord.ThreadBindings.SpawnSubagentSessions = false
@@ -368,6 +386,14 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (loadResult, 
 	}
 	idleErr := r.waitIdle(ctx, 10*time.Second)
 	elapsed := time.Since(start)
+	if r.p.Memory {
+		// The window's entries reach the index after their replies.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if cs, err := r.h.app.store.Pending(ctx, 1); err != nil || len(cs) == 0 {
+				break
+			}
+		}
+	}
 	r.measure.Store(false)
 	if cpuProfile != nil {
 		pprof.StopCPUProfile()
@@ -383,6 +409,7 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (loadResult, 
 	lat := slices.Clone(r.lat)
 	r.lat = r.lat[:0]
 	lost := len(r.sent)
+	lags := slices.Clone(r.lags)
 	if r.p.Hot429 && r.sent[r.chans[0].channel] != nil {
 		lost--
 	}
@@ -391,6 +418,10 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (loadResult, 
 		return res, idleErr
 	}
 	res.Offered, res.Turns, res.Lost = sent, len(lat), lost
+	if len(lags) > 0 {
+		slices.Sort(lags)
+		res.LagP50, res.LagP99, res.LagN = pct(lags, 50), pct(lags, 99), len(lags)
+	}
 	res.TurnsPerSec = float64(len(lat)) / elapsed.Seconds()
 	if len(lat) > 0 {
 		slices.Sort(lat)
@@ -521,6 +552,11 @@ func printLoadTable(w io.Writer, rs []loadResult) {
 			float64(r.CPUPerTurn)/float64(time.Millisecond), r.AllocsPerTurn, r.BytesPerTurn/1024, mib(r.HeapInuse), mib(r.RSS), r.Status429, r.Lost,
 			ms(r.FsyncP50), ms(r.FsyncP99))
 	}
+	for _, r := range rs {
+		if r.Profile.Memory {
+			fmt.Fprintf(w, "%s: recall index lag p50 %s ms, p99 %s ms over %d new entries\n", r.Profile.Name, ms(r.LagP50), ms(r.LagP99), r.LagN)
+		}
+	}
 	fmt.Fprintln(w, "latency: bot-added (MESSAGE_CREATE handed to the gateway -> reply POST leaving the bot, minus model time);")
 	fmt.Fprintln(w, "cpu, allocs, heap, rss: the whole process (bot + emulator + driver); fsync: a probe's write+fdatasync on the store's disk;")
 	fmt.Fprintln(w, "see the README's performance section.")
@@ -539,7 +575,7 @@ func standardProfiles(d time.Duration) []loadProfile {
 func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	profile := fs.String("profile", "standard", "standard | saturation | hot429 | custom | guilds | store")
+	profile := fs.String("profile", "standard", "standard | saturation | hot429 | memory | custom | guilds | store")
 	conv := fs.Int("conversations", 500, "custom: conversations")
 	guilds := fs.Int("guilds", 25, "custom: guilds")
 	rate := fs.Float64("rate", 100, "custom: turns offered per second")
@@ -600,6 +636,11 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "saturation":
 		for _, r := range []float64{100, 200, 300, 400, 500, 750} {
 			ps = append(ps, loadProfile{Name: fmt.Sprintf("saturation@%.0f", r), Conversations: 500, Guilds: 25, Rate: r, Duration: *dur})
+		}
+	case "memory":
+		ps = []loadProfile{
+			{Name: "memory-off", Conversations: 500, Guilds: 25, Rate: 100, Duration: *dur},
+			{Name: "memory-on", Conversations: 500, Guilds: 25, Rate: 100, Duration: *dur, Memory: true},
 		}
 	case "hot429":
 		ps = []loadProfile{

@@ -50,7 +50,7 @@ func openRecallIndex(st botStore) (memory.Index, func() error, error) {
 	return nil, nil, fmt.Errorf("the store %T keeps no recall index", st)
 }
 
-func newRecallSide(cfg *config.Config, st botStore, auth *authz.Authority, log zerolog.Logger) (*recallSide, error) {
+func newRecallSide(cfg *config.Config, st botStore, auth *authz.Authority, o appOptions, log zerolog.Logger) (*recallSide, error) {
 	r := &recallSide{close: func() error { return nil }}
 	r.on.Store(cfg.Memory.Enabled)
 	var idx memory.Index // nil: memory is off
@@ -75,7 +75,7 @@ func newRecallSide(cfg *config.Config, st botStore, auth *authz.Authority, log z
 			return nil
 		}
 	}
-	r.indexer = memory.NewIndexer(memory.IndexerOptions{}, memory.IndexerDeps{Feed: st, Entries: st, Index: idx, Log: log})
+	r.indexer = memory.NewIndexer(memory.IndexerOptions{}, memory.IndexerDeps{Feed: st, Entries: st, Index: idx, Log: log, Clock: o.Clock, Observe: o.IndexLag})
 	return r, nil
 }
 
