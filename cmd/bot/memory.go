@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/console"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/command"
@@ -94,6 +95,22 @@ func (r *recallSide) commands() command.Memory {
 		return nil
 	}
 	return recallCommands{r}
+}
+
+// console is the console's Memory page search (nil when memory is off at
+// start), refusing while SIGHUP has turned memory off.
+func (r *recallSide) console() console.Searcher {
+	if r.recall == nil {
+		return nil
+	}
+	return recallCommands{r}
+}
+
+func (c recallCommands) SearchAll(ctx context.Context, text string, limit int) ([]memory.Found, error) {
+	if !c.r.on.Load() {
+		return nil, command.ErrMemoryOff
+	}
+	return c.r.recall.SearchAll(ctx, text, limit)
 }
 
 // recallCommands is the recall of /memory search, refusing while SIGHUP

@@ -98,17 +98,40 @@ func (r *Recall) Visible(ctx context.Context, userID string) ([]string, error) {
 // transcript store: one whose entry is erased is dropped (the index may
 // lag an erasure; deleted text is never shown).
 func (r *Recall) Search(ctx context.Context, userID, text string, limit int) ([]Found, error) {
-	return r.search(ctx, userID, nil, text, limit)
+	keys, err := r.Visible(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	return r.search(ctx, keys, text, limit)
 }
 
 // SearchIn is Search within one conversation (if userID may view it): for
 // answers everyone in that conversation sees (a Matrix room's command
 // replies are public).
 func (r *Recall) SearchIn(ctx context.Context, userID string, conv binding.ConversationRef, text string, limit int) ([]Found, error) {
-	return r.search(ctx, userID, &conv, text, limit)
+	keys, err := r.Visible(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	keys = slices.DeleteFunc(keys, func(k string) bool {
+		_, c, _ := sessionkey.ConversationOf(k)
+		return c.Key() != conv.Normalize().Key()
+	})
+	return r.search(ctx, keys, text, limit)
 }
 
-func (r *Recall) search(ctx context.Context, userID string, only *binding.ConversationRef, text string, limit int) ([]Found, error) {
+// SearchAll is Search over every conversation, for whoever already reads
+// every transcript (the operator console).
+func (r *Recall) SearchAll(ctx context.Context, text string, limit int) ([]Found, error) {
+	keys, err := r.d.Entries.Sessions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("recall: list sessions: %w", err)
+	}
+	return r.search(ctx, slices.DeleteFunc(keys, func(k string) bool { return !Indexed(k) }), text, limit)
+}
+
+// search searches the sessions keys.
+func (r *Recall) search(ctx context.Context, keys []string, text string, limit int) ([]Found, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return nil, &authz.Refusal{Msg: "the query is empty: say what to look for"}
@@ -120,15 +143,8 @@ func (r *Recall) search(ctx context.Context, userID string, only *binding.Conver
 		limit = r.opt.DefaultLimit
 	}
 	limit = min(limit, r.opt.MaxLimit)
-	keys, err := r.Visible(ctx, userID)
-	if err != nil || len(keys) == 0 {
-		return nil, err
-	}
-	if only != nil {
-		keys = slices.DeleteFunc(keys, func(k string) bool {
-			_, conv, _ := sessionkey.ConversationOf(k)
-			return conv.Key() != only.Normalize().Key()
-		})
+	if len(keys) == 0 {
+		return nil, nil
 	}
 	hits, err := r.d.Index.Search(ctx, Query{Text: text, Keys: keys, Limit: limit})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/core/authz"
+	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/memory"
 	"github.com/agentbot/agentbot/core/memory/memorytest"
@@ -137,6 +138,26 @@ func TestRecallTool(t *testing.T) {
 	}
 	if out, err := tools.Call(ctx, "main", alice, model.ToolCall{Name: "files__read"}); err != nil || out != "next ran files__read" {
 		t.Fatalf("next tool = %q, %v", out, err)
+	}
+	// SearchIn: one conversation, if the user may view it; SearchAll: the
+	// console's, every conversation.
+	rc := tools.Recall
+	for _, tc := range []struct {
+		name string
+		find func() ([]memory.Found, error)
+		n    int
+	}{
+		{"alice in general", func() ([]memory.Found, error) {
+			return rc.SearchIn(ctx, "alice", binding.ConversationRef{Channel: "discord", ConversationID: "general"}, "quarterly", 10)
+		}, 1},
+		{"alice in secret", func() ([]memory.Found, error) {
+			return rc.SearchIn(ctx, "alice", binding.ConversationRef{Channel: "discord", ConversationID: "secret"}, "quarterly", 10)
+		}, 0},
+		{"all", func() ([]memory.Found, error) { return rc.SearchAll(ctx, "quarterly", 10) }, 4},
+	} {
+		if fs, err := tc.find(); err != nil || len(fs) != tc.n {
+			t.Errorf("%s: %d hits, %v; want %d", tc.name, len(fs), err, tc.n)
+		}
 	}
 	for _, bad := range []string{`{"query": ""}`, `{"query": 3}`, `not json`, `{"query": "` + strings.Repeat("x", 600) + `"}`} {
 		if _, err := tools.Call(ctx, "main", alice, model.ToolCall{Name: memory.ToolRecall, Arguments: bad}); err == nil {
