@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,27 +129,58 @@ func (x *Index) Apply(ctx context.Context, ups []recall.Update) error {
 
 // Search matches any word of q.Text among the documents of q.Keys, best
 // first, newest first among equals.
+//
+// The view is usually a small part of the index, and a filter of many
+// session-key terms costs more than the words: so when the words have few
+// matches in the whole index (their postings counted first), all of them
+// are fetched and filtered here; otherwise the view is a filter in the
+// index. Ties are ordered newest first among the visible hits found.
 func (x *Index) Search(ctx context.Context, q recall.Query) ([]recall.Hit, error) {
 	if len(q.Keys) == 0 || q.Limit <= 0 {
 		return nil, nil
 	}
+	view := make(map[string]bool, len(q.Keys))
+	for _, k := range q.Keys {
+		view[k] = true
+	}
 	match := bleve.NewMatchQuery(q.Text)
 	match.SetField("text")
-	keys := make([]query.Query, len(q.Keys))
-	for i, k := range q.Keys {
-		t := bleve.NewTermQuery(k)
-		t.SetField("key")
-		keys[i] = t
-	}
-	// Sorting by score alone lets bleve skip the time's doc values of
-	// every match; ties are ordered newest first here, over a window
-	// wider than the limit.
-	window := max(3*q.Limit, 30)
-	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(match, bleve.NewDisjunctionQuery(keys...)), window, 0, false)
-	req.Fields = []string{"key", "seq", "role", "author", "msg", "at", "text"}
 	x.mu.RLock()
-	res, err := x.idx.SearchInContext(ctx, req)
-	x.mu.RUnlock()
+	defer x.mu.RUnlock()
+	n, err := x.matches(ctx, q.Text)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		req    *bleve.SearchRequest
+		scores map[string]float64 // the words' scores of the visible matches, when fetched first
+		res    *bleve.SearchResult
+	)
+	if few := uint64(max(20*q.Limit, 200)); n <= few {
+		if res, err = x.idx.SearchInContext(ctx, bleve.NewSearchRequestOptions(match, int(few), 0, false)); err != nil {
+			return nil, fmt.Errorf("recall index: search: %w", err)
+		}
+		scores = map[string]float64{}
+		for _, h := range res.Hits {
+			if key, _, ok := cutDocID(h.ID); ok && view[key] {
+				scores[h.ID] = h.Score
+			}
+		}
+		if len(scores) == 0 {
+			return nil, nil
+		}
+		req = bleve.NewSearchRequestOptions(bleve.NewDocIDQuery(slices.Collect(maps.Keys(scores))), len(scores), 0, false)
+	} else {
+		keys := make([]query.Query, len(q.Keys))
+		for i, k := range q.Keys {
+			t := bleve.NewTermQuery(k)
+			t.SetField("key")
+			keys[i] = t
+		}
+		req = bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(match, bleve.NewDisjunctionQuery(keys...)), max(3*q.Limit, 30), 0, false)
+	}
+	req.Fields = []string{"key", "seq", "role", "author", "msg", "at", "text"}
+	res, err = x.idx.SearchInContext(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("recall index: search: %w", err)
 	}
@@ -156,7 +190,11 @@ func (x *Index) Search(ctx context.Context, q recall.Query) ([]recall.Hit, error
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, recall.Hit{Doc: d, Score: h.Score})
+		score := h.Score
+		if scores != nil {
+			score = scores[h.ID]
+		}
+		out = append(out, recall.Hit{Doc: d, Score: score})
 	}
 	slices.SortStableFunc(out, func(a, b recall.Hit) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
@@ -165,6 +203,50 @@ func (x *Index) Search(ctx context.Context, q recall.Query) ([]recall.Hit, error
 		return b.Doc.At.Compare(a.Doc.At)
 	})
 	return out[:min(len(out), q.Limit)], nil
+}
+
+// matches counts the postings of q's words in the text field: an upper
+// bound of the documents a match query finds.
+func (x *Index) matches(ctx context.Context, text string) (uint64, error) {
+	m := x.idx.Mapping()
+	a := m.AnalyzerNamed(m.AnalyzerNameForPath("text"))
+	if a == nil {
+		return math.MaxUint64, nil
+	}
+	adv, err := x.idx.Advanced()
+	if err != nil {
+		return 0, fmt.Errorf("recall index: %w", err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return 0, fmt.Errorf("recall index: %w", err)
+	}
+	defer r.Close() //nolint:errcheck // a snapshot reader
+	var n uint64
+	seen := map[string]bool{}
+	for _, tok := range a.Analyze([]byte(text)) {
+		if seen[string(tok.Term)] {
+			continue
+		}
+		seen[string(tok.Term)] = true
+		tfr, err := r.TermFieldReader(ctx, tok.Term, "text", false, false, false)
+		if err != nil {
+			return 0, fmt.Errorf("recall index: %w", err)
+		}
+		n += tfr.Count()
+		_ = tfr.Close()
+	}
+	return n, nil
+}
+
+// cutDocID splits a document id (recall.DocID) into session key and seq.
+func cutDocID(id string) (key string, seq uint64, ok bool) {
+	i := strings.LastIndexByte(id, '#')
+	if i < 0 {
+		return "", 0, false
+	}
+	seq, err := strconv.ParseUint(id[i+1:], 10, 64)
+	return id[:i], seq, err == nil
 }
 
 func hitDoc(h *search.DocumentMatch) (recall.Doc, error) {
