@@ -138,6 +138,9 @@ func newApp(cfg *config.Config, log zerolog.Logger, o appOptions) (*app, error) 
 	a.router = delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: a.bindings})
 
 	if err := a.wire(o); err != nil {
+		if a.recall != nil {
+			_ = a.recall.close()
+		}
 		a.cluster.close()
 		st.Close()
 		return nil, err
