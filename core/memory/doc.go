@@ -22,5 +22,6 @@
 //   - Recall searches only conversations the acting user may view now
 //     (the authority's view check per conversation; a DM only by its own
 //     user; a job run acts for its creator, a subagent for its spawner):
-//     the filter is applied by the index, never after a limit was taken.
+//     the view is given to the index's search, which applies it before it
+//     takes the limit, and Recall drops any hit outside it as an error.
 package memory
