@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/config"
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/model/echo"
 	"github.com/agentbot/agentbot/store/postgres/pgtest"
 )
@@ -200,4 +203,75 @@ func testMemoryRecall(t *testing.T, dsn string) {
 	if _, out, _ := cliRun(t, "doctor", "-config", cfgPath); !strings.Contains(out, "lag: none") {
 		t.Fatalf("after bot reindex, bot doctor says:\n%s\nwant no lag", out)
 	}
+}
+
+// TestMemoryE2ERecallOnMatrix: on a real homeserver, alice's recall finds
+// her room's messages and never those of bob's room, where she is no
+// member; !memory search (its reply is public) searches only the room it
+// runs in.
+func TestMemoryE2ERecallOnMatrix(t *testing.T) {
+	w := newMxWorld(t) // not parallel: one homeserver at a time beside the parallel suite
+	bob := w.srv.Register(t, "bob", false)
+	var created struct {
+		RoomID string `json:"room_id"`
+	}
+	w.do(t, bob.AccessToken, "POST", "/createRoom", map[string]any{"preset": "private_chat", "invite": []string{w.bot.UserID}}, &created)
+	w.do(t, w.bot.AccessToken, "POST", "/join/"+url.PathEscape(created.RoomID), map[string]any{}, nil)
+	bobRoom := created.RoomID
+	h := startMatrixBot(t, w, func(c *config.Config) { c.Memory.Enabled = true })
+
+	w.say(t, w.room, "", "bot: zebra alpha in alice's room", true)
+	waitFor(t, "the answer in alice's room", func() bool { return len(w.botReplies(t, w.room, w.room)) == 1 })
+	content := map[string]any{"msgtype": "m.text", "body": "bot: zebra secret in bob's room", "m.mentions": map[string]any{"user_ids": []string{w.bot.UserID}}}
+	w.do(t, bob.AccessToken, "PUT", fmt.Sprintf("/rooms/%s/send/m.room.message/b%d", url.PathEscape(bobRoom), w.txn.Add(1)), content, nil)
+	// The test reads rooms as alice, who is not in bob's: wait for the
+	// answer in the room's transcript.
+	bobKey := sessionkey.ForConversation("main", binding.ConversationRef{Channel: "matrix", ConversationID: bobRoom})
+	waitFor(t, "the answer in bob's room", func() bool {
+		es, err := h.app.store.Tail(t.Context(), bobKey, 5)
+		return err == nil && len(es) == 2
+	})
+	drain := func() {
+		for range 100 {
+			if n, err := h.app.recall.indexer.Step(t.Context()); err != nil {
+				t.Fatal(err)
+			} else if n == 0 {
+				return
+			}
+		}
+		t.Fatal("the change queue does not drain")
+	}
+	drain()
+
+	w.say(t, w.room, "", "bot:\n"+`!tool recall {"query": "zebra"}`, true)
+	var got string
+	waitFor(t, "alice's recall", func() bool {
+		rs := w.botReplies(t, w.room, w.room)
+		if len(rs) < 2 {
+			return false
+		}
+		got = rs[len(rs)-1].Content
+		return true
+	})
+	if !strings.Contains(got, "zebra alpha") || strings.Contains(got, "zebra secret") {
+		t.Fatalf("alice's recall on Matrix:\n%s\nwant her room's message, never bob's", got)
+	}
+	drain()
+	w.say(t, w.room, "", "!memory search zebra", false)
+	waitFor(t, "!memory search's answer", func() bool {
+		rs := w.botReplies(t, w.room, w.room)
+		if len(rs) < 3 {
+			return false
+		}
+		got = rs[len(rs)-1].Content
+		return true
+	})
+	if !strings.Contains(got, "zebra alpha") || strings.Contains(got, "zebra secret") {
+		t.Fatalf("!memory search on Matrix:\n%s\nwant this room's message only", got)
+	}
+	// alice joins bob's room now, only so the Rule 1 check (which reads
+	// rooms as alice) sees what it displays.
+	w.do(t, bob.AccessToken, "POST", "/rooms/"+url.PathEscape(bobRoom)+"/invite", map[string]any{"user_id": w.alice.UserID}, nil)
+	w.do(t, w.alice.AccessToken, "POST", "/join/"+url.PathEscape(bobRoom), map[string]any{}, nil)
+	finishMatrixBot(t, h, w, []string{w.room, bobRoom})
 }
