@@ -64,7 +64,7 @@ func newRecallSide(cfg *config.Config, st botStore, auth *authz.Authority, o app
 			return nil, fmt.Errorf("memory.enabled: %w", err)
 		}
 		r.close = closeIdx
-		r.recall = memory.NewRecall(memory.RecallOptions{}, memory.RecallDeps{Index: idx, Entries: st, Viewer: auth})
+		r.recall = memory.NewRecall(memory.RecallOptions{}, memory.RecallDeps{Index: idx, Entries: st, Viewer: auth, Clock: o.Clock})
 	} else {
 		r.remove = func(ctx context.Context) error {
 			switch s := st.(type) {

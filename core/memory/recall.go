@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/model"
 )
@@ -26,19 +28,31 @@ type RecallOptions struct {
 	DefaultLimit, MaxLimit int
 	// MaxQuery caps the query's length in bytes (0: 500).
 	MaxQuery int
+	// RefusalTTL is how long a refused view check is reused for the same
+	// user and conversation (0: a minute; negative: never). Only refusals
+	// are reused: a stale one hides, never shows; it spares the platform a
+	// lookup per search of every conversation it no longer knows.
+	RefusalTTL time.Duration
 }
+
+// maxRefusals bounds the refusals kept; past it they are all dropped.
+const maxRefusals = 100_000
 
 // RecallDeps are what Recall works with.
 type RecallDeps struct {
 	Index   Index
 	Entries Entries
 	Viewer  Viewer
+	Clock   clock.Clock // nil: the real clock
 }
 
 // Recall searches the index with the authority of one user.
 type Recall struct {
 	opt RecallOptions
 	d   RecallDeps
+
+	mu      sync.Mutex
+	refused map[string]time.Time // user \x1f conversation key -> until
 }
 
 // NewRecall returns a Recall; it does no I/O.
@@ -52,7 +66,13 @@ func NewRecall(o RecallOptions, d RecallDeps) *Recall {
 	if o.MaxQuery <= 0 {
 		o.MaxQuery = 500
 	}
-	return &Recall{opt: o, d: d}
+	if o.RefusalTTL == 0 {
+		o.RefusalTTL = time.Minute
+	}
+	if d.Clock == nil {
+		d.Clock = clock.Real{}
+	}
+	return &Recall{opt: o, d: d, refused: map[string]time.Time{}}
 }
 
 // Found is one recall result.
@@ -83,7 +103,7 @@ func (r *Recall) Visible(ctx context.Context, userID string) ([]string, error) {
 		ck := conv.Key()
 		may, known := seen[ck]
 		if !known {
-			may = r.d.Viewer.CanView(ctx, userID, conv) == nil
+			may = r.mayView(ctx, userID, conv)
 			seen[ck] = may
 		}
 		if may {
@@ -91,6 +111,30 @@ func (r *Recall) Visible(ctx context.Context, userID string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// mayView is the authority's view check, a recent refusal reused.
+func (r *Recall) mayView(ctx context.Context, userID string, conv binding.ConversationRef) bool {
+	k := userID + "\x1f" + conv.Key()
+	now := r.d.Clock.Now()
+	r.mu.Lock()
+	until, ok := r.refused[k]
+	r.mu.Unlock()
+	if ok && now.Before(until) {
+		return false
+	}
+	if r.d.Viewer.CanView(ctx, userID, conv) == nil {
+		return true
+	}
+	if r.opt.RefusalTTL > 0 {
+		r.mu.Lock()
+		if len(r.refused) >= maxRefusals {
+			clear(r.refused)
+		}
+		r.refused[k] = now.Add(r.opt.RefusalTTL)
+		r.mu.Unlock()
+	}
+	return false
 }
 
 // Search finds text in the conversations userID may view now, best

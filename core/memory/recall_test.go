@@ -233,3 +233,61 @@ func TestIndexerObservesLag(t *testing.T) {
 		t.Fatalf("observed %v, want %v", lags, want)
 	}
 }
+
+// countingViewer lets alice view "general" only, and counts the checks.
+type countingViewer struct {
+	allow  map[string]bool
+	checks int
+}
+
+func (v *countingViewer) CanView(_ context.Context, userID string, conv binding.ConversationRef) error {
+	v.checks++
+	if v.allow[userID+"/"+conv.ConversationID] {
+		return nil
+	}
+	return &authz.Refusal{Msg: "no"}
+}
+
+// TestRecallReusesRefusalsOnly: a refused view check is reused for a
+// while (a deleted channel costs the platform one lookup a minute, not one
+// per search); a granted one never is (a revoked view hides at once).
+func TestRecallReusesRefusalsOnly(t *testing.T) {
+	ctx := t.Context()
+	st := storemem.New()
+	svc := transcript.New(transcript.Options{}, transcript.Deps{Store: st})
+	for i, key := range []string{memorytest.Channel("general"), memorytest.Channel("gone1"), memorytest.Channel("gone2")} {
+		if _, err := svc.Append(ctx, key, transcript.Entry{Role: transcript.RoleUser, Text: "x", MessageIDs: []string{string(rune('a' + i))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake := clock.NewFake(time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC))
+	v := &countingViewer{allow: map[string]bool{"alice/general": true}}
+	rc := memory.NewRecall(memory.RecallOptions{}, memory.RecallDeps{Index: &index{docs: map[string]memory.Doc{}}, Entries: st, Viewer: v, Clock: fake})
+	visible := func() []string {
+		keys, err := rc.Visible(ctx, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keys
+	}
+	for _, step := range []struct {
+		advance time.Duration
+		revoke  bool
+		keys    int
+		checks  int
+	}{
+		{keys: 1, checks: 3},                            // every conversation checked
+		{advance: 30 * time.Second, keys: 1, checks: 1}, // the refusals reused, the grant checked again
+		{revoke: true, keys: 0, checks: 1},              // a revoked view hides at once
+		{advance: 31 * time.Second, keys: 0, checks: 2}, // the old refusals expired; general's is fresh
+	} {
+		fake.Advance(step.advance)
+		if step.revoke {
+			v.allow = map[string]bool{}
+		}
+		v.checks = 0
+		if keys := visible(); len(keys) != step.keys || v.checks != step.checks {
+			t.Fatalf("after %v: %d visible, %d checks; want %d, %d", step.advance, len(keys), v.checks, step.keys, step.checks)
+		}
+	}
+}
