@@ -178,6 +178,16 @@ func testMemoryRecall(t *testing.T, dsn string) {
 	if got := w.recall(t, alice, "dawn"); !strings.Contains(got, dawn.ID) {
 		t.Fatalf("after /reset alice's recall:\n%s\nwant the earlier message %s", got, dawn.ID)
 	}
+	// Turned off (what SIGHUP applies): the next turn is offered no recall
+	// tool, and a model that calls it anyway is told it is not available.
+	if !w.app.recall.setOn(false) {
+		t.Fatal("memory could not be turned off")
+	}
+	w.indexed(t)
+	if _, reply := w.ask(t, gen, alice, "\n"+`!tool recall {"query": "dawn"}`); strings.Contains(reply.Content, "dawn") || !strings.Contains(reply.Content, "not available") {
+		t.Fatalf("with memory off, recall answered %q", reply.Content)
+	}
+
 	store := fmt.Sprintf("{path: %q}", w.cfg.Store.Path)
 	if dsn == "" {
 		finishBot(t, w.harness, gen, sec).Close()
