@@ -429,7 +429,6 @@ func (a *app) Run(ctx context.Context) error {
 		g.Go(func() error { return a.acp.Run(sessCtx) })
 	}
 	g.Go(func() error { return a.bindings.Run(bindCtx) })
-	g.Go(func() error { return a.recall.Run(gctx) })
 	if a.cluster != nil {
 		// Other processes' binding changes, within a second.
 		g.Go(func() error { return a.cluster.listener.Run(gctx) })

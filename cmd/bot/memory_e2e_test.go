@@ -18,6 +18,7 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/model/echo"
+	"github.com/agentbot/agentbot/store/postgres"
 	"github.com/agentbot/agentbot/store/postgres/pgtest"
 )
 
@@ -131,6 +132,13 @@ func TestMemoryE2ERecallOnPostgres(t *testing.T) {
 
 func testMemoryRecall(t *testing.T, dsn string) {
 	w := memoryStart(t, dsn)
+	if st, ok := w.app.store.(*postgres.Store); ok {
+		// The indexer runs in the leader, which settles before it leads.
+		waitFor(t, "the leader's first index build", func() bool {
+			built, err := st.RecallIndex().Built(t.Context())
+			return err == nil && built
+		})
+	}
 	gen, sec, alice, bob := w.general.ID, w.secret.ID, w.alice.ID, w.bob.ID
 	dawn, _ := w.ask(t, gen, alice, "zebra launch at dawn")
 	w.ask(t, sec, bob, "zebra password swordfish")
