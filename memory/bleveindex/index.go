@@ -156,7 +156,7 @@ func (x *Index) Search(ctx context.Context, q recall.Query) ([]recall.Hit, error
 		scores map[string]float64 // the words' scores of the visible matches, when fetched first
 		res    *bleve.SearchResult
 	)
-	if few := uint64(max(20*q.Limit, 200)); n <= few {
+	if few := uint64(max(500*q.Limit, 5000)); n <= few {
 		if res, err = x.idx.SearchInContext(ctx, bleve.NewSearchRequestOptions(match, int(few), 0, false)); err != nil {
 			return nil, fmt.Errorf("recall index: search: %w", err)
 		}

@@ -47,7 +47,7 @@ func TestSearchBeyondTheWindow(t *testing.T) {
 	defer idx.Close()
 	hidden, shown := memorytest.Channel("hidden"), memorytest.Channel("shown")
 	var ups []recall.Update
-	for i := range 300 {
+	for i := range 5100 { // more matches than the index fetches to filter itself
 		// The hidden conversation's documents score higher (shorter).
 		ups = append(ups, recall.Update{Doc: recall.Doc{Key: hidden, Seq: uint64(i + 1), Text: "apple", MessageID: "h"}})
 	}
