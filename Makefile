@@ -42,7 +42,7 @@ lint: vet fmtcheck ## static checks: vet, gofmt and staticcheck (fetched by vers
 
 bench: ## the performance targets (benchmarks); figures are in the issue notes
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime=2s ./core/... ./store/bolt/ ./store/postgres/ ./tools/mcp/
-	$(GO) test -run '^$$' -bench . -benchtime=1x ./cmd/bot/ ./console/
+	$(GO) test -run '^$$' -bench . -benchtime=1x ./bot/ ./console/
 
 LOAD_ARGS ?= -profile standard
 load: ## the load harness's standard profile (500 conversations, 100 turns/s; ~1 min); LOAD_ARGS="-profile saturation|hot429|guilds|store"
@@ -64,7 +64,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s); a finding is sav
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg; done
 
 soak: ## long randomized scenario run; SOAK_SEEDS=1-200 picks the seeds (default 1-40)
-	SOAK=1 SOAK_SEEDS=$(SOAK_SEEDS) $(GO) test -race -count=1 -timeout $(SOAK_TIMEOUT) -run '^TestScenario$$' ./cmd/bot/
+	SOAK=1 SOAK_SEEDS=$(SOAK_SEEDS) $(GO) test -race -count=1 -timeout $(SOAK_TIMEOUT) -run '^TestScenario$$' ./bot/
 
 NPM_PKGS := $(shell grep -v '^\#' .ci/npm-packages 2>/dev/null)
 npm: ## install the npm programs some tests run (MCP servers, ACP agents; .ci/npm-packages) into .cache/npm (skipped if installed)

@@ -22,15 +22,30 @@ type conn struct {
 	proc *Process
 	c    *sdk.ClientSideConnection
 	caps sdk.AgentCapabilities
+	term *terminals // nil: the terminal capability is off
+	// proxy is the sandboxed agent's way to its model endpoints (nil: none).
+	proxy *endpointProxy
+}
+
+// close stops the agent process and every command it ran (bounded).
+func (c *conn) close() {
+	if c.term != nil {
+		c.term.closeAll()
+	}
+	c.proc.Stop()
+	if c.proxy != nil {
+		c.proxy.close()
+	}
 }
 
 // dial starts the agent and runs initialize (bounded by ctx).
-func dial(ctx context.Context, pc ProcessConfig, ws *Workspace, h handler) (*conn, error) {
+// With term set, the terminal capability is on and its commands run there.
+func dial(ctx context.Context, pc ProcessConfig, ws *Workspace, h handler, term *terminals) (*conn, error) {
 	p, err := StartProcess(pc)
 	if err != nil {
 		return nil, err
 	}
-	cl := &client{ws: ws, h: h}
+	cl := &client{ws: ws, h: h, term: term}
 	c := sdk.NewClientSideConnection(cl, p.stdin, p.stdout)
 	c.SetLogger(slog.New(slog.DiscardHandler)) // its lines would bypass the bot's logger
 	init, err := c.Initialize(ctx, sdk.InitializeRequest{
@@ -38,14 +53,14 @@ func dial(ctx context.Context, pc ProcessConfig, ws *Workspace, h handler) (*con
 		ClientInfo:      &sdk.Implementation{Name: "agentbot", Version: "1"},
 		ClientCapabilities: sdk.ClientCapabilities{
 			Fs:       sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
-			Terminal: false,
+			Terminal: term != nil,
 		},
 	})
 	if err != nil {
 		p.Stop()
 		return nil, fmt.Errorf("initialize agent %s: %w", pc.Command, agentErr(err, p))
 	}
-	return &conn{proc: p, c: c, caps: init.AgentCapabilities}, nil
+	return &conn{proc: p, c: c, caps: init.AgentCapabilities, term: term}, nil
 }
 
 // agentErr prefers "the process exited" over a broken-pipe error.
@@ -68,7 +83,7 @@ func Probe(ctx context.Context, pc ProcessConfig, dir string) (sdk.AgentCapabili
 		return sdk.AgentCapabilities{}, err
 	}
 	pc.Dir = ws.Root()
-	c, err := dial(ctx, pc, ws, nopHandler{})
+	c, err := dial(ctx, pc, ws, nopHandler{}, nil)
 	if err != nil {
 		return sdk.AgentCapabilities{}, err
 	}
@@ -85,10 +100,11 @@ func (nopHandler) permission(context.Context, sdk.RequestPermissionRequest) (sdk
 
 // client is the bot's side of the protocol: file access inside the
 // workspace, permission requests and session updates to the handler, and
-// no terminal.
+// commands (terminal/*) when the agent's terminal is on.
 type client struct {
-	ws *Workspace
-	h  handler
+	ws   *Workspace
+	h    handler
+	term *terminals
 }
 
 var _ sdk.Client = (*client)(nil)
@@ -138,20 +154,39 @@ func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) e
 	return nil
 }
 
-var errNoTerminal = errors.New("the terminal capability is off")
+func (c *client) CreateTerminal(ctx context.Context, p sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+	if c.term == nil {
+		return sdk.CreateTerminalResponse{}, errNoTerminal
+	}
+	id, err := c.term.create(ctx, p)
+	return sdk.CreateTerminalResponse{TerminalId: id}, err
+}
 
-func (c *client) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
-	return sdk.CreateTerminalResponse{}, errNoTerminal
+func (c *client) KillTerminal(_ context.Context, p sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
+	if c.term == nil {
+		return sdk.KillTerminalResponse{}, errNoTerminal
+	}
+	return sdk.KillTerminalResponse{}, c.term.killID(p.TerminalId)
 }
-func (c *client) KillTerminal(context.Context, sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
-	return sdk.KillTerminalResponse{}, errNoTerminal
+
+func (c *client) TerminalOutput(_ context.Context, p sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
+	if c.term == nil {
+		return sdk.TerminalOutputResponse{}, errNoTerminal
+	}
+	return c.term.output(p.TerminalId)
 }
-func (c *client) TerminalOutput(context.Context, sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
-	return sdk.TerminalOutputResponse{}, errNoTerminal
+
+func (c *client) ReleaseTerminal(_ context.Context, p sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
+	if c.term == nil {
+		return sdk.ReleaseTerminalResponse{}, errNoTerminal
+	}
+	return sdk.ReleaseTerminalResponse{}, c.term.release(p.TerminalId)
 }
-func (c *client) ReleaseTerminal(context.Context, sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
-	return sdk.ReleaseTerminalResponse{}, errNoTerminal
-}
-func (c *client) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
-	return sdk.WaitForTerminalExitResponse{}, errNoTerminal
+
+func (c *client) WaitForTerminalExit(ctx context.Context, p sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
+	if c.term == nil {
+		return sdk.WaitForTerminalExitResponse{}, errNoTerminal
+	}
+	st, err := c.term.wait(ctx, p.TerminalId)
+	return sdk.WaitForTerminalExitResponse{ExitCode: st.ExitCode, Signal: st.Signal}, err
 }

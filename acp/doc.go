@@ -18,7 +18,21 @@
 //     it, ".." elements and symlinks leading out are refused, and the file
 //     is opened one component at a time with O_NOFOLLOW (openBeneath), so
 //     a symlink swapped in after the check is not followed. A read is capped
-//     at MaxReadBytes (regular files only). The terminal capability is off.
+//     at MaxReadBytes (regular files only).
+//   - The terminal capability is on only with AgentConfig.Terminal. Each
+//     command runs under a PTY in a session (process group) of its own, in
+//     the workspace, with the agent's environment only; its group is
+//     recorded (Deps.Procs) and killed on kill, release, the timeout, the
+//     end of its turn or session and shutdown; what is left of the group
+//     when its leader exits is SIGKILLed. The output kept is capped
+//     (outputByteLimit, else DefaultOutputCap) at a character boundary.
+//   - With CommandOptions.Approve a command starts only after an Allow click
+//     by the binder or someone MayUseAgent admits; anything else (Deny, the
+//     timeout, a cancelled turn, a restart) means it never runs.
+//   - With a Sandbox the agent process and its commands run under bwrap
+//     (see Sandbox); commands get no network unless Sandbox.Network; with
+//     Sandbox.Relay the agent has none either, but CONNECT to its model
+//     endpoints through the relay and the bot's endpoint proxy.
 //   - A session's directories are one safe component made from the
 //     conversation id (safeComponent), never the id itself (invariant 18).
 //   - What the thread displays is the bound session's transcript (Rule 1):

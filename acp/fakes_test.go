@@ -336,6 +336,8 @@ type fixture struct {
 	logs    *logBuffer
 	// editInterval is the manager's (0: its default, never reached with tickClock).
 	editInterval time.Duration
+	// procs records process groups (nil: none; set, then restart).
+	procs acp.Tracker
 }
 
 type fixOpt func(*acp.AgentConfig)
@@ -370,7 +372,7 @@ func (f *fixture) start() {
 	f.m = acp.New(acp.Options{Agents: []acp.AgentConfig{f.ac}, PermissionTimeout: permTimeout, CancelGrace: cancelGrace, EditInterval: f.editInterval,
 		Grace: 200 * time.Millisecond, KillAfter: 200 * time.Millisecond, Backoff: func(int) time.Duration { return 0 }, After: f.timers.After},
 		acp.Deps{Live: delivery.NewOutbound(delivery.OutboundOptions{}, delivery.OutboundDeps{Sender: f.live, Outbox: f.store, Transcripts: notifyingAppender{f.h, f.tr}, Bindings: touchless{f.binds}, Clock: f.timers.clk, Log: zerolog.New(f.logs)}), Notices: f.notices, Transcripts: notifyingAppender{f.h, f.tr}, Bindings: f.binds, Threads: &fakeThreads{},
-			Authority: fakeAuthority{}, Clock: &tickClock{}, Log: zerolog.New(f.logs)})
+			Authority: fakeAuthority{}, Clock: &tickClock{}, Log: zerolog.New(f.logs), Procs: f.procs})
 	go func() { _ = f.m.Run(ctx); close(f.done) }()
 	f.t.Cleanup(f.stop)
 }

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +41,10 @@ type AgentConfig struct {
 	IdleTimeout time.Duration
 	// MaxSessions caps concurrently running agent processes (0 = no cap).
 	MaxSessions int
+	// Terminal turns the terminal capability on: the agent may run
+	// commands (terminal/*) as Commands says.
+	Terminal bool
+	Commands CommandOptions
 }
 
 // Live shows a turn's messages while they change: core/delivery's one
@@ -112,8 +118,10 @@ type Deps struct {
 	Authority   Authority
 	Clock       clock.Clock
 	Log         zerolog.Logger
-	// Procs records each agent's process group (nil: none recorded).
+	// Procs records each agent's and command's process group (nil: none recorded).
 	Procs Tracker
+	// Commands counts the agents' commands.
+	Commands CommandMetrics
 }
 
 // Tracker records started process groups (internal/procs.Registry).
@@ -181,6 +189,19 @@ func New(opt Options, d Deps) *Manager {
 
 // Has reports whether name is a configured ACP agent.
 func (m *Manager) Has(name string) bool { _, ok := m.agents[name]; return ok }
+
+// Startable lists, sorted, the agents actor may start (as Start would
+// allow them): what /spawn agent and /focus acp: offer to complete.
+func (m *Manager) Startable(ctx context.Context, actor authz.Actor) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(m.agents)) {
+		ac := m.agents[name]
+		if m.d.Authority.MayUseAgent(ctx, actor, ac.Users, ac.Roles, "start the ACP agent "+ac.Name) == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
 
 // Run serves until ctx ends, then stops every agent process (bounded).
 func (m *Manager) Run(ctx context.Context) error {
@@ -279,6 +300,12 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (StartResult, err
 // OnBindingEnded stops the agent process of an ACP session whose binding
 // ended (unfocus, thread deleted, expiry): its running turn is cancelled,
 // the session is dropped. Its record stays; a new binding starts afresh.
+//
+// It returns once the cancelled turn's messages are finished (bounded by
+// endWait): the turn is the owner of its live messages until then, and
+// what the binding's end posts next in the thread (the farewell) must come
+// after them, on the screen and in the transcript. Run it before the
+// farewell's callback.
 func (m *Manager) OnBindingEnded(rec binding.Record) {
 	if rec.TargetKind != KindACP {
 		return
@@ -287,10 +314,19 @@ func (m *Manager) OnBindingEnded(rec binding.Record) {
 	s := m.sessions[rec.TargetSessionKey]
 	delete(m.sessions, rec.TargetSessionKey)
 	m.mu.Unlock()
-	if s != nil {
-		go s.shutdown()
+	if s == nil {
+		return
+	}
+	select {
+	case <-s.shutdown():
+	case <-m.opt.After(endWait):
+		m.log.Warn().Str("session", rec.TargetSessionKey).Dur("waited", endWait).
+			Msg("acp: the ended binding's turn did not finish in time; the farewell goes ahead")
 	}
 }
+
+// endWait bounds how long an ended binding waits for its turn's messages.
+const endWait = 30 * time.Second
 
 // Message is a user message in a bound thread.
 type Message struct {
@@ -350,6 +386,9 @@ func (m *Manager) Stop(ctx context.Context, rec binding.Record, userID string) (
 // Choose answers a permission button. refusal is shown to the clicker
 // only; "" means the choice was taken (the message is edited to show it).
 func (m *Manager) Choose(ctx context.Context, customID, userID string, where binding.ConversationRef) (refusal string) {
+	if id, ok := strings.CutPrefix(customID, killPrefix); ok {
+		return m.kill(ctx, id, userID, where)
+	}
 	id, idx, ok := parseCustomID(customID)
 	if !ok {
 		return "This button is not mine to answer."
@@ -521,6 +560,9 @@ func (m *Manager) reportInterrupted(ctx context.Context) {
 				continue
 			}
 			text := fmt.Sprintf("⚠️ The bot restarted while **%s** was working on a turn here; that turn was interrupted. Send your message again to continue.", ac.Name)
+			if ac.Terminal {
+				text = fmt.Sprintf("⚠️ The bot restarted while **%s** was working on a turn here; that turn was interrupted: any command it was running was cut off (killed), and a command waiting for approval expired without running. Send your message again to continue.", ac.Name)
+			}
 			if err := m.d.Notices.Notify(ctx, rec.Conversation, "acp-interrupted:"+rec.Key+":"+rec.TurnInFlight, text, transcript.SourceNotice, ac.Name); err != nil {
 				m.log.Warn().Err(err).Str("session", rec.Key).Msg("acp interrupted-turn notice not posted")
 				continue

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,6 +128,7 @@ func (s *session) work(ctx context.Context) {
 			s.mu.Lock()
 			s.turn = nil
 			s.mu.Unlock()
+			close(t.ended) // never ran: nothing to finish
 			return
 		}
 		s.run(ctx, t)
@@ -139,16 +142,26 @@ func (s *session) stopProcess() {
 	s.conn = nil
 	s.mu.Unlock()
 	if c != nil {
-		c.proc.Stop()
+		c.close()
 	}
 }
 
-func (s *session) shutdown() {
+// shutdown closes the session, cancels its turn and stops its agent. The
+// channel it returns is closed once that turn's messages are finished
+// (displayed and recorded); at once when no turn ran.
+func (s *session) shutdown() <-chan struct{} {
 	s.mu.Lock()
 	s.closed = true
+	t := s.turn
 	s.mu.Unlock()
 	s.cancel()
 	s.stopProcess()
+	if t == nil {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return t.ended
 }
 
 // ensure returns a running, initialised agent with the session open:
@@ -162,6 +175,7 @@ func (s *session) ensure(ctx context.Context) (*conn, error) {
 	if c != nil {
 		select {
 		case <-c.proc.Done():
+			c.close() // the commands of the agent that exited end with it
 		default:
 			return c, nil
 		}
@@ -193,16 +207,51 @@ func (s *session) ensure(ctx context.Context) (*conn, error) {
 	}
 	env := AgentEnv(s.ac.Env, home.Root())
 	pc := ProcessConfig{Command: s.ac.Command, Args: s.ac.Args, Env: env, Dir: ws.Root(), Grace: s.m.opt.Grace, KillAfter: s.m.opt.KillAfter}
+	var proxy *endpointProxy
+	if sb := s.ac.Commands.Sandbox; sb != nil {
+		// The agent's HOME is its own directory, or the one configured in its env.
+		h := home.Root()
+		for _, e := range env {
+			if v, ok := strings.CutPrefix(e, "HOME="); ok && filepath.IsAbs(v) {
+				h = v
+			}
+		}
+		sp := SandboxPaths{Workspace: ws.Root(), Home: h}
+		if len(sb.Relay) > 0 {
+			if proxy, err = startEndpointProxy(endpointsOf(s.ac.Env), s.m.log.With().Str("session", s.rec.Key).Logger()); err != nil {
+				return nil, err
+			}
+			sp.NetDir = proxy.dir
+			pc.Env = append(append([]string{}, env...), proxyEnv()...)
+		}
+		argv := sb.WrapAgent(append([]string{s.ac.Command}, s.ac.Args...), sp)
+		pc.Command, pc.Args = argv[0], argv[1:]
+	}
+	var term *terminals
+	if s.ac.Terminal {
+		term = &terminals{ws: ws, env: env, opt: s.ac.Commands, grace: s.m.opt.KillAfter, after: s.m.opt.After, now: s.m.d.Clock.Now,
+			hooks: s, metrics: s.m.d.Commands}
+		if term.grace <= 0 {
+			term.grace = 3 * time.Second
+		}
+		if tr := s.m.d.Procs; tr != nil {
+			term.track = func(pid int) func() { return tr.Started(context.WithoutCancel(ctx), pid, "command", s.ac.Name) }
+		}
+	}
 	if tr := s.m.d.Procs; tr != nil {
 		pc.Track = func(pid int) func() { return tr.Started(context.WithoutCancel(ctx), pid, "acp", s.ac.Name) }
 	}
 	ictx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	c, err = dial(ictx, pc, ws, s)
+	c, err = dial(ictx, pc, ws, s, term)
 	if err != nil {
+		if proxy != nil {
+			proxy.close()
+		}
 		s.noteCrash()
 		return nil, err
 	}
+	c.proxy = proxy
 	s.mu.Lock()
 	s.conn = c
 	prev := s.rec.ACPSessionID
@@ -222,7 +271,7 @@ func (s *session) ensure(ctx context.Context) (*conn, error) {
 	}
 	ns, err := c.c.NewSession(ictx, sdk.NewSessionRequest{Cwd: ws.Root(), McpServers: []sdk.McpServer{}})
 	if err != nil {
-		c.proc.Stop()
+		c.close()
 		s.mu.Lock()
 		s.conn = nil
 		s.mu.Unlock()
@@ -306,6 +355,7 @@ func (s *session) run(ctx context.Context, t *turn) {
 		if !p.warm && (!stopping || err == nil) {
 			s.clearInFlight(t.seq)
 		}
+		close(t.ended)
 	}()
 	c, err := s.ensure(ctx)
 	if err != nil {
@@ -334,7 +384,7 @@ func (s *session) run(ctx context.Context, t *turn) {
 		<-done
 	case <-t.killed:
 		// Cancelled and the agent did not end the turn in time.
-		c.proc.Stop()
+		c.close()
 		crashed = true
 		<-done
 	}
@@ -343,7 +393,7 @@ func (s *session) run(ctx context.Context, t *turn) {
 		case <-c.c.Done():
 			// The agent closed its end: it is exiting. Stop reaps it
 			// (bounded) so its exit status can be told.
-			c.proc.Stop()
+			c.close()
 			crashed = true
 		case <-c.proc.Done():
 			crashed = true
@@ -356,6 +406,7 @@ func (s *session) run(ctx context.Context, t *turn) {
 	t.resolvePerms()
 	switch {
 	case crashed:
+		c.close() // its commands end with it
 		s.mu.Lock()
 		if s.conn == c {
 			s.conn = nil
@@ -454,13 +505,15 @@ type turn struct {
 	tools     map[sdk.ToolCallId]*liveMsg
 	plan      *liveMsg
 	perms     map[string]*pendingPerm
-	pacer     *delivery.Pacer // one edit per EditInterval among the turn's messages
+	cmds      map[string]*shownCmd // the commands it ran, by terminal id
+	pacer     *delivery.Pacer      // one edit per EditInterval among the turn's messages
 	conn      *conn
 	cancelled bool
 	closed    bool           // finishing: no new permission requests
 	permWG    sync.WaitGroup // permission requests being answered
 	killed    chan struct{}  // closed when a cancel outlived CancelGrace
 	killOnce  sync.Once
+	ended     chan struct{} // closed once its messages are finished (run returned)
 }
 
 func newTurn(s *session, p prompt) *turn {
@@ -468,7 +521,7 @@ func newTurn(s *session, p prompt) *turn {
 	if seq == "" {
 		seq = newID()
 	}
-	return &turn{s: s, p: p, seq: seq, tools: map[sdk.ToolCallId]*liveMsg{}, perms: map[string]*pendingPerm{}, pacer: delivery.NewPacer(), killed: make(chan struct{})}
+	return &turn{s: s, p: p, seq: seq, tools: map[sdk.ToolCallId]*liveMsg{}, perms: map[string]*pendingPerm{}, pacer: delivery.NewPacer(), killed: make(chan struct{}), ended: make(chan struct{})}
 }
 
 func (t *turn) setConn(c *conn) {
@@ -498,6 +551,12 @@ func (t *turn) cancel() bool {
 	if c == nil {
 		t.resolvePerms()
 		return true
+	}
+	if c.term != nil {
+		// A stopped turn's commands end now, whatever the agent does.
+		for _, cmd := range c.term.running() {
+			c.term.kill(cmd, "killed")
+		}
 	}
 	ctx := t.s.m.runCtx()
 	if err := c.c.Cancel(ctx, sdk.CancelNotification{SessionId: sdk.SessionId(t.s.sessionID())}); err != nil {

@@ -162,6 +162,7 @@ func (t *turn) line(ctx context.Context, text string) {
 // to Outbound.Recover, which finishes and writes it). The error is the
 // first message that could not be finished.
 func (t *turn) finish(ctx context.Context) error {
+	t.endCommands()
 	// A permission request answered as the turn ended shows its answer
 	// before its entry is written.
 	t.mu.Lock()

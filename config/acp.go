@@ -26,10 +26,29 @@ type ACPAgentConfig struct {
 	// IdleShutdown stops an agent process idle this long (the session resumes at the next message); 0 = never.
 	IdleShutdown time.Duration `yaml:"idleShutdown"`
 	MaxSessions  int           `yaml:"maxSessions"` // concurrently running agent processes; 0 = no cap
+	// Terminal lets the agent run commands (ACP terminal/*) in its workspace.
+	Terminal bool `yaml:"terminal"`
+	// Sandbox confines the agent and its commands: bwrap (bubblewrap) or none.
+	Sandbox string `yaml:"sandbox"`
+	// Network gives commands in the sandbox the network.
+	Network bool `yaml:"network"`
+	// CommandTimeout kills a command running longer; 0 = none.
+	CommandTimeout time.Duration `yaml:"commandTimeout"`
+	// Approve: ask (each command is shown with Allow/Deny buttons first) or agent (the agent's own
+	// permission request is trusted).
+	Approve string `yaml:"approve"`
 }
 
+// Sandbox and approval modes.
+const (
+	SandboxBwrap = "bwrap"
+	SandboxNone  = "none"
+	ApproveAsk   = "ask"
+	ApproveAgent = "agent"
+)
+
 func (a *ACPAgentConfig) setDefaults() {
-	*a = ACPAgentConfig{IdleShutdown: 30 * time.Minute, MaxSessions: 4}
+	*a = ACPAgentConfig{IdleShutdown: 30 * time.Minute, MaxSessions: 4, Sandbox: SandboxBwrap, CommandTimeout: 10 * time.Minute, Approve: ApproveAsk}
 }
 
 // validateACP checks acp.agents: a command and a workspace each, ids in the user and role lists, and
@@ -65,6 +84,18 @@ func (c *Config) validateACP() *Error {
 		}
 		if a.MaxSessions < 0 {
 			return c.src.errAt(p+".maxSessions", "must not be negative (0 = no cap)")
+		}
+		if a.Sandbox != SandboxBwrap && a.Sandbox != SandboxNone {
+			return c.src.errAt(p+".sandbox", "%s is not a sandbox: use bwrap (bubblewrap: workspace read-write, system read-only, no network) or none", show(a.Sandbox))
+		}
+		if a.Network && a.Sandbox == SandboxNone {
+			return c.src.errAt(p+".network", "applies inside the sandbox only: with sandbox: none commands have the host's network anyway; remove it or use sandbox: bwrap")
+		}
+		if a.CommandTimeout < 0 {
+			return c.src.errAt(p+".commandTimeout", "must not be negative (0 = none)")
+		}
+		if a.Approve != ApproveAsk && a.Approve != ApproveAgent {
+			return c.src.errAt(p+".approve", "%s is not an approval mode: use ask (every command is shown with buttons before it starts) or agent (trust the agent's own permission request)", show(a.Approve))
 		}
 		if err := c.checkIDs(p+".users", a.Users, "Copy User ID"); err != nil {
 			return err

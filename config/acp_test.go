@@ -16,7 +16,8 @@ func TestACPConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := cfg.ACP.Agents["gemini"]
-	if g.Command != "gemini" || g.Env["GEMINI_API_KEY"] != "gm-secret-value" || g.IdleShutdown != 30*time.Minute || g.MaxSessions != 4 {
+	if g.Command != "gemini" || g.Env["GEMINI_API_KEY"] != "gm-secret-value" || g.IdleShutdown != 30*time.Minute || g.MaxSessions != 4 ||
+		g.Terminal || g.Sandbox != "bwrap" || g.Network || g.CommandTimeout != 10*time.Minute || g.Approve != "ask" {
 		t.Errorf("decoded %+v", g)
 	}
 	secrets := cfg.Secrets()
@@ -29,6 +30,10 @@ func TestACPConfig(t *testing.T) {
 		{"no command", "acp:\n  agents:\n    gemini:\n      workspace: w\n", "acp.agents.gemini.command: is required"},
 		{"no workspace", "acp:\n  agents:\n    gemini:\n      command: gemini\n", "acp.agents.gemini.workspace: is required"},
 		{"bad user", "acp:\n  agents:\n    gemini:\n      command: gemini\n      workspace: w\n      users: [bob]\n", "acp.agents.gemini.users[0]"},
+		{"bad sandbox", "acp:\n  agents:\n    gemini:\n      command: gemini\n      workspace: w\n      sandbox: docker\n", "acp.agents.gemini.sandbox"},
+		{"network without sandbox", "acp:\n  agents:\n    gemini:\n      command: gemini\n      workspace: w\n      sandbox: none\n      network: true\n", "acp.agents.gemini.network"},
+		{"negative timeout", "acp:\n  agents:\n    gemini:\n      command: gemini\n      workspace: w\n      commandTimeout: -1s\n", "acp.agents.gemini.commandTimeout"},
+		{"bad approve", "acp:\n  agents:\n    gemini:\n      command: gemini\n      workspace: w\n      approve: always\n", "acp.agents.gemini.approve"},
 		{"bad name", "acp:\n  agents:\n    Gem:\n      command: gemini\n      workspace: w\n", "acp.agents.Gem"},
 	}
 	for _, c := range cases {

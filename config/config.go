@@ -144,6 +144,10 @@ type AgentConfig struct {
 	// MCP names the servers under mcp.servers whose tools this agent (and
 	// its subagents) may use.
 	MCP []string `yaml:"mcp"`
+	// Channels are the channel, category and server ids (Matrix room ids)
+	// this agent answers in; a thread follows its parent, the most specific
+	// claim wins, and the first agent answers where none claims.
+	Channels []string `yaml:"channels"`
 }
 
 // MCPConfig is the mcp section: Model Context Protocol servers whose tools
@@ -366,6 +370,14 @@ func setIfEmpty(s *string, def string) {
 	if *s == "" {
 		*s = def
 	}
+}
+
+// File is the file the config was loaded from ("" for one built in code).
+func (c *Config) File() string {
+	if c.src == nil {
+		return ""
+	}
+	return c.src.file
 }
 
 // DefaultAgent is the first agent.

@@ -227,6 +227,7 @@ func (c *Config) validateAgents() *Error {
 		return c.src.errAt("agents", "at least one agent is required; remove the key to get the default agent \"main\"")
 	}
 	seen := map[string]int{}
+	owner := map[string]int{} // channel id -> the agent claiming it
 	for i, a := range c.Agents {
 		p := fmt.Sprintf("agents[%d]", i)
 		switch {
@@ -242,6 +243,9 @@ func (c *Config) validateAgents() *Error {
 		if err := c.checkURL(p+".avatarURL", a.AvatarURL, "https://example.com/avatar.png"); err != nil {
 			return err
 		}
+		if err := c.validateChannels(i, owner); err != nil {
+			return err
+		}
 		if _, ok := c.Models[a.Model]; !ok {
 			hint := ""
 			if c.src != nil && c.src.lines["agents"] == 0 {
@@ -250,6 +254,31 @@ func (c *Config) validateAgents() *Error {
 			return c.src.errAt(p+".model", "%s is not defined under models%s; defined models: %s",
 				show(a.Model), hint, strings.Join(sortedKeys(c.Models), ", "))
 		}
+	}
+	return nil
+}
+
+// validateChannels checks agents[i].channels: ids, and each claimed by one
+// agent only (owner: the index of the agent claiming each id so far). The
+// ids are not checked against the platform here (no I/O): `bot doctor
+// -live` names those the bot cannot see.
+func (c *Config) validateChannels(i int, owner map[string]int) *Error {
+	a, p := c.Agents[i], fmt.Sprintf("agents[%d]", i)
+	for j, id := range a.Channels {
+		key := fmt.Sprintf("%s.channels[%d]", p, j)
+		switch {
+		case strings.TrimSpace(id) == "":
+			return c.src.errAt(key, "is empty: give a channel, category or server id (Matrix: a room id such as !abc:example.org)")
+		case strings.ContainsAny(id, " \t\r\n"):
+			return c.src.errAt(key, "%s contains whitespace; give the id alone", show(id))
+		case strings.HasPrefix(id, "user:") || strings.HasPrefix(id, "@"):
+			return c.src.errAt(key, "%s is a user: direct messages always go to the default agent (the first in agents); list channel, category or server ids", show(id))
+		}
+		if k, dup := owner[id]; dup && k != i {
+			return c.src.errAt(key, "%s is also in agents[%d].channels (agent %s); an id routes to one agent only: remove it from %s or %s",
+				show(id), k, show(c.Agents[k].ID), show(c.Agents[k].ID), show(a.ID))
+		}
+		owner[id] = i
 	}
 	return nil
 }

@@ -25,6 +25,10 @@ type Metrics struct {
 	MCPRestarts     *prometheus.CounterVec // server
 	MCPToolCalls    *prometheus.CounterVec // server, outcome
 	MCPToolSeconds  *prometheus.HistogramVec
+	// ACP agents' commands (terminal/*).
+	CommandsStarted prometheus.Counter
+	CommandsKilled  *prometheus.CounterVec // reason: killed, timeout
+	CommandsRunning prometheus.Gauge
 }
 
 // New creates and registers the collectors; activeBindings reports the gauge.
@@ -54,9 +58,15 @@ func New(reg prometheus.Registerer, activeBindings func() float64) *Metrics {
 			Help: "MCP tool calls by server and outcome (ok, tool-error, error, timeout, unavailable, ...)."}, []string{"server", "outcome"}),
 		MCPToolSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentbot_mcp_tool_call_seconds",
 			Help: "MCP tool call latency.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"server"}),
+		CommandsStarted: prometheus.NewCounter(prometheus.CounterOpts{Name: "agentbot_acp_commands_started_total",
+			Help: "Commands ACP agents started (terminal/create)."}),
+		CommandsKilled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbot_acp_commands_killed_total",
+			Help: "Commands the bot killed, by reason (killed: kill, release, /stop, session end; timeout: commandTimeout)."}, []string{"reason"}),
+		CommandsRunning: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentbot_acp_commands_running",
+			Help: "Commands of ACP agents running now."}),
 	}
 	reg.MustRegister(m.Deliveries, m.RouterDecisions, m.RESTErrors, m.RateLimited, m.ActiveBindings, m.TurnSeconds, m.Inbound, m.Rule1Exceptions,
-		m.MCPUp, m.MCPRestarts, m.MCPToolCalls, m.MCPToolSeconds)
+		m.MCPUp, m.MCPRestarts, m.MCPToolCalls, m.MCPToolSeconds, m.CommandsStarted, m.CommandsKilled, m.CommandsRunning)
 	return m
 }
 
@@ -134,5 +144,24 @@ func (m *Metrics) MCPToolCall(server, outcome string, seconds float64) {
 	if m != nil {
 		m.MCPToolCalls.WithLabelValues(server, outcome).Inc()
 		m.MCPToolSeconds.WithLabelValues(server).Observe(seconds)
+	}
+}
+
+// CommandStarted counts a command an ACP agent started.
+func (m *Metrics) CommandStarted() {
+	if m != nil {
+		m.CommandsStarted.Inc()
+		m.CommandsRunning.Inc()
+	}
+}
+
+// CommandEnded counts a command's end; killed names why the bot killed it
+// ("" when it exited by itself).
+func (m *Metrics) CommandEnded(killed string) {
+	if m != nil {
+		m.CommandsRunning.Dec()
+		if killed != "" {
+			m.CommandsKilled.WithLabelValues(killed).Inc()
+		}
 	}
 }

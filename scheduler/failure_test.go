@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -68,5 +69,45 @@ func TestRule1ExceptionIsARunDiagnostic(t *testing.T) {
 	d := r.Diagnostics[0]
 	if d.Level != "warn" || d.Reason != delivery.SkipOtherAgent || d.DeliveryID != "job:"+j.ID+":run:"+r.RunID || d.Detail == "" {
 		t.Fatalf("diagnostic %+v", d)
+	}
+}
+
+// downTools is a ToolHealth whose agents all have one server down.
+type downTools map[string][]string
+
+func (d downTools) Unavailable(_ context.Context, agentID string) []string { return d[agentID] }
+
+// TestDownToolServerIsARunDiagnostic (issue 27.6): a run whose agent's MCP
+// server is not up goes on without its tools and records which server was
+// down and why, in-chat and background alike; an agent whose servers are up
+// records nothing.
+func TestDownToolServerIsARunDiagnostic(t *testing.T) {
+	for _, target := range []string{"main", "isolated"} {
+		t.Run(target, func(t *testing.T) {
+			e := newEnv(t)
+			e.tools = downTools{"main": {"files: failing: exec: npx: not found"}}
+			e.s = e.newScheduler()
+			j := e.add(scheduler.AddRequest{Schedule: "every 10m", Target: target})
+			e.clk.Set(e.job(j.ID).State.NextRunAt)
+			e.tick()
+			r := e.runs(j.ID)[0]
+			if r.Status != scheduler.StatusOK || len(r.Diagnostics) != 1 {
+				t.Fatalf("run %+v, want ok with one diagnostic", r)
+			}
+			d := r.Diagnostics[0]
+			if d.Level != delivery.DiagnosticWarn || d.Reason != scheduler.ReasonToolsUnavailable ||
+				!strings.Contains(d.Detail, "files: failing: exec: npx: not found") {
+				t.Fatalf("diagnostic %+v", d)
+			}
+		})
+	}
+	e := newEnv(t)
+	e.tools = downTools{"other": {"x: failing: boom"}}
+	e.s = e.newScheduler()
+	j := e.add(scheduler.AddRequest{Schedule: "every 10m", Target: "isolated"})
+	e.clk.Set(e.job(j.ID).State.NextRunAt)
+	e.tick()
+	if r := e.runs(j.ID)[0]; len(r.Diagnostics) != 0 {
+		t.Fatalf("diagnostics %+v for an agent whose servers are up", r.Diagnostics)
 	}
 }

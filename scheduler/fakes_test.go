@@ -156,6 +156,7 @@ type env struct {
 	set   scheduler.Settings
 	auth  scheduler.Authorizer // nil: none
 	hints scheduler.HintText   // nil: none
+	tools scheduler.ToolHealth // nil: none
 }
 
 var t0 = time.Date(2026, 3, 2, 8, 59, 0, 0, time.UTC) // a Monday
@@ -182,7 +183,7 @@ func (e *env) newScheduler() *scheduler.Scheduler {
 	var mu sync.Mutex
 	return scheduler.New(scheduler.Options{Settings: e.set, DefaultAgent: "main"}, scheduler.Deps{
 		Store: e.store, Clock: e.clk, Runner: e.chat, Background: e.bg, Deliverer: e.out, History: e.hist, Outbox: e.store,
-		Log: zerolog.Nop(), Authorizer: e.auth, Hints: scheduler.HintsByPlatform{"discord": e.hints},
+		Log: zerolog.Nop(), Authorizer: e.auth, Hints: scheduler.HintsByPlatform{"discord": e.hints}, Tools: e.tools,
 		NewID: func() string { mu.Lock(); defer mu.Unlock(); n++; return fmt.Sprintf("id%d", n) },
 	})
 }

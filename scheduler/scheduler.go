@@ -181,6 +181,9 @@ type Deps struct {
 	// platform: which command shows a job's runs, runs or removes it. A
 	// platform without one: its notices name no command.
 	Hints HintsByPlatform
+	// Tools, if set, names the agent's tool servers that are down in the
+	// run's diagnostics.
+	Tools ToolHealth
 }
 
 // Scheduler runs jobs. Construct it with New; it is safe for concurrent use.
@@ -702,6 +705,7 @@ func (s *Scheduler) perform(ctx context.Context, j Job, r *Run) {
 			return
 		}
 	}
+	s.noteTools(ctx, j, r)
 	if j.Mode() == ModeInChat {
 		s.performInChat(ctx, j, r)
 		return

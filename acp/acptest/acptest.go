@@ -1,4 +1,5 @@
-// Package acptest builds the scripted ACP agent (scriptagent) for tests.
+// Package acptest builds the scripted ACP agent (scriptagent) and the
+// sandbox relay for tests.
 package acptest
 
 import (
@@ -9,30 +10,38 @@ import (
 	"testing"
 )
 
-var (
+type built struct {
 	once sync.Once
 	bin  string
-	bErr error
-	bOut []byte
-)
+	err  error
+	out  []byte
+}
+
+var programs = map[string]*built{"scriptagent": {}, "relay": {}}
 
 // Build compiles scriptagent once per test binary and returns its path.
-func Build(t testing.TB) string {
+func Build(t testing.TB) string { return build(t, "scriptagent") }
+
+// BuildRelay compiles the sandbox relay (acp.RelayMain) once per test binary.
+func BuildRelay(t testing.TB) string { return build(t, "relay") }
+
+func build(t testing.TB, name string) string {
 	t.Helper()
-	once.Do(func() {
+	b := programs[name]
+	b.once.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
 		dir, err := exec.Command("mktemp", "-d").Output()
 		if err != nil {
-			bErr = err
+			b.err = err
 			return
 		}
-		bin = filepath.Join(string(dir[:len(dir)-1]), "scriptagent")
-		cmd := exec.Command("go", "build", "-o", bin, "./scriptagent")
+		b.bin = filepath.Join(string(dir[:len(dir)-1]), name)
+		cmd := exec.Command("go", "build", "-o", b.bin, "./"+name)
 		cmd.Dir = filepath.Dir(file)
-		bOut, bErr = cmd.CombinedOutput()
+		b.out, b.err = cmd.CombinedOutput()
 	})
-	if bErr != nil {
-		t.Fatalf("build scriptagent: %v\n%s", bErr, bOut)
+	if b.err != nil {
+		t.Fatalf("build %s: %v\n%s", name, b.err, b.out)
 	}
-	return bin
+	return b.bin
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/agentbot/agentbot/core/binding"
-	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
 )
 
@@ -198,7 +197,7 @@ func (g *Gateway) onConversationDeleted(ctx context.Context, channelID, parentID
 	}
 	keys := []string{key}
 	if g.d.Sessions != nil {
-		keys = append(keys, sessionkey.ForConversation(g.d.Sessions.DefaultAgent().ID, ref))
+		keys = append(keys, g.d.Sessions.OwnSessions(ref)...)
 	}
 	if g.d.Bindings != nil {
 		recs, err := g.d.Bindings.All(ctx)
@@ -248,8 +247,13 @@ func (g *Gateway) catchUpChanges(ctx context.Context, s *discordgo.Session, conv
 		key   string
 		since time.Time
 	}
-	windows := []window{{key: sessionkey.ForConversation(g.d.Sessions.DefaultAgent().ID, ref)}}
-	if key, rec, bound := g.d.Outbound.SessionFor(ref); bound && key != windows[0].key {
+	// Its own sessions: every agent's (a route change leaves the earlier
+	// messages in the agent's that answered then).
+	var windows []window
+	for _, key := range g.d.Sessions.OwnSessions(ref) {
+		windows = append(windows, window{key: key})
+	}
+	if key, rec, bound := g.d.Outbound.SessionFor(ref); bound && !slices.ContainsFunc(windows, func(w window) bool { return w.key == key }) {
 		windows = append(windows, window{key: key, since: rec.BoundAt})
 	}
 	var entries []transcript.Entry

@@ -31,6 +31,10 @@ type ClientOptions struct {
 	BaseTransport http.RoundTripper
 	// RetryBackoff is the wait between retries of retryable send failures.
 	RetryBackoff time.Duration
+	// Confirmed are message ids confirmed for earlier deliveries (by a
+	// previous process): reconciling an ambiguous send never takes them for
+	// another delivery's.
+	Confirmed []string
 }
 
 // WebhookStore persists one webhook per parent channel.
@@ -99,6 +103,7 @@ func NewClient(opt ClientOptions, d ClientDeps) (*Client, error) {
 		opt.AccountID = "default"
 	}
 	c := &Client{opt: opt, d: d, log: d.Log, guilds: set(opt.Guilds), rotated: make(chan struct{}, 1)}
+	c.claimed.add(opt.Confirmed...)
 	c.token.Set(opt.Token)
 	s, err := c.newSession()
 	if err != nil {

@@ -29,9 +29,11 @@ const (
 	optBool   = discordgo.ApplicationCommandOptionBoolean
 )
 
-// Commands are the slash commands of DESIGN.md §4.
+// Commands are the slash commands of DESIGN.md §4; the options naming a
+// job, a run, a label or an agent (and /session's durations) are
+// registered with autocomplete.
 func Commands() []*discordgo.ApplicationCommand {
-	return []*discordgo.ApplicationCommand{
+	return withAutocomplete([]*discordgo.ApplicationCommand{
 		{Name: "spawn", Description: "Start a subagent on a task", Options: []*discordgo.ApplicationCommandOption{
 			opt(optString, "task", "What the subagent should do", true),
 			opt(optString, "label", "A short name for it", false),
@@ -68,7 +70,8 @@ func Commands() []*discordgo.ApplicationCommand {
 		{Name: "stop", Description: "Stop this conversation's running turn, or a subagent's run", Options: []*discordgo.ApplicationCommandOption{
 			opt(optString, "target", "Subagent label or session key (default: this conversation)", false),
 		}},
-	}
+		{Name: "ps", Description: "Commands the external agent bound to this thread is running"},
+	})
 }
 
 func (g *Gateway) registerCommands(ctx context.Context) error {
@@ -166,8 +169,12 @@ func parseInvocation(in *discordgo.Interaction) invocation {
 }
 
 func (g *Gateway) onInteraction(ctx context.Context, in *discordgo.Interaction) {
-	if in.Type == discordgo.InteractionMessageComponent {
+	switch in.Type {
+	case discordgo.InteractionMessageComponent:
 		g.onComponent(ctx, in)
+		return
+	case discordgo.InteractionApplicationCommandAutocomplete:
+		g.onAutocomplete(ctx, in)
 		return
 	}
 	if in.Type != discordgo.InteractionApplicationCommand {

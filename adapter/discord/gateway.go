@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/core/authz"
@@ -49,7 +51,9 @@ type GatewayOptions struct {
 // Sessions is what the Gateway needs of core/session.Manager.
 type Sessions interface {
 	HandleMessage(ctx context.Context, msg session.Message) error
-	DefaultAgent() session.Agent
+	// OwnSessions are a conversation's own sessions, one per agent (a
+	// route change leaves its earlier messages in another agent's).
+	OwnSessions(conv binding.ConversationRef) []string
 	Watermarks() map[string]string
 	Running(key string) (session.Run, bool)
 	Stop(run session.Run) bool
@@ -77,6 +81,8 @@ type Bindings interface {
 // Commander runs the platform-neutral commands (core/command.Commands).
 type Commander interface {
 	Run(ctx context.Context, v command.Invocation) (command.Reply, error)
+	// Complete suggests values for the option being typed (autocomplete).
+	Complete(ctx context.Context, v command.Invocation, option, typed string) []command.Choice
 }
 
 // Deliverer is the outbound send owner (core/delivery.Outbound).
@@ -125,7 +131,10 @@ type Gateway struct {
 	mu    sync.RWMutex
 	ctx   context.Context
 	ready atomic.Bool
-	gate  *authz.Gate
+	// stopped is set when Run returns: no session of this gateway may
+	// connect again (see dial).
+	stopped atomic.Bool
+	gate    *authz.Gate
 
 	shard      Shard        // Count 0 until known (auto); guarded by mu
 	identifies atomic.Int64 // connect attempts (see connect)
@@ -192,9 +201,8 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	defer func() {
 		g.ready.Store(false)
-		if err := g.c.session().Close(); err != nil { // the current one (a rotation replaces it)
-			g.log.Warn().Err(err).Msg("discord: close gateway")
-		}
+		g.stopped.Store(true)
+		g.closeForGood(g.c.session()) // the current one (a rotation replaces it)
 	}()
 	select {
 	case <-readyCh:
@@ -205,6 +213,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 		return errors.New("discord: gateway did not send READY within 30s")
 	}
 	if err := g.registerCommands(ctx); err != nil {
+		if ctx.Err() != nil { // a stop during registration is a stop, not a failure
+			return g.drain()
+		}
 		return err
 	}
 	t := time.NewTicker(g.opt.SweepInterval)
@@ -240,9 +251,29 @@ func (g *Gateway) drain() error {
 func (g *Gateway) prepare(s *discordgo.Session) {
 	s.Identify.Intents = Intents
 	s.ShouldReconnectOnError = g.opt.Reconnect
+	d := *websocket.DefaultDialer
+	d.NetDialContext = g.dial
+	s.Dialer = &d
 	if id, n := g.ShardInfo(); n > 1 { // auto: set by fixShard before the first Open
 		s.ShardID, s.ShardCount = id, n
 	}
+}
+
+// errGatewayStopped refuses a connection after Run returned.
+var errGatewayStopped = errors.New("discord: the gateway has stopped; its sessions do not connect again")
+
+// dial opens the gateway's TCP connections. Once Run has returned it
+// refuses: discordgo's reconnect loop, started by a read or heartbeat
+// failure that raced the final Close, would otherwise open a session that
+// outlives Run, identify as the bot and take events (interactions among
+// them) that a stopped gateway can only refuse. Every connect of every
+// session (the loop's too) dials here.
+func (g *Gateway) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if g.stopped.Load() {
+		return nil, errGatewayStopped
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
 }
 
 // register installs every gateway handler in one place. discordgo runs

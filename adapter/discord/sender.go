@@ -54,11 +54,6 @@ func (c *Client) Send(ctx context.Context, d delivery.Delivery) (delivery.Receip
 	return r, err
 }
 
-// RememberConfirmed tells the Client message ids confirmed for earlier
-// deliveries (by a previous process): reconciliation never takes them for
-// another delivery's.
-func (c *Client) RememberConfirmed(ids ...string) { c.claimed.add(ids...) }
-
 // claimedIDs remembers the message ids recent sends confirmed: each
 // belongs to its delivery, so reconciliation never takes one for another
 // delivery's (an identical text said a moment before).

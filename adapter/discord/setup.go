@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -94,6 +95,10 @@ type CheckOptions struct {
 	// AllowChannels / DenyChannels are discord.access's channel lists: a
 	// denied channel is not checked; with an allow list only those are.
 	AllowChannels, DenyChannels []string
+	// Routes are agents[].channels: claimed id -> agent. An id that is no
+	// served server, nor a category or channel in one, is a finding
+	// (Matrix room ids, "!room:server", are not Discord's to check).
+	Routes map[string]string
 }
 
 // Checker talks to Discord's REST API (no gateway) to check a token and
@@ -249,14 +254,31 @@ func (c *Checker) Check(ctx context.Context) ([]Finding, error) {
 			served = append(served, in[i])
 		}
 	}
+	seen := map[string]bool{}
 	for _, g := range served {
-		fs, err := c.checkGuild(ctx, g, botID, botName, app.ID)
+		fs, err := c.checkGuild(ctx, g, botID, botName, app.ID, seen)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, fs...)
 	}
-	return out, nil
+	return append(out, c.unknownRoutes(seen)...), nil
+}
+
+// unknownRoutes are the agents[].channels ids that name nothing the bot
+// serves (seen: the served guilds and their channels and categories).
+func (c *Checker) unknownRoutes(seen map[string]bool) []Finding {
+	var out []Finding
+	for _, id := range slices.Sorted(maps.Keys(c.o.Routes)) {
+		if seen[id] || strings.HasPrefix(id, "!") {
+			continue
+		}
+		agent := c.o.Routes[id]
+		out = append(out, Finding{ChannelID: id, Channel: id, Required: true,
+			Problem: fmt.Sprintf("agent %q's channels name %s, which is no server, category or channel the bot serves", agent, id),
+			Fix:     "check the id (Discord: User Settings → Advanced → Developer Mode, then right-click → Copy ID), invite the bot to its server, or remove it from agents[].channels"})
+	}
+	return out
 }
 
 // needed is the permissions the config needs, required ones first.
@@ -271,7 +293,7 @@ func (c *Checker) needed() []Permission {
 	return out
 }
 
-func (c *Checker) checkGuild(ctx context.Context, ref GuildRef, botID, botName, appID string) ([]Finding, error) {
+func (c *Checker) checkGuild(ctx context.Context, ref GuildRef, botID, botName, appID string, seen map[string]bool) ([]Finding, error) {
 	rg, err := c.s.Guild(ref.ID, discordgo.WithContext(ctx))
 	if err != nil {
 		return nil, checkErr("get guild "+ref.ID, err)
@@ -287,6 +309,10 @@ func (c *Checker) checkGuild(ctx context.Context, ref GuildRef, botID, botName, 
 	chans, err := c.s.GuildChannels(ref.ID, discordgo.WithContext(ctx))
 	if err != nil {
 		return nil, checkErr("list channels of guild "+ref.ID, err)
+	}
+	seen[rg.ID] = true
+	for _, ch := range chans {
+		seen[ch.ID] = true
 	}
 	var out []Finding
 	need := c.needed()

@@ -91,6 +91,11 @@ func TestCheckerFindings(t *testing.T) {
 			func(w world) CheckOptions {
 				return CheckOptions{ThreadBindings: true, DenyChannels: []string{w.secret.ID}}
 			}, nil},
+		{"agents[].channels: an unknown id is named; the server, a channel and a Matrix room are not", InvitePermissions(),
+			func(w world) CheckOptions {
+				return CheckOptions{DenyChannels: []string{w.secret.ID}, Routes: map[string]string{
+					w.g.ID: "main", w.general.ID: "scribe", "!room:example.org": "scribe", "999999999999999999": "scribe"}}
+			}, []string{`!999999999999999999:agent "scribe"'s channels name 999999999999999999, which is no server, category or channel the bot serves`}},
 		{"a served guild the bot is not in", InvitePermissions(),
 			func(w world) CheckOptions { return CheckOptions{Guilds: []string{w.g.ID, "123456789012345678"}} },
 			[]string{"!:the bot is not in this server (discord.guilds lists it)", "#secret:View Channel"}},

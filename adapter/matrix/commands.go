@@ -13,7 +13,7 @@ const CommandPrefix = "!"
 
 // Command is a parsed text command: the same names and options as the Discord slash commands of DESIGN.md §4.
 type Command struct {
-	Name    string            // spawn, focus, unfocus, agents, session, cron, reset, stop
+	Name    string            // spawn, focus, unfocus, agents, session, cron, reset, stop, help
 	Sub     string            // session idle|max-age|unbind; cron add|list|remove|run|runs
 	Options map[string]string // bool options are "true" or "false"
 	// EventID is the event that carried the command (set by the gateway, not parsed): the core runs one event's
@@ -57,6 +57,10 @@ var commandSpecs = map[string]cmdSpec{
 	"memory": {subs: map[string]cmdSpec{
 		"search": {rest: "query", opts: []optSpec{{name: "query", required: true}}},
 	}},
+	// help lists the commands and the values their options take here
+	// (what Discord's autocomplete offers).
+	"help": {},
+	"ps":   {},
 }
 
 // ErrNotCommand: the text does not start with CommandPrefix and a known command name (it is a plain message).

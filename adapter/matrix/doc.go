@@ -51,9 +51,9 @@
 // and '$'; they are used verbatim. A thread is its root event: the conversation id of a thread is the root's event
 // id and its parent is the room id.
 //
-// Wiring (cmd/bot, the config's matrix section): the Client is Outbound's sender for "matrix" targets (through
-// core/delivery.Mux; DECISIONS 80, 81), the Directory the authority's for Matrix conversations (authz.Directories),
-// Threads and Typist the sessions' for Matrix (session.ThreadsByPlatform, TypistsByPlatform), the core's commands
+// Wiring (bot, the config's matrix section): the Client is Outbound's sender for "matrix" targets, the Directory
+// the authority's for Matrix conversations, Threads and Typist the sessions' for Matrix, all through the one
+// platform table (core/platform; DECISIONS 80, 81), the core's commands
 // answer its text commands (core/command with CommandPlatform), and the Sync loop feeds the Gateway. Keys and
 // targets carry the platform and Matrix ids verbatim (core/sessionkey; DECISIONS 79). Not yet: an access policy
 // like discord.access, media, and catching up edits and redactions made while the bot was down beyond what /sync

@@ -17,6 +17,7 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/platform"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
@@ -143,7 +144,7 @@ func startStack(t *testing.T, e *env, s *stores, opts ...func(*stackOpts)) *stac
 		t.Fatal(err)
 	}
 	k.out = delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{
-		Sender: delivery.NewMux(map[string]delivery.Sender{"discord": notDiscord{t}, "matrix": DeliverySender{Client: k.c}}),
+		Sender: platform.New(platform.Platform{Name: "discord", Sender: notDiscord{t}}, platform.Platform{Name: "matrix", Sender: DeliverySender{Client: k.c}}),
 		Outbox: s.st, Transcripts: k.tr, Bindings: k.bs, Log: zerolog.Nop()})
 	m := session.New(session.Options{Channel: "matrix", AccountID: "default", Agents: []session.Agent{{ID: "main", Name: "Main", Provider: so.provider}}},
 		session.Deps{Outbound: k.out, Router: delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: k.bs}),

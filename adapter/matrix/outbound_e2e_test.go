@@ -14,6 +14,7 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/platform"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/store/memory"
@@ -45,7 +46,7 @@ func TestOutboundToMatrixThroughMux(t *testing.T) {
 	st := memory.New()
 	tr := transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clock.Real{}})
 	out := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{
-		Sender: delivery.NewMux(map[string]delivery.Sender{"discord": notDiscord{t}, "matrix": DeliverySender{Client: c}}),
+		Sender: platform.New(platform.Platform{Name: "discord", Sender: notDiscord{t}}, platform.Platform{Name: "matrix", Sender: DeliverySender{Client: c}}),
 		Outbox: st, Transcripts: tr, Bindings: noBindings{}, Log: zerolog.Nop()})
 	entries := func(conv binding.ConversationRef) []transcript.Entry {
 		t.Helper()
@@ -187,7 +188,7 @@ func TestLiveRecoveryAfterHomeserverRestartNoDuplicate(t *testing.T) {
 	e.srv.Restart(t)
 
 	out := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{
-		Sender: delivery.NewMux(map[string]delivery.Sender{"discord": notDiscord{t}, "matrix": DeliverySender{Client: e.client(t)}}),
+		Sender: platform.New(platform.Platform{Name: "discord", Sender: notDiscord{t}}, platform.Platform{Name: "matrix", Sender: DeliverySender{Client: e.client(t)}}),
 		Outbox: st, Transcripts: tr, Bindings: noBindings{}, Log: zerolog.Nop()})
 	if n, err := out.Recover(ctx, time.Now().Add(time.Hour)); err != nil || n != 1 {
 		t.Fatalf("recovered %d, err %v", n, err)

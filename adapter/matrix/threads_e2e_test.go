@@ -17,6 +17,7 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/platform"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/store/memory"
@@ -37,7 +38,7 @@ func newCore(t *testing.T, c *Client, b delivery.Bindings) *core {
 	st := memory.New()
 	tr := transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clock.Real{}})
 	out := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{
-		Sender: delivery.NewMux(map[string]delivery.Sender{"discord": notDiscord{t}, "matrix": DeliverySender{Client: c}}),
+		Sender: platform.New(platform.Platform{Name: "discord", Sender: notDiscord{t}}, platform.Platform{Name: "matrix", Sender: DeliverySender{Client: c}}),
 		Outbox: st, Transcripts: tr, Bindings: b, Log: zerolog.Nop()})
 	return &core{st: st, tr: tr, out: out}
 }

@@ -36,6 +36,7 @@ func TestParseCommand(t *testing.T) {
 		{in: `!cron add schedule="every 10m" summarise the news tz=Europe/Berlin`, want: Command{Name: "cron", Sub: "add", Options: map[string]string{"schedule": "every 10m", "prompt": "summarise the news", "tz": "Europe/Berlin"}}},
 		{in: `!cron add schedule="*/5 * * * *" prompt="say \"hi\""`, want: Command{Name: "cron", Sub: "add", Options: map[string]string{"schedule": "*/5 * * * *", "prompt": `say "hi"`}}},
 		{in: "!cron runs j1", want: Command{Name: "cron", Sub: "runs", Options: map[string]string{"id": "j1"}}},
+		{in: "!help", want: Command{Name: "help", Options: map[string]string{}}},
 		{in: "hello !spawn x", wantErr: "not"},
 		{in: "!nosuch x", wantErr: "not"},
 		{in: "!", wantErr: "not"},

@@ -96,14 +96,14 @@ func oldStyleJob(id, target, to string) scheduler.Job {
 	return scheduler.Job{
 		ID: id, Name: "old " + id, AgentID: "main", Prompt: "post the digest", Target: target, To: to, StoredMode: scheduler.ModeInChat,
 		Schedule:  scheduler.ScheduleSpec{Kind: scheduler.KindEvery, Every: time.Hour, Anchor: cliT0, TZ: "UTC", Text: "every 1h"},
-		CreatedIn: discordRef("300"), CreatedAt: cliT0, Enabled: true, State: scheduler.JobState{NextRunAt: cliT0.Add(time.Hour)},
+		CreatedIn: binding.ConversationRef{Channel: "discord", AccountID: "default", ConversationID: "300"}, CreatedAt: cliT0, Enabled: true, State: scheduler.JobState{NextRunAt: cliT0.Add(time.Hour)},
 	}
 }
 
 func TestCLIInspectTranscriptJSON(t *testing.T) {
 	t.Parallel()
 	cfg, storePath := cliConfig(t, "")
-	key := seChannelKey("300")
+	key := "agent:main:discord:channel:300"
 	cliSeed(t, storePath, func(st *bolt.Store) {
 		for _, e := range []transcript.Entry{
 			{Role: transcript.RoleUser, Author: "alice", Text: "hello", MessageIDs: []string{"1001"}, Source: transcript.SourceUser, DeliveryID: "in:1001", At: cliT0},
@@ -361,7 +361,7 @@ func TestCLIVersion(t *testing.T) {
 func TestCLIDoctorReportsAndFixesOldStyleJobs(t *testing.T) {
 	t.Parallel()
 	cfg, storePath := cliConfig(t, "")
-	key := seChannelKey("300")
+	key := "agent:main:discord:channel:300"
 	cliSeed(t, storePath, func(st *bolt.Store) {
 		for _, j := range []scheduler.Job{
 			oldStyleJob("a-session-elsewhere", "session:"+key, "channel:400"),

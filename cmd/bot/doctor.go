@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/agentbot/agentbot/bot"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/session"
@@ -29,14 +30,14 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return code
 	}
 	fmt.Fprintln(stdout, "✔ config is valid")
-	problems := doctorACP(ctx, cfg, stdout)
-	problems += doctorMCP(ctx, cfg, stdout)
+	problems := bot.DoctorACP(ctx, cfg, stdout)
+	problems += bot.DoctorMCP(ctx, cfg, stdout)
 	if *live {
 		if err := cfg.ValidateForRun(); err != nil {
 			fmt.Fprintln(stderr, "bot:", err)
 			return exitUsage
 		}
-		found, err := liveFindings(ctx, cfg, nil)
+		found, err := bot.LiveFindings(ctx, cfg, nil)
 		if err != nil {
 			fmt.Fprintln(stderr, "bot: live check:", err)
 			return exitProblems
@@ -44,10 +45,10 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if len(found) == 0 {
 			fmt.Fprintln(stdout, "✔ Discord: the token, the Message Content intent and every permission the config needs, in every served channel")
 		} else {
-			problems += printFindings(stdout, found)
+			problems += bot.PrintFindings(stdout, found)
 		}
 	}
-	st, err := openStore(ctx, cfg.Store, time.Second)
+	st, err := bot.OpenStore(ctx, cfg.Store, time.Second)
 	if *live && errors.Is(err, bolt.ErrLocked) {
 		fmt.Fprintln(stdout, "⚠ store is locked by the running bot: store checks skipped (stop it, or use bot inspect)")
 		return doctorExit(stdout, problems)
@@ -57,7 +58,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	defer st.Close()
-	fmt.Fprintf(stdout, "✔ store %s opened\n", storeLabel(cfg.Store, st))
+	fmt.Fprintf(stdout, "✔ store %s opened\n", bot.StoreLabel(cfg.Store, st))
 	if err := storeGrowth(ctx, cfg.Store, st, time.Now(), stdout); err != nil {
 		fmt.Fprintln(stderr, "bot: store size:", err)
 		return exitProblems
@@ -118,7 +119,7 @@ func doctorExit(stdout io.Writer, problems int) int {
 
 // staleBindings reports active bindings whose target subagent has ended
 // (they route messages to a session that will not answer as expected).
-func staleBindings(ctx context.Context, st botStore, w io.Writer) (int, error) {
+func staleBindings(ctx context.Context, st bot.Store, w io.Writer) (int, error) {
 	infos, err := st.SessionInfos(ctx)
 	if err != nil {
 		return 0, err
@@ -149,7 +150,7 @@ func staleBindings(ctx context.Context, st botStore, w io.Writer) (int, error) {
 
 // storeGrowth reports the store file's size and what delivery retention
 // frees (store.deliveryRetentionDays): it never deletes anything itself.
-func storeGrowth(ctx context.Context, cfg config.StoreConfig, st botStore, now time.Time, w io.Writer) error {
+func storeGrowth(ctx context.Context, cfg config.StoreConfig, st bot.Store, now time.Time, w io.Writer) error {
 	b, ok := st.(*bolt.Store)
 	if !ok {
 		return nil // PostgreSQL: its own tools report table sizes; no retention yet

@@ -26,6 +26,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentbot/agentbot/acp"
+	"github.com/agentbot/agentbot/bot"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/internal/redact"
 	"github.com/agentbot/agentbot/store/bolt"
@@ -49,6 +51,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return exitUsage
+	}
+	if args[0] == bot.RelayCommand { // inside an agent's sandbox (not for people)
+		return acp.RelayMain(args[1:])
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -123,22 +128,6 @@ func loadConfig(fs *flag.FlagSet, args []string, stderr io.Writer) (*config.Conf
 	return cfg, exitOK
 }
 
-// newLogger builds the process logger. Every line passes through red (the
-// configured secrets plus the credential shapes of internal/redact) before
-// it reaches w, whatever the error path that logged it (invariant 14).
-func newLogger(cfg config.LogConfig, w io.Writer, red *redact.Redactor) zerolog.Logger {
-	lvl, err := zerolog.ParseLevel(cfg.Level)
-	if err != nil {
-		lvl = zerolog.InfoLevel
-	}
-	w = red.Writer(w)
-	out := w
-	if cfg.Format != "json" {
-		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05"}
-	}
-	return zerolog.New(out).Level(lvl).With().Timestamp().Logger()
-}
-
 func cmdRun(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -151,8 +140,8 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	red := redact.New(cfg.Secrets()...)
-	log := newLogger(cfg.Log, stderr, red)
-	a, err := newApp(cfg, log, appOptions{Redactor: red})
+	log := bot.NewLogger(cfg.Log, stderr, red)
+	a, err := bot.New(bot.Options{Config: cfg}, bot.Deps{Log: log, Redactor: red})
 	if err != nil {
 		fmt.Fprintln(stderr, "bot:", red.Error(err))
 		if errors.Is(err, bolt.ErrLocked) || errors.Is(err, config.ErrInvalid) {
@@ -161,7 +150,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitProblems
 	}
 	log.Info().Str("version", version).Str("store", cfg.Store.Path).Msg("starting")
-	go logLiveFindings(ctx, cfg, nil, log) // the same findings as bot doctor -live, once, as warnings
+	go bot.LogLiveFindings(ctx, cfg, nil, log) // the same findings as bot doctor -live, once, as warnings
 	go reloadOnHUP(ctx, configPath(fs), a, log, red)
 	if err := a.Run(ctx); err != nil {
 		log.Error().Err(err).Msg("stopped with an error")
@@ -178,7 +167,7 @@ func configPath(fs *flag.FlagSet) string { return fs.Lookup("config").Value.Stri
 // while running: the bot token (every later REST call uses it, through the
 // same thread and webhook managers, and the gateway re-identifies with it). Other changes need a restart, and the
 // log says so. A bad file is reported and changes nothing.
-func reloadOnHUP(ctx context.Context, path string, a *app, log zerolog.Logger, red *redact.Redactor) {
+func reloadOnHUP(ctx context.Context, path string, a *bot.App, log zerolog.Logger, red *redact.Redactor) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -196,10 +185,8 @@ func reloadOnHUP(ctx context.Context, path string, a *app, log zerolog.Logger, r
 				continue
 			}
 			red.Add(cfg.Secrets()...) // a rotated token is a secret from now on
-			if a.discord != nil {
-				a.discord.SetToken(cfg.Discord.Token)
-			}
-			if !a.recall.setOn(cfg.Memory.Enabled) {
+			a.SetToken(cfg.Discord.Token)
+			if !a.SetMemory(cfg.Memory.Enabled) {
 				log.Warn().Msg("memory.enabled: turning memory on takes a restart (no index is open)")
 			}
 			log.Info().Msg("config reloaded: token and memory.enabled applied; other changes take effect after a restart")

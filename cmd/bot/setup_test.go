@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
+	"github.com/agentbot/agentbot/bot"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/store/bolt"
 )
@@ -82,26 +83,36 @@ func TestCLISetupAgainstEmulator(t *testing.T) {
 		t.Fatalf("bot run refuses the written config: %v", err)
 	}
 	cfg.HTTP.Listen = "127.0.0.1:0" // the example's fixed port may be taken on a shared machine
-	a, err := newApp(cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), appOptions{})
+	stop := startApp(t, cfg)
+	if err := e.WaitHeartbeats(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+}
+
+// startApp runs the application on cfg until it is connected; stop
+// ends it and requires a clean stop.
+func startApp(t *testing.T, cfg *config.Config) (stop func()) {
+	t.Helper()
+	a, err := bot.New(bot.Options{Config: cfg}, bot.Deps{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	if err != nil {
-		t.Fatalf("bot run refuses the written config: %v", err)
+		t.Fatalf("bot run refuses the config: %v", err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	select {
-	case <-a.gateway.Connected():
+	case <-a.Connected():
 	case err := <-done:
 		t.Fatalf("bot run stopped: %v", err)
 	case <-time.After(20 * time.Second):
 		t.Fatal("bot run did not connect")
 	}
-	if err := e.WaitHeartbeats(t.Context(), 1); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -280,15 +291,32 @@ func TestCLIRunLogsLiveFindingsAtStart(t *testing.T) {
 // healthcheck answers 0 while it runs, 1 once it stopped.
 func TestCLIBackupOfARunningBot(t *testing.T) {
 	t.Parallel()
-	h := startBot(t, nil, func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0"; c.HTTP.Token = "backup-secret" })
+	e := discordtest.NewTest(t, discordtest.Options{})
+	g := e.AddGuild("demo")
+	general, err := e.AddTextChannel(g.ID, "general")
+	must(t, err)
+	alice, err := e.AddMember(g.ID, "alice")
+	must(t, err)
+	cfg := config.Default()
+	cfg.Discord.Token, cfg.Discord.APIURL = e.Token(), e.URL()
+	cfg.Store.Path = filepath.Join(t.TempDir(), "bot.db")
+	cfg.HTTP.Listen, cfg.HTTP.Token = "127.0.0.1:0", "backup-secret"
+	a, err := bot.New(bot.Options{Config: cfg}, bot.Deps{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+	must(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
 	var addr string
 	select {
-	case addr = <-h.app.httpAddr:
+	case addr = <-a.HTTPAddr():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the HTTP server did not start")
 	}
-	adSay(t, h, h.general.ID, adMention(h)+"remember me")
-	if _, err := h.emu.WaitMessages(t.Context(), h.general.ID, 2); err != nil {
+	<-a.Connected()
+	must(t, e.WaitHeartbeats(t.Context(), 1))
+	_, err = e.UserSay(general.ID, alice.ID, "<@"+e.BotUserID()+"> remember me")
+	must(t, err)
+	if _, err := e.WaitMessages(t.Context(), general.ID, 2); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -301,17 +329,17 @@ func TestCLIBackupOfARunningBot(t *testing.T) {
 		return p
 	}
 	// The container HEALTHCHECK asks /healthz (no token needed).
-	if code, out, errOut := cliRun(t, "healthcheck", "-config", cfgFor(h.cfg.Store.Path, "")); code != exitOK || out != "ok\n" {
+	if code, out, errOut := cliRun(t, "healthcheck", "-config", cfgFor(cfg.Store.Path, "")); code != exitOK || out != "ok\n" {
 		t.Fatalf("healthcheck of the running bot: exit %d %q %s", code, out, errOut)
 	}
 	copyPath := filepath.Join(dir, "backup", "bot.db")
-	code, out, errOut := cliRun(t, "backup", copyPath, "-config", cfgFor(h.cfg.Store.Path, "backup-secret"))
+	code, out, errOut := cliRun(t, "backup", copyPath, "-config", cfgFor(cfg.Store.Path, "backup-secret"))
 	if code != exitOK || !strings.Contains(out, "from the running bot") || !strings.Contains(out, fmt.Sprintf("schema %d", bolt.SchemaVersion)) {
 		t.Fatalf("backup: exit %d\n%s\n%s", code, out, errOut)
 	}
 	// The copy inspects cleanly: the conversation is in it.
 	copyCfg := cfgFor(copyPath, "")
-	code, out, errOut = cliRun(t, "inspect", "transcript", "agent:main:discord:channel:"+h.general.ID, "-config", copyCfg)
+	code, out, errOut = cliRun(t, "inspect", "transcript", "agent:main:discord:channel:"+general.ID, "-config", copyCfg)
 	if code != exitOK || !strings.Contains(out, "remember me") {
 		t.Fatalf("inspect the copy: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -320,22 +348,23 @@ func TestCLIBackupOfARunningBot(t *testing.T) {
 	}
 	// A wrong token is refused and leaves no file.
 	bad := filepath.Join(dir, "bad.db")
-	if code, _, errOut := cliRun(t, "backup", bad, "-config", cfgFor(h.cfg.Store.Path, "nope")); code != exitProblems || !strings.Contains(errOut, "401") {
+	if code, _, errOut := cliRun(t, "backup", bad, "-config", cfgFor(cfg.Store.Path, "nope")); code != exitProblems || !strings.Contains(errOut, "401") {
 		t.Fatalf("wrong token: exit %d %s", code, errOut)
 	}
 	if _, err := os.Stat(bad); err == nil {
 		t.Fatal("a refused backup left a file")
 	}
 	// Without http.token the running bot's store cannot be backed up: exit 2 saying why.
-	if code, _, errOut := cliRun(t, "backup", bad, "-config", cfgFor(h.cfg.Store.Path, "")); code != exitUsage || !strings.Contains(errOut, "http.token") {
+	if code, _, errOut := cliRun(t, "backup", bad, "-config", cfgFor(cfg.Store.Path, "")); code != exitUsage || !strings.Contains(errOut, "http.token") {
 		t.Fatalf("no token: exit %d %s", code, errOut)
 	}
 	// Stopped: the file is copied directly, and the health check fails.
-	finishBot(t, h, h.general.ID).Close()
-	if code, _, _ := cliRun(t, "healthcheck", "-config", cfgFor(h.cfg.Store.Path, "")); code != exitProblems {
+	cancel()
+	must(t, <-done)
+	if code, _, _ := cliRun(t, "healthcheck", "-config", cfgFor(cfg.Store.Path, "")); code != exitProblems {
 		t.Fatalf("healthcheck of a stopped bot: exit %d, want 1", code)
 	}
-	if code, out, errOut := cliRun(t, "backup", filepath.Join(dir, "cold.db"), "-config", cfgFor(h.cfg.Store.Path, "")); code != exitOK || !strings.Contains(out, "from the file") {
+	if code, out, errOut := cliRun(t, "backup", filepath.Join(dir, "cold.db"), "-config", cfgFor(cfg.Store.Path, "")); code != exitOK || !strings.Contains(out, "from the file") {
 		t.Fatalf("backup of a stopped bot: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

@@ -14,10 +14,16 @@ import (
 // Two services on one store stand for two processes.
 func twoServices(t *testing.T) (a, b *binding.Service, st *fakeStore, clk *clock.Fake) {
 	t.Helper()
+	return twoServicesEnded(t, nil)
+}
+
+// twoServicesEnded is twoServices with bEnded told of b's ended bindings.
+func twoServicesEnded(t *testing.T, bEnded binding.EndedFunc) (a, b *binding.Service, st *fakeStore, clk *clock.Fake) {
+	t.Helper()
 	st = newFakeStore()
 	clk = clock.NewFake(t0)
 	a = binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
-	b = binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
+	b = binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop(), OnEnded: bEnded})
 	for _, s := range []*binding.Service{a, b} {
 		if err := s.Load(context.Background()); err != nil {
 			t.Fatal(err)
@@ -27,10 +33,9 @@ func twoServices(t *testing.T) (a, b *binding.Service, st *fakeStore, clk *clock
 }
 
 func TestRefreshAppliesRemoteBindAndUnbind(t *testing.T) {
-	a, b, st, _ := twoServices(t)
-	ctx := context.Background()
 	var endedInB int
-	b.OnEnded(func(binding.Record) { endedInB++ })
+	a, b, st, _ := twoServicesEnded(t, func(binding.Record) { endedInB++ })
+	ctx := context.Background()
 
 	r, err := a.Bind(ctx, binding.BindInput{TargetSessionKey: "s1", Conversation: thread("100")})
 	if err != nil {

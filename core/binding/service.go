@@ -52,7 +52,7 @@ type Service struct {
 	mu      sync.RWMutex
 	idx     index               // the active bindings
 	dirty   map[string]struct{} // touched since the last flush
-	onEnded []EndedFunc
+	onEnded EndedFunc           // nil: nobody listens
 	// ever holds every session that has had a binding, active or ended,
 	// whatever made it (spawn or /focus): such a session's completions
 	// never fall back to its requester (invariant 6).
@@ -74,6 +74,10 @@ type Options struct {
 	// SweepInterval is how often Run ends expired bindings and flushes
 	// activity (default DefaultSweepInterval).
 	SweepInterval time.Duration
+	// Disabled makes the service route nothing and write nothing
+	// (threadBindings.enabled: false). Stored bindings are kept as they
+	// are, so a later start with bindings enabled restores them.
+	Disabled bool
 }
 
 // DefaultSweepInterval is Options.SweepInterval's default.
@@ -84,6 +88,9 @@ type Deps struct {
 	Store Store
 	Clock clock.Clock
 	Log   zerolog.Logger
+	// OnEnded, if set, is called with every binding that ends, after the
+	// store write (the wiring fans it out to sessions and ACP agents).
+	OnEnded EndedFunc
 }
 
 // New returns a service; call Load before use. It does no I/O.
@@ -92,28 +99,21 @@ func New(opt Options, d Deps) *Service {
 		opt.SweepInterval = DefaultSweepInterval
 	}
 	return &Service{
-		opt:   opt,
-		store: d.Store,
-		clock: d.Clock,
-		log:   d.Log,
-		newID: randomID,
-		idx:   newIndex(),
-		dirty: map[string]struct{}{},
-		ever:  map[string]struct{}{},
+		opt:      opt,
+		store:    d.Store,
+		clock:    d.Clock,
+		log:      d.Log,
+		newID:    randomID,
+		onEnded:  d.OnEnded,
+		disabled: opt.Disabled,
+		idx:      newIndex(),
+		dirty:    map[string]struct{}{},
+		ever:     map[string]struct{}{},
 	}
 }
 
 // ErrDisabled: thread bindings are disabled; nothing was bound.
 var ErrDisabled = errors.New("thread bindings are disabled")
-
-// Disable makes the service route nothing and write nothing
-// (threadBindings.enabled: false). Stored bindings are kept as they are,
-// so a later start with bindings enabled restores them. Call before Load.
-func (s *Service) Disable() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.disabled = true
-}
 
 // EverBound reports whether the session has ever had a binding, active or
 // ended, made by anything. Disabled bindings report false: the bot then
@@ -129,13 +129,6 @@ func randomID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// OnEnded registers a callback for ended bindings. Register before Run.
-func (s *Service) OnEnded(f EndedFunc) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.onEnded = append(s.onEnded, f)
 }
 
 // Load reads the store and builds the index of active bindings.
@@ -509,11 +502,8 @@ func (s *Service) Flush(ctx context.Context) error {
 }
 
 func (s *Service) notify(r Record) {
-	s.mu.RLock()
-	fns := append([]EndedFunc(nil), s.onEnded...)
-	s.mu.RUnlock()
-	for _, f := range fns {
-		f(r)
+	if s.onEnded != nil {
+		s.onEnded(r)
 	}
 }
 

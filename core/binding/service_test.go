@@ -54,9 +54,15 @@ func thread(id string) binding.ConversationRef {
 
 func newService(t *testing.T) (*binding.Service, *fakeStore, *clock.Fake) {
 	t.Helper()
+	return newServiceEnded(t, nil)
+}
+
+// newServiceEnded is newService with onEnded told of every ended binding.
+func newServiceEnded(t *testing.T, onEnded binding.EndedFunc) (*binding.Service, *fakeStore, *clock.Fake) {
+	t.Helper()
 	st := newFakeStore()
 	clk := clock.NewFake(t0)
-	s := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
+	s := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop(), OnEnded: onEnded})
 	if err := s.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -93,10 +99,9 @@ func TestNormalizeAccountID(t *testing.T) {
 }
 
 func TestBindRebindAndSameTarget(t *testing.T) {
-	s, st, _ := newService(t)
-	ctx := context.Background()
 	var ended []binding.Record
-	s.OnEnded(func(r binding.Record) { ended = append(ended, r) })
+	s, st, _ := newServiceEnded(t, func(r binding.Record) { ended = append(ended, r) })
+	ctx := context.Background()
 
 	a, err := s.Bind(ctx, binding.BindInput{TargetSessionKey: "s1", Conversation: thread("t1"), BoundBy: "u1"})
 	if err != nil {
@@ -165,10 +170,9 @@ func TestExpiry(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, st, clk := newService(t)
-			ctx := context.Background()
 			var ended []binding.Record
-			s.OnEnded(func(r binding.Record) { ended = append(ended, r) })
+			s, st, clk := newServiceEnded(t, func(r binding.Record) { ended = append(ended, r) })
+			ctx := context.Background()
 			rec, err := s.Bind(ctx, binding.BindInput{TargetSessionKey: "s", Conversation: thread("t"), IdleTimeout: tc.idle, MaxAge: tc.max})
 			if err != nil {
 				t.Fatal(err)
@@ -305,10 +309,9 @@ func TestResolveDoesNotAllocate(t *testing.T) {
 // ends the old binding as moved (naming the new conversation) in the same
 // store write, and the ended event lets the old thread be told.
 func TestBindMovesSessionBinding(t *testing.T) {
-	s, st, _ := newService(t)
-	ctx := context.Background()
 	var ended []binding.Record
-	s.OnEnded(func(r binding.Record) { ended = append(ended, r) })
+	s, st, _ := newServiceEnded(t, func(r binding.Record) { ended = append(ended, r) })
+	ctx := context.Background()
 	a, err := s.Bind(ctx, binding.BindInput{TargetSessionKey: "s", Conversation: thread("t1"), BoundBy: "u1"})
 	if err != nil {
 		t.Fatal(err)
@@ -372,8 +375,7 @@ func TestDisabledKeepsBindingsAndRoutesNone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	off := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
-	off.Disable()
+	off := binding.New(binding.Options{Disabled: true}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
 	if err := off.Load(ctx); err != nil {
 		t.Fatal(err)
 	}

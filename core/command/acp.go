@@ -13,11 +13,15 @@ import (
 // ACP is what the commands need of the external coding agents (package
 // acp, through a small bridge in cmd/bot: core imports no tool protocol):
 // /spawn agent:<acp name>, /focus acp:<name>, and /stop in a thread bound
-// to one. Start and Stop apply the agents' own authority rules.
+// to one, /ps there. Start and Stop apply the agents' own authority rules.
 type ACP interface {
 	Has(name string) bool
+	// Startable lists the agents actor may start (what Start would allow).
+	Startable(ctx context.Context, actor authz.Actor) []string
 	Start(ctx context.Context, req ACPStart) (ACPStarted, error)
 	Stop(ctx context.Context, rec binding.Record, userID string) (string, error)
+	// Processes lists the bound session's running commands.
+	Processes(ctx context.Context, rec binding.Record) (string, error)
 }
 
 // ACPStart asks for a new session of an external agent bound to a thread:
@@ -88,6 +92,21 @@ func (c *Commands) stopACP(ctx context.Context, v Invocation, rec binding.Record
 	}
 	if err != nil {
 		return Reply{}, fmt.Errorf("stop the external agent: %w", err)
+	}
+	return Reply{Text: text}, nil
+}
+
+// ps lists the commands the external agent bound to this thread runs
+// (ephemeral: the caller's view; each command's own message in the thread
+// carries its Kill button).
+func (c *Commands) ps(ctx context.Context, v Invocation) (Reply, error) {
+	rec, ok := c.acpBinding(v.Conversation)
+	if !ok {
+		return Reply{}, userErrf("%s lists the commands of an external agent: run it in a thread bound to one (%s).", v.Platform.Command("ps"), v.Platform.Command("spawn"))
+	}
+	text, err := c.d.ACP.Processes(ctx, rec)
+	if err != nil {
+		return Reply{}, fmt.Errorf("ps: %w", err)
 	}
 	return Reply{Text: text}, nil
 }

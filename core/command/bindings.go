@@ -100,11 +100,19 @@ func (c *Commands) unbind(ctx context.Context, v Invocation, verb string) (Reply
 // agents lists the subagent runs of this conversation's session and where
 // each is bound.
 func (c *Commands) agents(v Invocation) Reply {
-	key, _, _ := c.d.Outbound.SessionFor(v.Conversation)
+	key, _, bound := c.d.Outbound.SessionFor(v.Conversation)
 	runs := c.d.Sessions.Sessions(func(in session.Info) bool {
 		return in.Kind == session.KindSubagent && (in.Parent == key || in.Requester.Key() == v.Conversation.Key())
 	})
 	var b strings.Builder
+	if c.d.Agents != nil {
+		r := c.d.Agents.Resolve(v.Conversation)
+		if bound {
+			fmt.Fprintf(&b, "answers here: the bound session `%s` (%s ends the binding; unbound, agent `%s` answers: %s)\n", key, v.Platform.Command("unfocus"), r.Agent, r.Why())
+		} else {
+			fmt.Fprintf(&b, "answers here: agent `%s`, because %s\n", r.Agent, r.Why())
+		}
+	}
 	b.WriteString("agents:\n-----\n")
 	if len(runs) == 0 {
 		b.WriteString("(none)\n")

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbot/agentbot/core/agentroute"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/session"
@@ -39,6 +40,12 @@ type Routes interface {
 	SessionFor(ref binding.ConversationRef) (string, binding.Record, bool)
 }
 
+// Agents says which agent answers in a conversation and why
+// (core/agentroute.Table, agents[].channels).
+type Agents interface {
+	Resolve(ref binding.ConversationRef) agentroute.Route
+}
+
 // Threads creates the thread /focus binds when run in a channel, on the
 // conversation's platform.
 type Threads interface {
@@ -55,9 +62,13 @@ type Authority interface {
 	MayFocus(ctx context.Context, actor authz.Actor, t authz.FocusTarget) error
 }
 
-// Options configure the commands. There are none yet: what differs between
-// platforms comes with each Invocation (its Platform).
-type Options struct{}
+// Options configure the commands; what differs between platforms comes
+// with each Invocation (its Platform).
+type Options struct {
+	// Agents are the configured agents (agents[]), the default first:
+	// what /spawn agent completes to.
+	Agents []AgentChoice
+}
 
 // Deps are the commands' collaborators. Jobs and ACP may be nil (scheduler
 // off, no external agents); Threads is needed only with thread bindings.
@@ -69,6 +80,8 @@ type Deps struct {
 	Authority Authority
 	Jobs      Jobs
 	ACP       ACP
+	// Agents, if set, lets /agents say which agent answers here and why.
+	Agents Agents
 	// Once makes a command event run at most once (nil: no dedupe).
 	Once Once
 	// Memory is recall for /memory search (nil: memory is off).
@@ -188,6 +201,10 @@ func (c *Commands) run(ctx context.Context, v Invocation) (Reply, error) {
 		return c.stop(ctx, v)
 	case "memory":
 		return c.memory(ctx, v)
+	case "help":
+		return c.help(ctx, v), nil
+	case "ps":
+		return c.ps(ctx, v)
 	case "reset":
 		if _, err := c.d.Sessions.Reset(ctx, v.Conversation); err != nil {
 			return Reply{}, fmt.Errorf("reset: %w", err)

@@ -154,6 +154,15 @@ func TestCommands(t *testing.T) {
 			w.acp.stopErr = &authz.Refusal{Msg: "only the binder or an operator can stop it"}
 		}, cmd: "stop", where: thread, discord: "ERR Only the binder or an operator can stop it."},
 
+		// /ps
+		{name: "ps in a thread bound to an external agent", setup: func(w *world) {
+			w.bindings.bound[thread.Key()] = binding.Record{ID: "b1", TargetKind: binding.KindACP, Conversation: thread}
+			w.acp.psText = "**coder** is running 1 command(s) here"
+		}, cmd: "ps", where: thread, discord: "**coder** is running 1 command(s) here"},
+		{name: "ps elsewhere", cmd: "ps",
+			discord: "ERR /ps lists the commands of an external agent: run it in a thread bound to one (/spawn).",
+			matrix:  "ERR !ps lists the commands of an external agent: run it in a thread bound to one (!spawn)."},
+
 		// /focus
 		{name: "focus without thread bindings", cmd: "focus", opts: map[string]any{"target": "lbl"}, noBinds: true,
 			discord: "ERR Thread bindings are disabled (set discord.threadBindings.enabled: true).",

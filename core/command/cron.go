@@ -19,6 +19,9 @@ import (
 type Jobs interface {
 	Add(ctx context.Context, actor authz.Actor, req CronAdd) (scheduler.Job, error)
 	List(ctx context.Context, actor authz.Actor) ([]scheduler.Job, error)
+	// Operable lists the jobs actor may remove and run (/cron remove|run's
+	// rule: an operator of the job's server).
+	Operable(ctx context.Context, actor authz.Actor) ([]scheduler.Job, error)
 	Remove(ctx context.Context, actor authz.Actor, id string) error
 	RunNow(ctx context.Context, actor authz.Actor, id string) (scheduler.Run, error)
 	Runs(ctx context.Context, actor authz.Actor, id string) ([]scheduler.Run, error)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,10 +113,13 @@ func deref(d *time.Duration) string {
 	return d.String()
 }
 
-type fakeRoutes struct{ key string }
+type fakeRoutes struct {
+	key   string
+	bound bool
+}
 
 func (f fakeRoutes) SessionFor(binding.ConversationRef) (string, binding.Record, bool) {
-	return f.key, binding.Record{}, false
+	return f.key, binding.Record{}, f.bound
 }
 
 type fakeThreads struct {
@@ -130,7 +135,7 @@ func (f *fakeThreads) CreateThread(_ context.Context, parent binding.Conversatio
 }
 
 // fakeAuthority: operators are listed; MayStop refuses a run someone else
-// owns; MayFocus refuses what refuseFocus names. asked records each question.
+// owns; MayFocus refuses what refuseFocus names ("*": everything). asked records each question.
 type fakeAuthority struct {
 	operators   map[string]bool
 	refuseFocus string
@@ -156,7 +161,7 @@ func (f *fakeAuthority) MayStop(_ context.Context, a authz.Actor, owner string, 
 
 func (f *fakeAuthority) MayFocus(_ context.Context, a authz.Actor, t authz.FocusTarget) error {
 	f.asked = append(f.asked, "focus "+a.UserID+" "+t.Key)
-	if t.Key == f.refuseFocus {
+	if t.Key == f.refuseFocus || f.refuseFocus == "*" {
 		return &authz.Refusal{Msg: "you cannot view " + t.Key}
 	}
 	return nil
@@ -192,6 +197,14 @@ func (f *fakeJobs) Add(_ context.Context, a authz.Actor, req CronAdd) (scheduler
 
 func (f *fakeJobs) List(context.Context, authz.Actor) ([]scheduler.Job, error) { return f.jobs, f.err }
 
+// Operable: every job for an operator, none for anyone else.
+func (f *fakeJobs) Operable(_ context.Context, a authz.Actor) ([]scheduler.Job, error) {
+	if f.refuse(a, "") != nil {
+		return nil, f.err
+	}
+	return f.jobs, f.err
+}
+
 func (f *fakeJobs) Remove(_ context.Context, a authz.Actor, _ string) error {
 	return f.refuse(a, "remove jobs")
 }
@@ -216,9 +229,18 @@ type fakeACP struct {
 	starts   []ACPStart
 	stopText string
 	stopErr  error
+	psText   string
 }
 
 func (f *fakeACP) Has(name string) bool { return f.names[name] }
+
+// Startable: every agent for an operator, none for anyone else.
+func (f *fakeACP) Startable(_ context.Context, a authz.Actor) []string {
+	if a.UserID != "op" {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(f.names))
+}
 
 func (f *fakeACP) Start(_ context.Context, req ACPStart) (ACPStarted, error) {
 	f.starts = append(f.starts, req)
@@ -229,6 +251,8 @@ func (f *fakeACP) Stop(context.Context, binding.Record, string) (string, error) 
 	return f.stopText, f.stopErr
 }
 
+func (f *fakeACP) Processes(context.Context, binding.Record) (string, error) { return f.psText, nil }
+
 // world is one Commands over fresh fakes.
 type world struct {
 	sessions *fakeSessions
@@ -238,6 +262,7 @@ type world struct {
 	jobs     *fakeJobs
 	acp      *fakeACP
 	routes   fakeRoutes
+	agents   Agents // nil: /agents does not say who answers
 	noJobs   bool
 	noACP    bool
 }
@@ -262,7 +287,8 @@ func (w *world) commands() *Commands {
 	if w.noACP {
 		d.ACP = nil
 	}
-	return New(Options{}, d)
+	d.Agents = w.agents
+	return New(Options{Agents: []AgentChoice{{ID: "main", Name: "Assistant"}, {ID: "scribe", Name: "Scribe"}}}, d)
 }
 
 func ref(id, parent string) binding.ConversationRef {

@@ -10,8 +10,9 @@
 //     id, into the session the destination conversation routes to at that
 //     moment (sessionkey.Route, invariant 10).
 //   - A failed send writes nothing and returns *FailedError.
-//   - One process may post to several platforms: a Mux sends each delivery
-//     with the sender of its Target.Channel; a platform without one is a
+//   - One process may post to several platforms: a Dispatcher (the
+//     platform table, core/platform) sends each delivery with the sender of
+//     its Target.Channel; a platform without one is a
 //     permanent failure (ErrUnknownPlatform, wrapping ErrRejected), never a
 //     silent drop.
 //   - A turn's own reply is not written by Outbound: the turn commits it
@@ -33,7 +34,7 @@
 //	res, err := l.Finish(ctx, finalText) // or l.FinishShown(ctx) after a stop
 //
 // The Sender must also be a LiveSender (post a part, edit a part, split
-// text; the Discord adapter is), or a Dispatcher (Mux) whose sender for the
+// text; the Discord adapter is), or a Dispatcher (core/platform's table) whose sender for the
 // destination is one: Outbound asks a Dispatcher for the destination's own
 // sender, so each platform's limit cuts its messages; LiveTo says whether a
 // destination can show live messages at all. Invariants:

@@ -12,6 +12,7 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/platform"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/store/memory"
@@ -30,12 +31,21 @@ type muxFixture struct {
 	after *manualAfter
 }
 
+// senderTable is the platform table of one sender per platform name.
+func senderTable(senders map[string]delivery.Sender) *platform.Table {
+	var ps []platform.Platform
+	for name, s := range senders {
+		ps = append(ps, platform.Platform{Name: name, Sender: s})
+	}
+	return platform.New(ps...)
+}
+
 func newMuxFixture(t *testing.T, senders map[string]delivery.Sender) *muxFixture {
 	t.Helper()
 	st := memory.New()
 	clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	f := &muxFixture{store: st, tr: transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clk}), clk: clk, after: &manualAfter{clk: clk, registered: make(chan struct{}, 1)}}
-	f.out = f.outbound(delivery.NewMux(senders))
+	f.out = f.outbound(senderTable(senders))
 	return f
 }
 
@@ -129,7 +139,7 @@ func TestMuxUnknownPlatformFailsPermanently(t *testing.T) {
 		t.Fatalf("senders called %d times", dc.sends+mx.sends)
 	}
 	// An empty Mux says so.
-	_, err := delivery.NewMux(nil).Send(ctx, job("d9", conv("c1"), "x"))
+	_, err := senderTable(nil).Send(ctx, job("d9", conv("c1"), "x"))
 	if !errors.Is(err, delivery.ErrUnknownPlatform) || !strings.Contains(err.Error(), `send d9: platform "discord": no sender for the destination's platform (this process posts to: none)`) {
 		t.Fatalf("empty mux: %v", err)
 	}
@@ -232,7 +242,7 @@ func TestMuxRecoverLiveOnItsPlatform(t *testing.T) {
 	mx.mu.Lock()
 	mx.hang = nil
 	mx.mu.Unlock()
-	second := f.outbound(delivery.NewMux(senders))
+	second := f.outbound(senderTable(senders))
 	if n, err := second.Recover(context.Background(), f.clk.Now().Add(time.Hour)); err != nil || n != 1 {
 		t.Fatalf("recovered %d, err %v", n, err)
 	}

@@ -81,6 +81,7 @@ type Outbound struct {
 	transcripts  Appender
 	bindings     Bindings
 	defaultAgent string
+	agents       Agents
 	clock        clock.Clock
 	log          zerolog.Logger
 	observe      func(Record)
@@ -98,7 +99,6 @@ type Outbound struct {
 	activeMu sync.Mutex
 	active   map[string]int
 
-	recoverMu  sync.RWMutex
 	recoverers map[transcript.Source]RecoverFunc
 }
 
@@ -106,23 +106,6 @@ type Outbound struct {
 // path would (routing afresh, failing closed), instead of Recover sending
 // it as recorded. handled=false leaves it to Recover.
 type RecoverFunc func(ctx context.Context, r Record) (handled bool, err error)
-
-// HandleRecovery makes Recover hand unfinished deliveries of source to fn.
-// Call before Recover runs.
-func (o *Outbound) HandleRecovery(source transcript.Source, fn RecoverFunc) {
-	o.recoverMu.Lock()
-	defer o.recoverMu.Unlock()
-	if o.recoverers == nil {
-		o.recoverers = map[transcript.Source]RecoverFunc{}
-	}
-	o.recoverers[source] = fn
-}
-
-func (o *Outbound) recoverer(source transcript.Source) RecoverFunc {
-	o.recoverMu.RLock()
-	defer o.recoverMu.RUnlock()
-	return o.recoverers[source]
-}
 
 // Claimer gives one process at a time the right to finish a delivery
 // (several processes sharing one outbox): Claim succeeds when the record
@@ -141,7 +124,8 @@ const DefaultClaimLease = 5 * time.Minute
 
 // OutboundOptions are an Outbound's settings.
 type OutboundOptions struct {
-	// DefaultAgent is the agent of a conversation's own session (routing).
+	// DefaultAgent is the agent of a conversation's own session (routing)
+	// where OutboundDeps.Agents names none.
 	DefaultAgent string
 	// Owner and Lease are this process's claims on deliveries (Lease
 	// defaults to DefaultClaimLease); used only with OutboundDeps.Claimer.
@@ -155,8 +139,11 @@ type OutboundDeps struct {
 	Outbox      Store
 	Transcripts Appender
 	Bindings    Bindings
-	Clock       clock.Clock // nil: the real clock
-	Log         zerolog.Logger
+	// Agents, if set, says which agent answers in an unbound conversation
+	// (agents[].channels, core/agentroute); nil: the default agent.
+	Agents Agents
+	Clock  clock.Clock // nil: the real clock
+	Log    zerolog.Logger
 	// Observe, if set, sees every finished delivery record (metrics).
 	Observe func(Record)
 	// Diagnose, if set, sees each Rule 1 exception once, when the delivery
@@ -172,6 +159,15 @@ type OutboundDeps struct {
 	// Outbound applies it before a delivery is first recorded, so its
 	// fixed text, the display and the transcript hold the same text.
 	Redact Redactor
+	// Recover, if set, makes Recover hand unfinished deliveries of a
+	// source to its function instead of sending them as recorded.
+	Recover map[transcript.Source]RecoverFunc
+}
+
+// Agents says which agent answers in a conversation (core/agentroute.Table):
+// the agent of the conversation's own session, "" for the default.
+type Agents interface {
+	Agent(ref binding.ConversationRef) string
 }
 
 // Redactor removes secrets from text (internal/redact.Redactor).
@@ -198,14 +194,22 @@ func NewOutbound(opt OutboundOptions, d OutboundDeps) *Outbound {
 	}
 	return &Outbound{
 		sender: d.Sender, outbox: d.Outbox, transcripts: d.Transcripts, bindings: d.Bindings,
-		defaultAgent: opt.DefaultAgent, clock: d.Clock, log: d.Log, observe: d.Observe, diagnose: d.Diagnose,
-		claimer: d.Claimer, redact: d.Redact, owner: opt.Owner, lease: opt.Lease,
+		defaultAgent: opt.DefaultAgent, agents: d.Agents, clock: d.Clock, log: d.Log, observe: d.Observe, diagnose: d.Diagnose,
+		claimer: d.Claimer, redact: d.Redact, owner: opt.Owner, lease: opt.Lease, recoverers: d.Recover,
 	}
 }
 
 // SessionFor returns the session a conversation routes to now (invariant 10).
+// An unbound conversation routes to its own session of the agent that
+// answers there (OutboundDeps.Agents), resolved at each call.
 func (o *Outbound) SessionFor(ref binding.ConversationRef) (string, binding.Record, bool) {
-	return sessionkey.Route(o.bindings, o.defaultAgent, ref)
+	agent := o.defaultAgent
+	if o.agents != nil {
+		if a := o.agents.Agent(ref); a != "" {
+			agent = a
+		}
+	}
+	return sessionkey.Route(o.bindings, agent, ref)
 }
 
 // Delivered reports whether the delivery id was confirmed by Discord.
@@ -542,7 +546,7 @@ func (o *Outbound) Recover(ctx context.Context, before time.Time) (recovered int
 			recovered++
 			continue
 		}
-		if fn := o.recoverer(rec.Delivery.Producer.Source); fn != nil {
+		if fn := o.recoverers[rec.Delivery.Producer.Source]; fn != nil {
 			handled, err := fn(ctx, rec)
 			if err != nil {
 				o.log.Warn().Err(err).Str("delivery", rec.Delivery.ID).Msg("recovered delivery failed")

@@ -89,10 +89,17 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newRecoveringFixture(t, nil)
+}
+
+// newRecoveringFixture is newFixture whose Outbound hands unfinished
+// deliveries of a source to rec's function.
+func newRecoveringFixture(t *testing.T, rec map[transcript.Source]delivery.RecoverFunc) *fixture {
+	t.Helper()
 	st := memory.New()
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	f := &fixture{sender: newFakeSender(), store: st, tr: transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clk}), bindings: &fakeBindings{bound: map[string]binding.Record{}}}
-	f.out = delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: f.sender, Outbox: st, Transcripts: f.tr, Bindings: f.bindings, Clock: clk, Log: zerolog.Nop()})
+	f.out = delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: f.sender, Outbox: st, Transcripts: f.tr, Bindings: f.bindings, Clock: clk, Log: zerolog.Nop(), Recover: rec})
 	return f
 }
 
@@ -474,7 +481,16 @@ func TestOutboundOtherAgentIntoUnboundChannelIsWritten(t *testing.T) {
 // routes afresh and fails closed) instead of resending them as recorded;
 // Abandon then finishes the record so it is not taken again.
 func TestRecoverHandsDeliveriesToTheirProducer(t *testing.T) {
-	f := newFixture(t)
+	var handed []string
+	var f *fixture
+	f = newRecoveringFixture(t, map[transcript.Source]delivery.RecoverFunc{transcript.SourceAnnounce: func(ctx context.Context, r delivery.Record) (bool, error) {
+		handed = append(handed, r.Delivery.ID)
+		ok, err := f.out.Abandon(ctx, r.Delivery.ID, "fail-closed: binding-ended")
+		if !ok || err != nil {
+			t.Errorf("Abandon = %v, %v", ok, err)
+		}
+		return true, err
+	}})
 	ctx := context.Background()
 	f.sender.failNext = fmt.Errorf("timeout: %w", delivery.ErrTransient)
 	d := delivery.Delivery{ID: "announce:x:1", Target: conv("thread-gone"), Text: "result", BindingID: "b1",
@@ -482,15 +498,6 @@ func TestRecoverHandsDeliveriesToTheirProducer(t *testing.T) {
 	if _, err := f.out.Deliver(ctx, d, nil); err == nil {
 		t.Fatal("want the transient failure")
 	}
-	var handed []string
-	f.out.HandleRecovery(transcript.SourceAnnounce, func(ctx context.Context, r delivery.Record) (bool, error) {
-		handed = append(handed, r.Delivery.ID)
-		ok, err := f.out.Abandon(ctx, r.Delivery.ID, "fail-closed: binding-ended")
-		if !ok || err != nil {
-			t.Errorf("Abandon = %v, %v", ok, err)
-		}
-		return true, err
-	})
 	sends := f.sender.sends
 	for range 2 {
 		if _, err := f.out.Recover(ctx, time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil {

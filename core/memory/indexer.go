@@ -9,7 +9,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
 )
@@ -35,11 +34,6 @@ type IndexerDeps struct {
 	Entries Entries
 	Index   Index
 	Log     zerolog.Logger
-	// Clock and Observe (both optional) measure the index's lag: Observe
-	// gets, for each new entry indexed, the time from its write to the
-	// index having it.
-	Clock   clock.Clock
-	Observe func(lag time.Duration)
 }
 
 // Indexer keeps an Index in step with the transcripts, off the reply's
@@ -57,9 +51,6 @@ func NewIndexer(o IndexerOptions, d IndexerDeps) *Indexer {
 	}
 	if o.Poll <= 0 {
 		o.Poll = 200 * time.Millisecond
-	}
-	if d.Clock == nil {
-		d.Clock = clock.Real{}
 	}
 	return &Indexer{opt: o, d: d}
 }
@@ -108,31 +99,17 @@ func (x *Indexer) Step(ctx context.Context) (int, error) {
 		for _, c := range cs {
 			bySession[c.Key] = append(bySession[c.Key], c.Seq)
 		}
-		var (
-			ups     []Update
-			written []time.Time // of the new entries indexed
-		)
+		var ups []Update
 		for _, key := range slices.Sorted(maps.Keys(bySession)) {
 			u, err := x.derive(ctx, key, bySession[key])
 			if err != nil {
 				return 0, err
-			}
-			for _, up := range u {
-				if !up.Delete && slices.Contains(bySession[key], up.Doc.Seq) {
-					written = append(written, up.Doc.At)
-				}
 			}
 			ups = append(ups, u...)
 		}
 		if len(ups) > 0 {
 			if err := x.d.Index.Apply(ctx, ups); err != nil {
 				return 0, fmt.Errorf("memory index: apply %d updates: %w", len(ups), err)
-			}
-		}
-		if x.d.Observe != nil {
-			now := x.d.Clock.Now()
-			for _, at := range written {
-				x.d.Observe(now.Sub(at))
 			}
 		}
 	}

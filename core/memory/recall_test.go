@@ -205,35 +205,6 @@ func TestIndexerWithoutIndexDrains(t *testing.T) {
 	}
 }
 
-// TestIndexerObservesLag: each new entry's time from its write to the
-// index having it, not an edit's or a deletion's.
-func TestIndexerObservesLag(t *testing.T) {
-	ctx := t.Context()
-	st := storemem.New()
-	fake := clock.NewFake(time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC))
-	svc := transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: fake})
-	var lags []time.Duration
-	ix := memory.NewIndexer(memory.IndexerOptions{}, memory.IndexerDeps{Feed: st, Entries: st, Index: &index{docs: map[string]memory.Doc{}},
-		Log: zerolog.Nop(), Clock: fake, Observe: func(d time.Duration) { lags = append(lags, d) }})
-	if _, err := svc.Append(ctx, memorytest.Channel("general"), transcript.Entry{Role: transcript.RoleUser, Text: "one", MessageIDs: []string{"a"}}); err != nil {
-		t.Fatal(err)
-	}
-	fake.Advance(time.Second)
-	if _, err := svc.Append(ctx, memorytest.Channel("general"), transcript.Entry{Role: transcript.RoleUser, Text: "two", MessageIDs: []string{"b"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.Edit(ctx, "a", "e1", "one!"); err != nil {
-		t.Fatal(err)
-	}
-	fake.Advance(2 * time.Second)
-	if _, err := ix.Step(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if want := []time.Duration{3 * time.Second, 2 * time.Second}; !slices.Equal(lags, want) {
-		t.Fatalf("observed %v, want %v", lags, want)
-	}
-}
-
 // countingViewer lets alice view "general" only, and counts the checks.
 type countingViewer struct {
 	allow  map[string]bool

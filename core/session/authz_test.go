@@ -53,9 +53,8 @@ type nilAuthority struct{ session.Authority }
 // in-chat job has no send_message: Rule 2; its job tools carry the actor).
 func TestJobTurnToolsActForCreator(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureOptions{authority: &fakeAuthority{}})
 	jobs := &actorJobs{}
-	f.m.SetJobs(jobs)
+	f := newFixture(t, fixtureOptions{authority: &fakeAuthority{}, jobs: jobs})
 	for _, jt := range []session.JobTurn{
 		{Conversation: ref("c1"), DeliveryID: "job:j1:run:r1", Trigger: "⏰ list:\n!tool list_jobs {}", CreatedBy: "creator9"},
 		{Conversation: ref("c1"), DeliveryID: "job:j2:run:r1", Trigger: "⏰ list:\n!tool list_jobs {}"}, // no recorded creator

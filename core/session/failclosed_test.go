@@ -172,8 +172,7 @@ func TestRecoveredCompletionFailsClosed(t *testing.T) {
 		t.Run(tc, func(t *testing.T) {
 			t.Parallel()
 			g := newGate(echo.New())
-			f := newFixture(t, fixtureOptions{provider: g})
-			f.out.HandleRecovery(transcript.SourceAnnounce, f.m.RecoverCompletion)
+			f := newFixture(t, fixtureOptions{provider: g, recoverCompletions: true})
 			ctx := context.Background()
 			res, err := f.m.Spawn(ctx, spawnReq("secret", true, ref("c1")))
 			if err != nil {

@@ -171,7 +171,11 @@ type fixtureOptions struct {
 	vision        bool
 	after         session.After
 	toolbox       session.Toolbox
-	stream        bool // the agent streams its replies (models.<name>.stream)
+	jobs          session.Jobs // nil: no job tools
+	// recoverCompletions: Outbound.Recover hands completions to the
+	// manager's live path (as the application wires it).
+	recoverCompletions bool
+	stream             bool // the agent streams its replies (models.<name>.stream)
 	// live: the sender shows live messages (delivery.LiveSender).
 	live bool
 	// budget is the users' turn budget (nil: none).
@@ -179,6 +183,10 @@ type fixtureOptions struct {
 	// store, if set, is the store (outbox, transcripts) instead of a new
 	// one: a second fixture on the first's store is the bot after a restart.
 	store *memory.Store
+	// agents are configured after main; routes says which answers where
+	// (nil: main everywhere).
+	agents []session.Agent
+	routes delivery.Agents
 }
 
 // fakeAuthority refuses posting into the conversations in deny (by id) and
@@ -225,16 +233,29 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		st = memory.New()
 	}
 	tr := transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clk})
-	bs := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop()})
+	var m *session.Manager // built below, over bs: bs tells it of ended bindings
+	bs := binding.New(binding.Options{}, binding.Deps{Store: st, Clock: clk, Log: zerolog.Nop(),
+		OnEnded: func(r binding.Record) { m.OnBindingEnded(r) }})
 	sender := &fakeSender{ids: map[string][]string{}, fail: map[string]error{}}
 	var snd delivery.Sender = sender
 	if o.live {
 		snd = &liveSender{fakeSender: sender, at: map[string]int{}}
 	}
-	out := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: snd, Outbox: st, Transcripts: tr, Bindings: bs, Clock: clk, Log: zerolog.Nop()})
+	var recover map[transcript.Source]delivery.RecoverFunc
+	if o.recoverCompletions {
+		recover = map[transcript.Source]delivery.RecoverFunc{transcript.SourceAnnounce: func(ctx context.Context, r delivery.Record) (bool, error) {
+			return m.RecoverCompletion(ctx, r)
+		}}
+	}
+	out := delivery.NewOutbound(delivery.OutboundOptions{DefaultAgent: "main"}, delivery.OutboundDeps{Sender: snd, Outbox: st, Transcripts: tr, Bindings: bs, Agents: o.routes, Clock: clk, Log: zerolog.Nop(),
+		Recover: recover})
 	opt := o.opts
 	opt.AccountID = "default"
 	opt.Agents = []session.Agent{{ID: "main", Name: "Assistant", SystemPrompt: "You are helpful.", Provider: o.provider, MaxHistory: 50, MaxToolSteps: o.maxToolSteps, Vision: o.vision, Stream: o.stream}}
+	for _, a := range o.agents {
+		a.Provider, a.MaxHistory, a.MaxToolSteps = o.provider, 50, o.maxToolSteps
+		opt.Agents = append(opt.Agents, a)
+	}
 	opt.ThreadBindings = !o.threadsOff
 	if o.spawnSessions {
 		opt.SpawnSubagentSessions = true
@@ -251,15 +272,14 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	}
 	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: bs}), Bindings: bs, Transcripts: tr, Store: reg, Turns: o.turns, Clock: clk, Log: zerolog.Nop(),
 		Budget:    o.budget,
-		Authority: o.authority, Typist: o.typist, After: o.after, Fetcher: o.fetcher, Toolbox: o.toolbox}
+		Authority: o.authority, Jobs: o.jobs, Typist: o.typist, After: o.after, Fetcher: o.fetcher, Toolbox: o.toolbox}
 	if !o.noThreads {
 		deps.Threads = o.threads
 		if o.threadsImpl != nil {
 			deps.Threads = o.threadsImpl
 		}
 	}
-	m := session.New(opt, deps)
-	bs.OnEnded(m.OnBindingEnded)
+	m = session.New(opt, deps)
 	if err := m.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}

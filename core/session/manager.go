@@ -194,12 +194,6 @@ func New(opt Options, d Deps) *Manager {
 	return m
 }
 
-// SetJobs offers the scheduler to the model as tools. Call before Run.
-func (m *Manager) SetJobs(j Jobs) { m.d.Jobs = j }
-
-// SetAuthority sets the authority the tools ask. Call before Run.
-func (m *Manager) SetAuthority(a Authority) { m.d.Authority = a }
-
 // DefaultAgent is the first configured agent.
 func (m *Manager) DefaultAgent() Agent { return m.opt.Agents[0] }
 
@@ -569,6 +563,12 @@ func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 		m.endInterrupted(ctx, owner, p)
 		return nil
 	}
+	var from Agent
+	var newest time.Time
+	var changed, first bool
+	if !bound && sessionkey.KindOf(key) == KindMain {
+		from, newest, changed, first = m.routeChange(key, msg.Conversation)
+	}
 	m.imu.Lock()
 	m.queued[msg.MessageID] = true
 	m.imu.Unlock()
@@ -592,6 +592,18 @@ func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
 	})
 	if err != nil {
 		return fmt.Errorf("handle message %s: %w", msg.MessageID, err)
+	}
+	if changed {
+		m.noteRoute(ctx, key, msg.Conversation, msg.MessageID, from)
+	}
+	if changed || first {
+		// Newer than every other agent's here, even on a clock that has
+		// not moved since.
+		at := m.d.Clock.Now()
+		if !at.After(newest) {
+			at = newest.Add(time.Nanosecond)
+		}
+		m.updateInfo(ctx, key, func(in *Info) { in.RoutedAt = at })
 	}
 	if err := m.queueTurn(ctx, key, rec.ID, bound, PendingTurn{Message: msg}, entry.Seq); err != nil {
 		return fmt.Errorf("handle message %s: %w", msg.MessageID, err)

@@ -309,7 +309,7 @@ func (m *Manager) announceSaved(ctx context.Context, key string) {
 }
 
 // RecoverCompletion is Outbound's recovery of an unfinished subagent
-// completion (see delivery.Outbound.HandleRecovery): it is announced again
+// completion (see delivery.OutboundDeps.Recover): it is announced again
 // through the live path, so a thread that went away meanwhile ends the
 // same way (no post, unbind with a reason, a notice, status undelivered)
 // instead of the recorded send being repeated blindly.

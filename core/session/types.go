@@ -82,6 +82,9 @@ type Info struct {
 	// session took: the watermark from which a restarted bot catches up on
 	// messages it missed while it was down.
 	LastInbound map[string]string `json:"lastInbound,omitempty"`
+	// RoutedAt is, for a conversation's own session, when its agent last
+	// became the one answering there (agents[].channels; route.go).
+	RoutedAt time.Time `json:"routedAt,omitzero"`
 }
 
 // PendingTurn is a user message waiting for (or in) its turn.

@@ -35,16 +35,19 @@ type Options struct{}
 type Deps struct {
 	Store Store
 	Clock clock.Clock // nil: the real clock
+	// Erasers are what Delete calls after erasing the transcript's own
+	// copy: the copies a deleted message's text has elsewhere. The outbox
+	// eraser is the Outbound, which itself writes through this service:
+	// the wiring gives an EraserFunc that reaches it once built.
+	Erasers []Eraser
 }
 
-// New returns a transcript service over d.Store. It does no I/O. The
-// erasers Delete calls are installed afterwards (SetErasers): the outbox
-// eraser is the Outbound, which itself writes through this service.
+// New returns a transcript service over d.Store. It does no I/O.
 func New(_ Options, d Deps) *Service {
 	if d.Clock == nil {
 		d.Clock = clock.Real{}
 	}
-	return &Service{store: d.Store, clock: d.Clock}
+	return &Service{store: d.Store, clock: d.Clock, erasers: d.Erasers}
 }
 
 // Append writes e to session key once. With a non-empty DeliveryID, a
@@ -173,9 +176,11 @@ type Eraser interface {
 	EraseEntry(ctx context.Context, e Entry) error
 }
 
-// SetErasers installs the erasers Delete calls; wiring calls it once,
-// before any Delete.
-func (s *Service) SetErasers(es ...Eraser) { s.erasers = es }
+// EraserFunc is a function as an Eraser.
+type EraserFunc func(ctx context.Context, e Entry) error
+
+// EraseEntry calls f.
+func (f EraserFunc) EraseEntry(ctx context.Context, e Entry) error { return f(ctx, e) }
 
 // Locate finds the session whose transcript holds a Discord message id and
 // that entry (the message's entry, never a change record).

@@ -100,9 +100,9 @@ func texts(es []transcript.Entry) []string {
 // events write nothing.
 func TestEditsAndDeletionsInHistory(t *testing.T) {
 	st := memory.New()
-	s := transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))})
 	er := &recordingEraser{}
-	s.SetErasers(er)
+	s := transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)),
+		Erasers: []transcript.Eraser{er}})
 	ctx := context.Background()
 	for i, text := range []string{"q1 typo", "a1", "my password is hunter2", "a2"} {
 		role := transcript.RoleUser

@@ -77,7 +77,11 @@ func TestNoForbiddenDependencies(t *testing.T) {
 		{[]string{"scheduler/...", "model/..."}, platforms,
 			"the scheduler and the models know no chat platform; results reach chats through Outbound"},
 		{[]string{"core/...", "scheduler/...", "console/...", "tools/...", "acp/...", "adapter/..."}, []string{module + "config", "gopkg.in/yaml.v3"},
-			"components take their own options; reading the config file is cmd/bot's (wiring)"},
+			"components take their own options; reading the config file is the application's (bot, wiring)"},
+		{[]string{"core/...", "scheduler/...", "model/...", "tools/...", "acp/...", "adapter/...", "store/...", "console/..."}, []string{module + "bot", module + "cmd"},
+			"the application imports its components, never the other way"},
+		{[]string{"bot/..."}, []string{module + "adapter/discord/discordtest", module + "internal/world", module + "internal/rule1", module + "internal/demo", module + "internal/load"},
+			"the application carries no test tooling: the tools import it (internal/...)"},
 		{[]string{"core/transcript/...", "core/binding/..."}, []string{module + "core/delivery", module + "core/session"},
 			"transcripts and bindings are below delivery: Outbound writes them, never the other way"},
 		{[]string{"core/delivery/..."}, []string{module + "core/session"},
@@ -96,6 +100,32 @@ func TestNoForbiddenDependencies(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestMainHasFlagsAndSubcommandsOnly: cmd/bot parses flags and runs
+// subcommands; it wires no component itself (the application, bot, does),
+// so it imports none of those the application builds.
+func TestMainHasFlagsAndSubcommandsOnly(t *testing.T) {
+	p, ok := load(t)["cmd/bot"]
+	if !ok {
+		t.Fatal("cmd/bot not listed")
+	}
+	wired := []string{"core/delivery", "core/authz", "core/command", "core/transcript", "core/platform", "adapter/matrix",
+		"acp", "tools", "model", "console", "metrics"}
+	imported := false
+	for _, imp := range p.Imports {
+		rel, ours := strings.CutPrefix(imp, module)
+		if !ours {
+			continue
+		}
+		imported = imported || rel == "bot"
+		if slices.ContainsFunc(wired, func(w string) bool { return under(rel, w+"/...") }) {
+			t.Errorf("cmd/bot imports %s: wiring is the application's (bot)", rel)
+		}
+	}
+	if !imported {
+		t.Error("cmd/bot does not import the application (bot)")
 	}
 }
 

@@ -14,9 +14,10 @@ var netguard []byte
 // NetGuard returns the environment that keeps a Node program on loopback (NODE_OPTIONS with the netguard
 // preload, NETGUARD_LOG) and a function returning what the program tried to reach outside: one
 // "lookup <host>" or "connect <host:port>" per attempt, each of which failed.
-func NetGuard(tb testing.TB) (env map[string]string, attempts func() []string) {
+// Its files are in dir (a directory the program can see: under a sandboxed agent's HOME, as the
+// sandbox's /tmp is its own).
+func NetGuard(tb testing.TB, dir string) (env map[string]string, attempts func() []string) {
 	tb.Helper()
-	dir := tb.TempDir()
 	js := filepath.Join(dir, "netguard.cjs")
 	if err := os.WriteFile(js, netguard, 0o600); err != nil {
 		tb.Fatal(err)

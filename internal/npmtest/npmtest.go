@@ -1,6 +1,7 @@
 // Package npmtest finds the npm-packaged programs that tests run against (MCP servers, ACP agents written by
 // others). `make npm` (run by .ci/run) installs the pinned packages listed in .ci/npm-packages into .cache/npm at
-// the repository root; Bin returns a program's path there.
+// the repository root; Bin returns a program's path there (or under $AGENTBOT_NPM_DIR when set: a prefix of your
+// own, e.g. to try a package before it is in .ci/npm-packages).
 //
 // Rule: a test that needs such a program fails in CI (the CI environment variable is set) when it is missing, and
 // skips elsewhere, saying how to install it. Nothing is fetched at test time.
@@ -29,7 +30,11 @@ func Bin(tb testing.TB, name string) string {
 	if err != nil {
 		missing(tb, err.Error())
 	}
-	p := filepath.Join(root, Dir, "node_modules", ".bin", name)
+	dir := filepath.Join(root, Dir)
+	if d := os.Getenv("AGENTBOT_NPM_DIR"); d != "" {
+		dir = d
+	}
+	p := filepath.Join(dir, "node_modules", ".bin", name)
 	if _, err := os.Stat(p); err != nil {
 		missing(tb, name+" is not installed under "+Dir+": run `make npm`")
 	}

@@ -299,6 +299,28 @@ func (h *Hub) Tools(ctx context.Context, agentID string, actor authz.Actor) []mo
 	return out
 }
 
+// Unavailable lists, as "name: state: last error", the agent's servers that
+// are not up once their first start attempt has ended (each wait bounded as
+// in Tools): a run records them in its diagnostics, since its turn runs
+// without their tools.
+func (h *Hub) Unavailable(ctx context.Context, agentID string) []string {
+	var out []string
+	for _, name := range h.agents[agentID] {
+		s, ok := h.servers[name]
+		if !ok {
+			continue
+		}
+		s.waitFirst(ctx)
+		s.mu.RLock()
+		state, lastErr := s.state, s.lastErr
+		s.mu.RUnlock()
+		if state != StateUp {
+			out = append(out, fmt.Sprintf("%s: %s: %s", name, state, orNone(lastErr)))
+		}
+	}
+	return out
+}
+
 // waitFirst waits until the server's first start attempt has ended (up
 // or failed), at most its Timeout, or ctx.
 func (s *server) waitFirst(ctx context.Context) {

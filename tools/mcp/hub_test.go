@@ -493,6 +493,24 @@ func TestToolsWaitForFirstStart(t *testing.T) {
 			if (len(ts) > 0) != c.wantTools {
 				t.Fatalf("tools %v, want some=%v", names(ts), c.wantTools)
 			}
+			downCh := make(chan []string, 1)
+			go func() { downCh <- h.Unavailable(context.Background(), "main") }()
+			if c.timeout { // still no answer: this wait is bounded by the timeout too
+				waitFor(t, "Unavailable to wait for the server", func() bool { return a.pending() > 0 })
+				a.fire()
+			}
+			var down []string
+			select {
+			case down = <-downCh:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Unavailable did not return")
+			}
+			if c.wantTools != (len(down) == 0) {
+				t.Errorf("Unavailable = %q with tools=%v", down, c.wantTools)
+			}
+			if c.wantLog != "" && (len(down) != 1 || !strings.HasPrefix(down[0], "fake: ") || !strings.Contains(down[0], c.wantLog)) {
+				t.Errorf("Unavailable = %q, want the server named with %q (a job run's diagnostics)", down, c.wantLog)
+			}
 			if c.wantLog != "" {
 				lmu.Lock()
 				l := logs.String()

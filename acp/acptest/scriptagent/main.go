@@ -10,6 +10,13 @@
 //	                         the script goes on only when allowed
 //	write PATH TEXT          fs/write_text_file, then says "wrote PATH" or "write refused: ERR"
 //	read PATH                fs/read_text_file, then says "read: TEXT" or "read refused: ERR"
+//	run [limit=N] [cwd=DIR] SCRIPT
+//	                         terminal/create of sh -c SCRIPT, wait_for_exit, output, release; then says
+//	                         "ran exit=<code> signal=<sig> truncated=<bool> output=<output>" or "run refused: ERR"
+//	connect HOST:PORT        opens a TCP connection (through $HTTPS_PROXY with CONNECT when set); says
+//	                         "connect ok" or "connect failed: ERR"
+//	dial HOST:PORT           opens a TCP connection directly; says "dial ok" or "dial failed: ERR"
+//	runline LINE             as run, but LINE is the command itself, without arguments (as Claude Code sends one)
 //	env NAME                 says "env NAME=<value>" or "env NAME unset"
 //	wait                     blocks until session/cancel, then ends the turn "cancelled"
 //	hang                     blocks for good, ignoring session/cancel
@@ -22,9 +29,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -174,6 +185,23 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 			} else {
 				a.say(ctx, sid, "read: "+r.Content)
 			}
+		case "run":
+			a.run(ctx, sid, rest)
+		case "runline":
+			a.run(ctx, sid, "line="+rest)
+		case "connect":
+			if err := connect(arg1); err != nil {
+				a.say(ctx, sid, "connect failed: "+err.Error())
+			} else {
+				a.say(ctx, sid, "connect ok")
+			}
+		case "dial":
+			if c, err := net.DialTimeout("tcp", arg1, 5*time.Second); err != nil {
+				a.say(ctx, sid, "dial failed: "+err.Error())
+			} else {
+				c.Close()
+				a.say(ctx, sid, "dial ok")
+			}
 		case "env":
 			if v, ok := os.LookupEnv(arg1); ok {
 				a.say(ctx, sid, "env "+arg1+"="+v)
@@ -197,6 +225,83 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		}
 	}
 	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+}
+
+func (a *agent) run(ctx context.Context, sid sdk.SessionId, rest string) {
+	req := sdk.CreateTerminalRequest{SessionId: sid, Command: "sh"}
+	for {
+		w, r, _ := strings.Cut(rest, " ")
+		if v, ok := strings.CutPrefix(w, "limit="); ok {
+			n, _ := strconv.Atoi(v)
+			req.OutputByteLimit = &n
+		} else if v, ok := strings.CutPrefix(w, "cwd="); ok {
+			req.Cwd = &v
+		} else if v, ok := strings.CutPrefix(rest, "line="); ok {
+			req.Command, rest = v, ""
+			break
+		} else {
+			break
+		}
+		rest = r
+	}
+	if rest != "" {
+		req.Args = []string{"-c", rest}
+	}
+	t, err := a.conn.CreateTerminal(ctx, req)
+	if err != nil {
+		a.say(ctx, sid, "run refused: "+err.Error())
+		return
+	}
+	id := t.TerminalId
+	ex, err := a.conn.WaitForTerminalExit(ctx, sdk.WaitForTerminalExitRequest{SessionId: sid, TerminalId: id})
+	if err != nil {
+		a.say(ctx, sid, "run wait failed: "+err.Error())
+		return
+	}
+	out, err := a.conn.TerminalOutput(ctx, sdk.TerminalOutputRequest{SessionId: sid, TerminalId: id})
+	if err != nil {
+		a.say(ctx, sid, "run output failed: "+err.Error())
+		return
+	}
+	_, _ = a.conn.ReleaseTerminal(ctx, sdk.ReleaseTerminalRequest{SessionId: sid, TerminalId: id})
+	code, sig := "", ""
+	if ex.ExitCode != nil {
+		code = strconv.Itoa(*ex.ExitCode)
+	}
+	if ex.Signal != nil {
+		sig = *ex.Signal
+	}
+	a.say(ctx, sid, fmt.Sprintf("ran exit=%s signal=%s truncated=%v output=%s", code, sig, out.Truncated, out.Output))
+}
+
+// connect reaches addr directly, or through the HTTPS_PROXY with CONNECT.
+func connect(addr string) error {
+	proxy := os.Getenv("HTTPS_PROXY")
+	if proxy == "" {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	u, err := url.Parse(proxy)
+	if err != nil {
+		return err
+	}
+	c, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", addr, addr)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("proxy: %s", resp.Status)
+	}
+	return nil
 }
 
 func main() {

@@ -2,7 +2,9 @@ package discordtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 func (e *Emulator) getCommands(c *call) reply {
@@ -58,6 +60,13 @@ func (e *Emulator) putCommands(c *call) reply {
 		if b.Type == 0 {
 			b.Type = 1
 		}
+		var opts struct {
+			Options []json.RawMessage `json:"options"`
+		}
+		_ = json.Unmarshal(raw, &opts)
+		if r := validateAutocomplete(strconv.Itoa(i)+".options", opts.Options); r.status != 0 {
+			return r
+		}
 		id := old[b.Name]
 		if id == "" {
 			id = e.nextIDLocked()
@@ -97,7 +106,22 @@ func (e *Emulator) interactionCallback(c *call) reply {
 		flags = *data.Flags
 	}
 	resp := InteractionResponse{Kind: "callback", Type: b.Type, Content: data.content(), Flags: flags, Ephemeral: flags&FlagEphemeral != 0, Raw: c.body}
+	if in.Autocomplete != (b.Type == 8) {
+		// An autocomplete interaction takes only its result (8), and a
+		// result answers nothing else.
+		return formError("type", "INTERACTION_RESPONSE_TYPE_INVALID", "Interaction response type is invalid for this interaction type")
+	}
 	switch b.Type {
+	case 8:
+		choices, r := validateChoices(data)
+		if r.status != 0 {
+			return r
+		}
+		resp.Choices = choices
+		in.acked = true
+		in.Responses = append(in.Responses, resp)
+		e.broadcastLocked()
+		return noContent()
 	case 4:
 		if r := e.mentionsLocked(c, data.AllowedMentions); r.status != 0 {
 			return r
@@ -156,7 +180,7 @@ func (e *Emulator) tokenExpiredLocked(in *Interaction) bool {
 
 func (e *Emulator) followup(c *call) reply {
 	in := e.world.interactions[c.p["webhook_token"]]
-	if in == nil || !in.acked {
+	if in == nil || !in.acked || in.Autocomplete {
 		return errUnknownWebhook()
 	}
 	if e.tokenExpiredLocked(in) {
@@ -199,4 +223,72 @@ func (e *Emulator) followup(c *call) reply {
 		return noContent()
 	}
 	return ok(m.wire())
+}
+
+// Autocomplete limits (Discord: "Autocomplete" in the interactions docs).
+const (
+	MaxChoices         = 25
+	MaxChoiceNameLen   = 100
+	MaxChoiceStringLen = 100
+)
+
+// validateChoices checks an autocomplete result's data.choices as Discord
+// does: present, at most 25, each a name of 1-100 characters and a value
+// of the option's kind, a string of at most 100 characters or a number.
+func validateChoices(data *msgBody) ([]Choice, reply) {
+	if data.Choices == nil {
+		return nil, formError("data.choices", "BASE_TYPE_REQUIRED", "This field is required")
+	}
+	if len(*data.Choices) > MaxChoices {
+		return nil, formError("data.choices", "BASE_TYPE_MAX_LENGTH", fmt.Sprintf("Must be %d or fewer in length.", MaxChoices))
+	}
+	out := make([]Choice, 0, len(*data.Choices))
+	for i, raw := range *data.Choices {
+		var ch Choice
+		if json.Unmarshal(raw, &ch) != nil {
+			return nil, formError(fmt.Sprintf("data.choices.%d", i), "MODEL_TYPE_CONVERT", "Only dictionaries may be used in a ModelType")
+		}
+		if n := utf8.RuneCountInString(ch.Name); n < 1 || n > MaxChoiceNameLen {
+			return nil, formError(fmt.Sprintf("data.choices.%d.name", i), "BASE_TYPE_BAD_LENGTH", fmt.Sprintf("Must be between 1 and %d in length.", MaxChoiceNameLen))
+		}
+		switch v := ch.Value.(type) {
+		case string:
+			if utf8.RuneCountInString(v) > MaxChoiceStringLen {
+				return nil, formError(fmt.Sprintf("data.choices.%d.value", i), "BASE_TYPE_MAX_LENGTH", fmt.Sprintf("Must be %d or fewer in length.", MaxChoiceStringLen))
+			}
+		case float64:
+		default:
+			return nil, formError(fmt.Sprintf("data.choices.%d.value", i), "BASE_TYPE_REQUIRED", "This field is required")
+		}
+		out = append(out, ch)
+	}
+	return out, reply{}
+}
+
+// validateAutocomplete applies Discord's rules to registered options:
+// autocomplete only on a string, integer or number option, and never
+// together with fixed choices.
+func validateAutocomplete(field string, raws []json.RawMessage) reply {
+	for i, raw := range raws {
+		var o struct {
+			Type         int               `json:"type"`
+			Autocomplete bool              `json:"autocomplete"`
+			Choices      []json.RawMessage `json:"choices"`
+			Options      []json.RawMessage `json:"options"`
+		}
+		if json.Unmarshal(raw, &o) != nil {
+			continue
+		}
+		f := fmt.Sprintf("%s.%d", field, i)
+		if o.Autocomplete && o.Type != 3 && o.Type != 4 && o.Type != 10 {
+			return formError(f+".autocomplete", "APPLICATION_COMMAND_OPTION_INVALID", "Autocomplete can only be enabled for string, integer or number options")
+		}
+		if o.Autocomplete && len(o.Choices) > 0 {
+			return formError(f+".autocomplete", "APPLICATION_COMMAND_AUTOCOMPLETE_INVALID", "Autocomplete cannot be set if choices are present")
+		}
+		if r := validateAutocomplete(f+".options", o.Options); r.status != 0 {
+			return r
+		}
+	}
+	return reply{}
 }

@@ -55,18 +55,19 @@ func (e *Emulator) mentionsLocked(c *call, raw json.RawMessage) reply {
 
 // msgBody is the create/edit message body (and the webhook execute body, which adds persona fields).
 type msgBody struct {
-	Content          *string           `json:"content"`
-	Embeds           []json.RawMessage `json:"embeds"`
-	AllowedMentions  json.RawMessage   `json:"allowed_mentions"`
-	MessageReference *MessageReference `json:"message_reference"`
-	Nonce            json.RawMessage   `json:"nonce"`
-	EnforceNonce     bool              `json:"enforce_nonce"`
-	Flags            *int              `json:"flags"`
-	Components       json.RawMessage   `json:"components"`
-	Username         string            `json:"username"`
-	AvatarURL        string            `json:"avatar_url"`
-	Data             *msgBody          `json:"data"` // interaction callbacks
-	Type             int               `json:"type"` // interaction callbacks
+	Content          *string            `json:"content"`
+	Embeds           []json.RawMessage  `json:"embeds"`
+	AllowedMentions  json.RawMessage    `json:"allowed_mentions"`
+	MessageReference *MessageReference  `json:"message_reference"`
+	Nonce            json.RawMessage    `json:"nonce"`
+	EnforceNonce     bool               `json:"enforce_nonce"`
+	Flags            *int               `json:"flags"`
+	Components       json.RawMessage    `json:"components"`
+	Username         string             `json:"username"`
+	AvatarURL        string             `json:"avatar_url"`
+	Data             *msgBody           `json:"data"`    // interaction callbacks
+	Type             int                `json:"type"`    // interaction callbacks
+	Choices          *[]json.RawMessage `json:"choices"` // autocomplete results (callback type 8)
 }
 
 func (b *msgBody) content() string {

@@ -186,7 +186,7 @@ func (e *Emulator) executeWebhook(c *call) reply {
 func (e *Emulator) webhookMessage(c *call) (*Channel, *Message, *Interaction, reply) {
 	if c.p["webhook_id"] == e.appID {
 		in := e.world.interactions[c.p["webhook_token"]]
-		if in == nil {
+		if in == nil || in.Autocomplete {
 			return nil, nil, nil, errUnknownWebhook()
 		}
 		if e.tokenExpiredLocked(in) {

@@ -11,6 +11,7 @@ import (
 const (
 	ChannelTypeText         = 0
 	ChannelTypeDM           = 1
+	ChannelTypeCategory     = 4
 	ChannelTypePublicThread = 11
 )
 
@@ -46,7 +47,7 @@ type Guild struct {
 type Channel struct {
 	ID       string
 	GuildID  string
-	ParentID string // threads only
+	ParentID string // a thread's channel; a text channel's category (MoveChannel)
 	Name     string
 	Type     int
 	OwnerID  string // threads: creator
@@ -152,6 +153,15 @@ type Command struct {
 type CommandOption struct {
 	Name  string
 	Value any
+	// Focused marks the option a user is typing in an autocomplete
+	// interaction (InvokeAutocomplete): exactly one is.
+	Focused bool
+}
+
+// Choice is one autocomplete suggestion the bot offered (type 8 response).
+type Choice struct {
+	Name  string `json:"name"`
+	Value any    `json:"value"`
 }
 
 // InteractionResponse is one reply the bot made to an interaction.
@@ -162,7 +172,9 @@ type InteractionResponse struct {
 	Flags     int
 	Ephemeral bool
 	MessageID string // the displayed message, empty when ephemeral
-	Raw       json.RawMessage
+	// Choices are an autocomplete result's suggestions (type 8).
+	Choices []Choice
+	Raw     json.RawMessage
 }
 
 // Interaction is a slash-command invocation made with InvokeCommand.
@@ -179,9 +191,12 @@ type Interaction struct {
 	MessageID  string
 	Responses  []InteractionResponse
 	OriginalID string // id of the displayed original response message, if any
-	Created    time.Time
-	acked      bool
-	ephemeral  bool // the original response is ephemeral
+	// Autocomplete is set for an InvokeAutocomplete interaction (type 4):
+	// its only valid answer is one type 8 callback.
+	Autocomplete bool
+	Created      time.Time
+	acked        bool
+	ephemeral    bool // the original response is ephemeral
 }
 
 // nonceRec is the message an enforced nonce created, and when.
@@ -240,7 +255,7 @@ func newWorld() world {
 // those DenyBot set, and every one its roles and the channel's overwrites do not grant.
 func (w *world) botDenied(ch *Channel) int64 {
 	d := w.deny[ch.ID]
-	if ch.ParentID != "" {
+	if ch.ParentID != "" && ch.IsThread() {
 		d |= w.deny[ch.ParentID]
 	}
 	if ch.GuildID != "" && ch.Type != ChannelTypeDM {
@@ -327,7 +342,10 @@ func (c *Channel) wire(w *world) map[string]any {
 		m["position"] = 0
 		m["topic"] = nil
 		m["nsfw"] = false
-		m["parent_id"] = nil
+		m["parent_id"] = nil // a text channel's category (MoveChannel)
+		if c.ParentID != "" {
+			m["parent_id"] = c.ParentID
+		}
 		m["rate_limit_per_user"] = 0
 		ows := []any{}
 		botDeny := w.deny[c.ID]

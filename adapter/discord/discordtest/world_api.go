@@ -2,9 +2,11 @@ package discordtest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 )
 
 // ---- seeding ----
@@ -85,6 +87,41 @@ func (e *Emulator) AddUser(username string) User {
 	u := User{ID: e.nextIDLocked(), Username: username}
 	e.world.users[u.ID] = u
 	return u
+}
+
+// AddCategory creates a channel category in a guild (type 4): text
+// channels are put in it with MoveChannel.
+func (e *Emulator) AddCategory(guildID, name string) (Channel, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.world.guilds[guildID] == nil {
+		return Channel{}, fmt.Errorf("discordtest: unknown guild %s", guildID)
+	}
+	ch := &Channel{ID: e.nextIDLocked(), GuildID: guildID, Name: name, Type: ChannelTypeCategory}
+	e.world.channels[ch.ID] = ch
+	e.world.channelOrder = append(e.world.channelOrder, ch.ID)
+	e.dispatchLocked("CHANNEL_CREATE", ch.wire(&e.world))
+	return cloneChannel(ch), nil
+}
+
+// MoveChannel puts a text channel into a category of its guild ("" takes
+// it out of any), as a moderator dragging it does, emitting CHANNEL_UPDATE.
+func (e *Emulator) MoveChannel(channelID, categoryID string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ch := e.world.channel(channelID)
+	if ch == nil || ch.Type != ChannelTypeText {
+		return fmt.Errorf("discordtest: %s is not a text channel", channelID)
+	}
+	if categoryID != "" {
+		cat := e.world.channel(categoryID)
+		if cat == nil || cat.Type != ChannelTypeCategory || cat.GuildID != ch.GuildID {
+			return fmt.Errorf("discordtest: %s is not a category of guild %s", categoryID, ch.GuildID)
+		}
+	}
+	ch.ParentID = categoryID
+	e.dispatchLocked("CHANNEL_UPDATE", ch.wire(&e.world))
+	return nil
 }
 
 // AddThread creates an active public thread under a text channel, owned by ownerID (a user id, or
@@ -319,18 +356,7 @@ func (e *Emulator) InvokeCommand(channelID, userID, name string, opts ...Command
 	if ch == nil {
 		return Interaction{}, fmt.Errorf("discordtest: unknown channel %s", channelID)
 	}
-	var cmd *Command
-	for _, scope := range []string{ch.GuildID, ""} {
-		for i, c := range e.world.commands[scope] {
-			if c.Name == name {
-				cmd = &e.world.commands[scope][i]
-				break
-			}
-		}
-		if cmd != nil || scope == "" {
-			break
-		}
-	}
+	cmd := e.world.commandLocked(ch.GuildID, name)
 	if cmd == nil {
 		return Interaction{}, fmt.Errorf("discordtest: command %q is not registered", name)
 	}
@@ -339,6 +365,106 @@ func (e *Emulator) InvokeCommand(channelID, userID, name string, opts ...Command
 		Options: append([]CommandOption(nil), opts...), Created: e.opts.Now(),
 	}
 	return e.dispatchInteractionLocked(in, ch, 2, map[string]any{"id": cmd.ID, "name": cmd.Name, "type": cmd.Type, "options": wireOptions(opts)}, nil)
+}
+
+// InvokeAutocomplete has a user type into an option of a registered slash
+// command, emitting INTERACTION_CREATE of type 4 (APPLICATION_COMMAND_AUTOCOMPLETE)
+// as Discord does: exactly one option is Focused (its Value the partial
+// text), and Discord sends it only for an option registered with
+// "autocomplete": true (an error otherwise). A value in a subcommand is
+// a CommandOption whose Value is []CommandOption, as for InvokeCommand.
+// The bot's answer is one type 8 callback (at most 25 choices), recorded on
+// the Interaction; it displays nothing.
+func (e *Emulator) InvokeAutocomplete(channelID, userID, name string, opts ...CommandOption) (Interaction, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	u, err := e.userLocked(userID)
+	if err != nil {
+		return Interaction{}, err
+	}
+	ch := e.world.channel(channelID)
+	if ch == nil {
+		return Interaction{}, fmt.Errorf("discordtest: unknown channel %s", channelID)
+	}
+	cmd := e.world.commandLocked(ch.GuildID, name)
+	if cmd == nil {
+		return Interaction{}, fmt.Errorf("discordtest: command %q is not registered", name)
+	}
+	var registered struct {
+		Options []registeredOption `json:"options"`
+	}
+	_ = json.Unmarshal(cmd.Raw, &registered)
+	path, focused := focusedPath(opts, nil)
+	if focused != 1 {
+		return Interaction{}, fmt.Errorf("discordtest: an autocomplete interaction has exactly one focused option, got %d", focused)
+	}
+	if o := findOption(registered.Options, path); o == nil || !o.Autocomplete {
+		return Interaction{}, fmt.Errorf("discordtest: option %s of /%s is not registered with autocomplete: true, so Discord sends no autocomplete for it", strings.Join(path, " "), name)
+	}
+	in := &Interaction{
+		ID: e.nextIDLocked(), ChannelID: ch.ID, GuildID: ch.GuildID, User: u, Command: name,
+		Options: append([]CommandOption(nil), opts...), Created: e.opts.Now(), Autocomplete: true,
+	}
+	return e.dispatchInteractionLocked(in, ch, 4, map[string]any{"id": cmd.ID, "name": cmd.Name, "type": cmd.Type, "options": wireOptions(opts)}, nil)
+}
+
+// registeredOption is an option of a registered command, as the bot sent it.
+type registeredOption struct {
+	Name         string             `json:"name"`
+	Type         int                `json:"type"`
+	Autocomplete bool               `json:"autocomplete"`
+	Options      []registeredOption `json:"options"`
+}
+
+// focusedPath is the names leading to the focused option (through
+// subcommands) and how many options are focused.
+func focusedPath(opts []CommandOption, prefix []string) ([]string, int) {
+	var path []string
+	n := 0
+	for _, o := range opts {
+		p := append(append([]string(nil), prefix...), o.Name)
+		if sub, ok := o.Value.([]CommandOption); ok {
+			sp, sn := focusedPath(sub, p)
+			if sn > 0 {
+				path = sp
+			}
+			n += sn
+			continue
+		}
+		if o.Focused {
+			path = p
+			n++
+		}
+	}
+	return path, n
+}
+
+func findOption(opts []registeredOption, path []string) *registeredOption {
+	for i := range opts {
+		if len(path) > 0 && opts[i].Name == path[0] {
+			if len(path) == 1 {
+				return &opts[i]
+			}
+			return findOption(opts[i].Options, path[1:])
+		}
+	}
+	return nil
+}
+
+// commandLocked finds a registered command by name: the guild's first,
+// then the global ones.
+func (w *world) commandLocked(guildID, name string) *Command {
+	for _, scope := range []string{guildID, ""} {
+		for i, c := range w.commands[scope] {
+			if c.Name == name {
+				return &w.commands[scope][i]
+			}
+		}
+		if scope == "" {
+			break
+		}
+	}
+	return nil
 }
 
 // dispatchInteractionLocked registers in (its token lives 15 minutes) and
@@ -386,7 +512,11 @@ func wireOptions(opts []CommandOption) []any {
 			out = append(out, map[string]any{"name": o.Name, "type": 1, "options": wireOptions(sub)})
 			continue
 		}
-		out = append(out, map[string]any{"name": o.Name, "type": optionType(o.Value), "value": o.Value})
+		w := map[string]any{"name": o.Name, "type": optionType(o.Value), "value": o.Value}
+		if o.Focused {
+			w["focused"] = true
+		}
+		out = append(out, w)
 	}
 	return out
 }

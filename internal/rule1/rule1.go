@@ -1,0 +1,369 @@
+// Package rule1 checks invariant 1 (Rule 1) from outside the bot: what a
+// chat displays against every transcript in the store, for the e2e tests,
+// the crash tests and `bot demo`.
+package rule1
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agentbot/agentbot/adapter/discord/discordtest"
+	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/transcript"
+)
+
+// Store is what the Rule 1 check reads: every transcript.
+type Store interface {
+	Sessions(ctx context.Context) ([]string, error)
+	Range(ctx context.Context, key string, from uint64, limit int) ([]transcript.Entry, error)
+}
+
+// located is a transcript entry with its session.
+type located struct {
+	key string
+	e   transcript.Entry
+}
+
+// bindingStore is what the routing part of the check reads, when the
+// store has it: every binding record, active and ended.
+type bindingStore interface {
+	Bindings(ctx context.Context) ([]binding.Record, error)
+}
+
+// Shown is a message as a chat displays it, for the Rule 1 check.
+type Shown struct {
+	ID           string
+	Conversation string // the conversation id it is displayed in (a channel, a thread, a room), as bindings hold it
+	// OwnKey is how the session key of that conversation's own session
+	// ends (":channel:<id>"; a Matrix thread's names its room too).
+	OwnKey   string
+	Content  string
+	Order    uint64 // display order within its conversation
+	FromBot  bool   // the bot's own, or posted under one of its personas
+	OtherBot bool   // another bot's
+	DM       bool   // displayed in a direct-message conversation
+}
+
+// Display is what a platform displays: the Discord emulator, a Matrix
+// homeserver. The Rule 1 check reads every platform through it.
+type Display interface {
+	Message(id string) (Shown, bool)
+	Messages(conversation string) []Shown
+	// Addressed reports whether a user message's text mentions the bot
+	// and has text besides the mention (it always reaches a session).
+	Addressed(content string) bool
+}
+
+// Emulator is the Discord emulator as a Display.
+func Emulator(emu *discordtest.Emulator) Display { return emulatorDisplay{emu} }
+
+type emulatorDisplay struct{ emu *discordtest.Emulator }
+
+func (d emulatorDisplay) shown(m discordtest.Message) Shown {
+	order, _ := strconv.ParseUint(m.ID, 10, 64) // snowflakes increase in display order
+	return Shown{ID: m.ID, Conversation: m.ChannelID, OwnKey: ":channel:" + m.ChannelID, Content: m.Content, Order: order,
+		FromBot: m.Author.ID == d.emu.BotUserID() || m.WebhookID != "", OtherBot: m.Author.Bot, DM: m.GuildID == ""}
+}
+
+func (d emulatorDisplay) Message(id string) (Shown, bool) {
+	m, ok := d.emu.Message(id)
+	if !ok {
+		return Shown{}, false
+	}
+	return d.shown(m), true
+}
+
+func (d emulatorDisplay) Messages(channel string) []Shown {
+	var out []Shown
+	for _, m := range d.emu.Messages(channel) {
+		out = append(out, d.shown(m))
+	}
+	return out
+}
+
+func (d emulatorDisplay) Addressed(content string) bool {
+	return addressed(content, "<@"+d.emu.BotUserID()+">")
+}
+
+// Multi is several platforms' displays as one (one process on
+// Discord and Matrix): ids and conversation ids do not collide across them.
+type Multi []Display
+
+func (ds Multi) Message(id string) (Shown, bool) {
+	for _, d := range ds {
+		if m, ok := d.Message(id); ok {
+			return m, true
+		}
+	}
+	return Shown{}, false
+}
+
+func (ds Multi) Messages(conversation string) []Shown {
+	var out []Shown
+	for _, d := range ds {
+		out = append(out, d.Messages(conversation)...)
+	}
+	return out
+}
+
+// Addressed: a platform's mention markup means nothing on another.
+func (ds Multi) Addressed(content string) bool {
+	for _, d := range ds {
+		if d.Addressed(content) {
+			return true
+		}
+	}
+	return false
+}
+
+// Check compares what a chat displays with every transcript and
+// returns the violations of invariants 1, 2 and 4:
+//   - every bot message a channel displays is in exactly one transcript
+//     entry, and every entry's message ids are displayed, in one channel,
+//     with exactly the entry's text (split parts concatenated) - recovered
+//     entries (finished after a crash) included;
+//   - every user message addressed to the bot (a mention with some text) is
+//     in exactly one transcript entry, unless notRouted names it (refused by
+//     discord.access: never routed, so in no transcript);
+//   - every entry is in a session its channel can route to: the channel's
+//     own session (any agent's), a DM's session, or the target of a binding
+//     of that channel (when the store has bindings);
+//   - no message id is in two entries, no entry is written twice;
+//   - each session's bot entries, and its user entries, are in display
+//     order (message ids increase); an entry recovered after a crash is
+//     appended when recovered, so only the entries after it are held to it.
+func Check(ctx context.Context, chat Display, st Store, channels []string, notRouted map[string]bool) ([]string, error) {
+	keys, err := st.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	boundTo := map[string]map[string]bool{} // channel -> session keys bound to it, ever
+	if bs, ok := st.(bindingStore); ok {
+		recs, err := bs.Bindings(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			ch := r.Conversation.ConversationID
+			if boundTo[ch] == nil {
+				boundTo[ch] = map[string]bool{}
+			}
+			boundTo[ch][r.TargetSessionKey] = true
+		}
+	}
+	routable := func(key string, m Shown) bool {
+		if boundTo[m.Conversation][key] || strings.HasSuffix(key, m.OwnKey) {
+			return true
+		}
+		return m.DM && strings.Contains(key, ":dm:")
+	}
+	byMsg := map[string][]located{}
+	var problems []string
+	for _, key := range keys {
+		entries, err := st.Range(ctx, key, 0, 0)
+		if err != nil {
+			return nil, err
+		}
+		// Display order is checked among the bot's own entries and among
+		// users' entries. Across the two, the transcript keeps the order in
+		// which the bot learnt of each message: a user message that crosses
+		// a bot send still in flight is appended after it. Order is a
+		// conversation's: a session fed by two conversations (a binding
+		// moved by /focus) interleaves them as it learnt of them.
+		type lane struct {
+			fromUser bool
+			channel  string
+		}
+		last := map[lane]uint64{}
+		// Invariant 17: an entry shows its latest edit's text; a deleted
+		// entry (erased, or with a deletion record) displays nothing.
+		edited, deleted := map[uint64]string{}, map[uint64]bool{}
+		for _, e := range entries {
+			switch e.Source {
+			case transcript.SourceEdit:
+				edited[e.Target] = e.Text
+			case transcript.SourceDeletion:
+				deleted[e.Target] = true
+			}
+		}
+		if hs, ok := st.(historyReader); ok {
+			problems = append(problems, compareHistory(ctx, hs, key, entries, edited, deleted)...)
+		}
+		for _, e := range entries {
+			if len(e.MessageIDs) == 0 {
+				continue
+			}
+			for _, id := range e.MessageIDs {
+				byMsg[id] = append(byMsg[id], located{key, e})
+			}
+			if e.Deleted || deleted[e.Seq] {
+				if e.Text != "" {
+					problems = append(problems, fmt.Sprintf("%s: deleted entry #%d keeps its text", key, e.Seq))
+				}
+				continue
+			}
+			if t, ok := edited[e.Seq]; ok {
+				e.Text = t
+			}
+			var first uint64
+			fromUser := e.Source == transcript.SourceUser
+			l := lane{fromUser: fromUser}
+			if m, ok := chat.Message(e.MessageIDs[0]); ok {
+				l.channel, first = m.Conversation, m.Order
+			} else {
+				first, _ = strconv.ParseUint(e.MessageIDs[0], 10, 64) // reported below as not displayed
+			}
+			// Appended when the bot learnt of them: a recovered send, a
+			// message that reached the bot by an edit adding a mention.
+			if first < last[l] && e.Meta["recovered"] != "true" && e.Meta["viaEdit"] != "true" {
+				problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is out of display order: message %s after %d", key, e.Seq, e.Source, e.MessageIDs[0], last[l]))
+			}
+			last[l] = max(last[l], first)
+			var shown strings.Builder
+			channel := ""
+			for _, id := range e.MessageIDs {
+				m, ok := chat.Message(id)
+				if !ok {
+					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s, delivery %s) names message %s, which no channel displays", key, e.Seq, e.Source, e.DeliveryID, id))
+					continue
+				}
+				if channel != "" && m.Conversation != channel {
+					problems = append(problems, fmt.Sprintf("%s: entry #%d spans channels %s and %s", key, e.Seq, channel, m.Conversation))
+				}
+				if channel == "" && !routable(key, m) {
+					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is displayed in channel %s, which never routed to this session", key, e.Seq, e.Source, m.Conversation))
+				}
+				channel = m.Conversation
+				shown.WriteString(m.Content)
+			}
+			if shown.String() != e.Text {
+				problems = append(problems, fmt.Sprintf("%s: entry #%d text differs from what is displayed:\n  entry:   %q\n  display: %q", key, e.Seq, e.Text, shown.String()))
+			}
+		}
+	}
+	for id, ls := range byMsg {
+		if len(ls) > 1 {
+			problems = append(problems, fmt.Sprintf("message %s is in %d transcript entries", id, len(ls)))
+		}
+	}
+	excepted, err := ruleOneExceptions(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	for _, ch := range channels {
+		for _, m := range chat.Messages(ch) {
+			fromBot := m.FromBot
+			switch {
+			case notRouted[m.ID] && len(byMsg[m.ID]) > 0:
+				problems = append(problems, fmt.Sprintf("channel %s: refused user message %s %q is in a transcript", ch, m.ID, Excerpt(m.Content)))
+			case fromBot && len(byMsg[m.ID]) == 0 && !excepted[m.ID]:
+				problems = append(problems, fmt.Sprintf("channel %s displays bot message %s %q that no transcript holds", ch, m.ID, Excerpt(m.Content)))
+			case !fromBot && !m.OtherBot && chat.Addressed(m.Content) && len(byMsg[m.ID]) == 0 && !notRouted[m.ID]:
+				problems = append(problems, fmt.Sprintf("channel %s displays user message %s %q addressed to the bot that no transcript holds", ch, m.ID, Excerpt(m.Content)))
+			}
+		}
+	}
+	slices.Sort(problems)
+	return problems, nil
+}
+
+// historyReader is a store the transcript service can read the
+// model-visible history from.
+type historyReader interface {
+	transcript.Store
+}
+
+// compareHistory checks that what the model sees of a session (History,
+// the current generation's entries with edit and deletion records
+// applied) is the check's own reading of the raw entries: every entry of
+// the current generation that is not a change record, not deleted, in
+// order, with its latest edit's text. The display side of those entries
+// is checked by Check itself.
+func compareHistory(ctx context.Context, st historyReader, key string, entries []transcript.Entry, edited map[uint64]string, deleted map[uint64]bool) []string {
+	gen, err := st.Generation(ctx, key)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: generation: %v", key, err)}
+	}
+	var want []transcript.Entry
+	for _, e := range entries {
+		if e.Generation != gen || e.IsChange() || e.Deleted || deleted[e.Seq] {
+			continue
+		}
+		if t, ok := edited[e.Seq]; ok {
+			e.Text = t
+		}
+		want = append(want, e)
+	}
+	got, err := transcript.New(transcript.Options{}, transcript.Deps{Store: st}).History(ctx, key, len(entries)+1)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: history: %v", key, err)}
+	}
+	if len(got) != len(want) {
+		return []string{fmt.Sprintf("%s: the model sees %d entries, the chat displays %d of the current generation", key, len(got), len(want))}
+	}
+	var out []string
+	for i := range got {
+		if got[i].Seq != want[i].Seq || got[i].Text != want[i].Text {
+			out = append(out, fmt.Sprintf("%s: model-visible entry %d is #%d %q, the chat displays #%d %q", key, i, got[i].Seq, Excerpt(got[i].Text), want[i].Seq, Excerpt(want[i].Text)))
+		}
+	}
+	return out
+}
+
+// addressed reports whether a user message mentions the bot and has text
+// besides the mention (such a message always reaches a session).
+func addressed(content, mention string) bool {
+	return strings.Contains(content, mention) && strings.TrimSpace(strings.ReplaceAll(content, mention, "")) != ""
+}
+
+// deliveryLister is implemented by stores with an outbox.
+type deliveryLister interface {
+	Deliveries(ctx context.Context, state delivery.PendingState, limit int) ([]delivery.Record, error)
+}
+
+// ruleOneExceptions returns the message ids Outbound delivered without an
+// entry for a Rule 1 exception (DESIGN.md invariant 1: the conversation was
+// bound to a different agent when the send was confirmed, or the payload
+// had no text). Every other displayed bot message must be in a transcript.
+func ruleOneExceptions(ctx context.Context, st Store) (map[string]bool, error) {
+	out := map[string]bool{}
+	ds, ok := st.(deliveryLister)
+	if !ok {
+		return out, nil
+	}
+	recs, err := ds.Deliveries(ctx, delivery.StateDelivered, 0)
+	if err != nil {
+		return nil, fmt.Errorf("rule 1: read outbox: %w", err)
+	}
+	for _, r := range recs {
+		if r.Reason == delivery.SkipOtherAgent || r.Reason == delivery.SkipNativeOnly {
+			for _, id := range r.MessageIDs {
+				out[id] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+func Excerpt(s string) string {
+	r := []rune(strings.ReplaceAll(s, "\n", " "))
+	if len(r) > 60 {
+		return string(r[:60]) + "…"
+	}
+	return string(r)
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, cmp.Compare[string])
+	return out
+}
