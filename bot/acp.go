@@ -108,6 +108,9 @@ func acpCommandOptions(cfg *config.Config, name, workspace string) (acp.CommandO
 // and the test binary of this package, dispatch it).
 const RelayCommand = "sandbox-relay"
 
+// RelayMain runs the relay subcommand (inside an agent's sandbox).
+func RelayMain(args []string) int { return acp.RelayMain(args) }
+
 // programDir is what of the agent's program the sandbox must show: its
 // directory, or for an npm program the node_modules it lives in.
 func programDir(command string, env []string) string {

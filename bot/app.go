@@ -30,11 +30,12 @@ import (
 	"github.com/agentbot/agentbot/core/platform"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
+	modelusage "github.com/agentbot/agentbot/core/usage"
 	"github.com/agentbot/agentbot/internal/procs"
 	"github.com/agentbot/agentbot/internal/redact"
 	"github.com/agentbot/agentbot/metrics"
 	"github.com/agentbot/agentbot/model"
-	"github.com/agentbot/agentbot/model/providers"
+	"github.com/agentbot/agentbot/model/fallback"
 	"github.com/agentbot/agentbot/scheduler"
 	"github.com/agentbot/agentbot/store/bolt"
 	"github.com/agentbot/agentbot/tools/mcp"
@@ -62,6 +63,8 @@ type App struct {
 	auth        *authz.Authority
 	gateway     *discord.Gateway
 	sched       *schedulerBridge
+	models      *fallback.Set
+	usage       *modelusage.Meter
 	cluster     *cluster     // several processes on PostgreSQL; nil on bbolt
 	acp         *acp.Manager // external coding agents; nil when acp.agents is empty
 	metrics     *metrics.Metrics
@@ -172,10 +175,12 @@ func New(o Options, d Deps) (*App, error) {
 // only once New has returned.
 func (a *App) wire(o Options, d Deps) error {
 	cfg, log, st := a.cfg, a.log, a.store
-	agents, err := buildAgents(cfg, d.HTTPClient)
+	models, err := buildModels(cfg, d.HTTPClient, d.Clock, a.metrics, log.With().Str("component", "models").Logger())
 	if err != nil {
 		return err
 	}
+	a.models = models
+	agents := buildAgents(cfg, models)
 	if d.Provider != nil {
 		for i := range agents {
 			agents[i].Provider = d.Provider
@@ -309,6 +314,7 @@ func (a *App) newSessions(agents []session.Agent, d Deps) *authz.Gate {
 	// re-run after an edit and per subagent spawned (invariant 20).
 	access := cfg.EffectiveAccess()
 	gate := authz.NewGate(accessPolicy(access), accessLimits(access.RateLimit), d.Clock)
+	a.usage = newMeter(a.cfg, a.store, d.Clock, a.metrics, a.log.With().Str("component", "usage").Logger())
 	a.sessions = session.New(session.Options{
 		Channel: "discord", AccountID: "default", Agents: agents,
 		ThreadBindings: tb.Enabled, SpawnSubagentSessions: tb.SpawnSubagentSessions,
@@ -320,7 +326,7 @@ func (a *App) newSessions(agents []session.Agent, d Deps) *authz.Gate {
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
 		Store: a.store, Threads: a.platforms, Typist: a.platforms, Fetcher: fetcher, After: d.TypingAfter, Turns: a.cluster.turnLocker(), Clock: d.Clock,
-		Log: a.log.With().Str("component", "sessions").Logger(), Authority: a.auth, Toolbox: toolbox, Budget: gate, Jobs: jobs,
+		Log: a.log.With().Str("component", "sessions").Logger(), Authority: a.auth, Toolbox: toolbox, Budget: gate, Jobs: jobs, Usage: a.usage, Places: a.places(),
 	})
 	return gate
 }
@@ -351,7 +357,7 @@ func (a *App) inbound(o Options, gate *authz.Gate) error {
 	}
 	commands := command.New(command.Options{Agents: agentChoices}, command.Deps{
 		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.platforms, Authority: a.auth, Jobs: jobs, ACP: acpCmds, Agents: a.routes,
-		Once: commandOnce{st: a.store, clock: a.clock}, Memory: a.recall.commands(),
+		Once: commandOnce{st: a.store, clock: a.clock}, Usage: a.usage, Places: a.places(), Clock: a.clock, Memory: a.recall.commands(),
 	})
 	if a.discord != nil {
 		a.gateway = discord.NewGateway(discord.GatewayOptions{
@@ -432,19 +438,18 @@ func (o observedRouter) ResolveDestination(req delivery.RouteRequest) delivery.D
 	return d
 }
 
-// buildAgents maps configured agents onto sessions' agents with providers.
-func buildAgents(cfg *config.Config, hc *http.Client) ([]session.Agent, error) {
+// buildAgents maps configured agents onto sessions' agents with their
+// models' fallback chains.
+func buildAgents(cfg *config.Config, models *fallback.Set) []session.Agent {
 	out := make([]session.Agent, 0, len(cfg.Agents))
 	for _, ac := range cfg.Agents {
 		mc := cfg.Models[ac.Model]
-		p, err := providers.New(model.Config{Provider: mc.Provider, BaseURL: mc.BaseURL, APIKey: mc.APIKey, Model: mc.Model, Timeout: mc.Timeout}, hc)
-		if err != nil {
-			return nil, fmt.Errorf("agent %s: model %s: %w", ac.ID, ac.Model, err)
-		}
+		p, _ := models.Provider(ac.Model) // validated: every agent's model is defined
 		out = append(out, session.Agent{ID: ac.ID, Name: ac.Name, AvatarURL: ac.AvatarURL, SystemPrompt: ac.SystemPrompt,
-			Provider: p, MaxHistory: mc.MaxHistory, MaxToolSteps: mc.MaxToolSteps, Vision: mc.Vision, Stream: mc.Stream})
+			Provider: p, MaxHistory: mc.MaxHistory, MaxToolSteps: mc.MaxToolSteps, Vision: mc.Vision, Stream: mc.Stream,
+			Model: ac.Model, Footer: mc.Footer})
 	}
-	return out, nil
+	return out
 }
 
 // Run loads state, recovers unfinished deliveries, and runs every
@@ -543,6 +548,9 @@ func (a *App) Run(ctx context.Context) error {
 	if p, ok := a.store.(deliveryPruner); ok && a.cfg.Store.DeliveryRetention() > 0 {
 		g.Go(func() error { a.pruneDeliveries(gctx, p, time.NewTicker(time.Hour).C); return nil })
 	}
+	if a.cfg.Store.DeliveryRetention() > 0 {
+		g.Go(func() error { a.pruneUsage(gctx, time.NewTicker(time.Hour).C); return nil })
+	}
 	err := g.Wait()
 	if errors.Is(err, context.Canceled) {
 		err = nil
@@ -609,6 +617,10 @@ func (a *App) serveHTTP(ctx context.Context) error {
 			return
 		}
 		_, _ = w.Write([]byte("ready\n"))
+		// Degraded, not unready: their fallbacks answer, or a notice says why.
+		for _, d := range a.models.Degraded() {
+			_, _ = w.Write([]byte("model " + d + "\n"))
+		}
 		if a.tools != nil {
 			// Degraded, not unready: the bot still answers without them.
 			for _, f := range a.tools.Failing() {

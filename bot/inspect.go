@@ -58,6 +58,10 @@ type entryJSON struct {
 	Meta       map[string]string `json:"meta,omitempty"`
 	// Attachments: a user entry's files ({filename, contentType, size, url}).
 	Attachments []transcript.Attachment `json:"attachments,omitempty"`
+	// Model: the models entry that produced an assistant entry; Usage its
+	// tokens ({input, output}).
+	Model string            `json:"model,omitempty"`
+	Usage *transcript.Usage `json:"usage,omitempty"`
 	// Target: on an edit or deletion record, the seq of the entry it changes.
 	Target uint64 `json:"target,omitempty"`
 	// Deleted: the message was deleted from the chat; text is erased.
@@ -106,8 +110,10 @@ func (in inspector) write(ctx context.Context, w io.Writer, what string, args []
 			job = args[0]
 		}
 		return inspectRuns(ctx, in.store, w, job, asJSON)
+	case "usage":
+		return in.usage(ctx, w, args, asJSON)
 	}
-	return fmt.Errorf("unknown view %q: use bindings, jobs, runs [JOB] or transcript KEY", what)
+	return fmt.Errorf("unknown view %q: use bindings, jobs, runs [JOB], transcript KEY or usage", what)
 }
 
 func (in inspector) bindings(ctx context.Context, w io.Writer, asJSON bool) error {
@@ -172,7 +178,8 @@ func (in inspector) transcript(ctx context.Context, w io.Writer, key string, asJ
 				ids = []string{}
 			}
 			j := entryJSON{Seq: e.Seq, Role: e.Role, Author: e.Author, Text: e.Text, MessageIDs: ids, Source: e.Source,
-				DeliveryID: e.DeliveryID, Generation: e.Generation, At: e.At, Meta: e.Meta, Target: e.Target, Deleted: gone, Edited: edited, Attachments: e.Attachments}
+				DeliveryID: e.DeliveryID, Generation: e.Generation, At: e.At, Meta: e.Meta, Target: e.Target, Deleted: gone, Edited: edited, Attachments: e.Attachments,
+				Model: e.Model, Usage: e.Usage}
 			if gone {
 				j.Text = ""
 			}

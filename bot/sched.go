@@ -87,7 +87,8 @@ func schedulerSettings(c config.SchedulerConfig) scheduler.Settings {
 
 // RunBackground implements scheduler.BackgroundRunner (Rule 2, background).
 func (b *schedulerBridge) RunBackground(ctx context.Context, in scheduler.BackgroundRun) (string, error) {
-	return b.sessions().RunBackground(ctx, in.AgentID, in.SessionKey, in.Prompt, in.Seed)
+	return b.sessions().RunBackground(ctx, session.BackgroundRun{AgentID: in.AgentID, Key: in.SessionKey, Prompt: in.Prompt, Seed: in.Seed,
+		CreatedBy: in.CreatedBy, Conversation: in.Conversation, Run: "job:" + in.JobID + ":run:" + in.RunID})
 }
 
 // The rules of /cron, in one place: the slash command and the model's job

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"fmt"
+	modelusage "github.com/agentbot/agentbot/core/usage"
 	"time"
 
 	"github.com/agentbot/agentbot/config"
@@ -26,6 +27,7 @@ type Store interface {
 	session.Store
 	scheduler.Store
 	procs.Store
+	modelusage.Store
 	memory.Feed // transcript changes for the recall index (memory.go)
 	PutWebhook(ctx context.Context, channelID, id, token string) error
 	Webhook(ctx context.Context, channelID string) (id, token string, ok bool, err error)

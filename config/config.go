@@ -88,6 +88,17 @@ type AccessConfig struct {
 	Allow     AccessLists     `yaml:"allow"` // all empty = everyone, subject to deny
 	Deny      AccessLists     `yaml:"deny"`
 	RateLimit RateLimitConfig `yaml:"rateLimit"`
+	Budget    BudgetConfig    `yaml:"budget"`
+}
+
+// BudgetConfig is access.budget: model usage per user and per server or
+// room within a sliding window; 0 turns a limit off.
+type BudgetConfig struct {
+	Tokens      int           `yaml:"tokens"`
+	Cost        float64       `yaml:"cost"`
+	Per         time.Duration `yaml:"per"`
+	GuildTokens int           `yaml:"guildTokens"`
+	GuildCost   float64       `yaml:"guildCost"`
 }
 
 // AccessLists are user, role and channel ids.
@@ -205,6 +216,20 @@ type ModelConfig struct {
 	// Stream: the reply is shown as the model writes it (one message
 	// edited about once a second, continued at 2000 characters).
 	Stream bool `yaml:"stream"`
+	// Fallbacks are models entries tried in order when this one fails in a
+	// retryable way (429, 5xx, overloaded, timeout, refused connection),
+	// never after the first token of a reply was shown.
+	Fallbacks []string `yaml:"fallbacks"`
+	// Price is what this model's tokens cost, for /usage and budgets.
+	Price PriceConfig `yaml:"price"`
+	// Footer: a reply ends with a line naming the model that answered.
+	Footer bool `yaml:"footer"`
+}
+
+// PriceConfig is a model's price in currency units per million tokens.
+type PriceConfig struct {
+	Input  float64 `yaml:"input"`
+	Output float64 `yaml:"output"`
 }
 
 // SubagentsConfig limits subagent runs.
@@ -311,7 +336,7 @@ func Default() *Config {
 		Discord: DiscordConfig{
 			ThreadBindings: ThreadBindingsConfig{Enabled: true, IdleHours: 24},
 			Edits:          EditsHistory,
-			Access:         AccessConfig{DM: DMMembers, RateLimit: RateLimitConfig{Turns: 20, Per: time.Hour, GuildTurns: 200}},
+			Access:         AccessConfig{DM: DMMembers, RateLimit: RateLimitConfig{Turns: 20, Per: time.Hour, GuildTurns: 200}, Budget: BudgetConfig{Per: 24 * time.Hour}},
 			Shard:          ShardConfig{ID: 0, Count: "1"},
 		},
 		Agents:    []AgentConfig{{ID: "main", Name: "Assistant", SystemPrompt: DefaultSystemPrompt, Model: DefaultModelName}},
@@ -330,7 +355,7 @@ func Default() *Config {
 		Log:    LogConfig{Level: "info", Format: "console"},
 		ACP:    ACPConfig{PermissionTimeout: 5 * time.Minute, Agents: map[string]ACPAgentConfig{}},
 		Matrix: defaultMatrix(),
-		Access: AccessConfig{DM: DMMembers, RateLimit: RateLimitConfig{Turns: 20, Per: time.Hour, GuildTurns: 200}},
+		Access: AccessConfig{DM: DMMembers, RateLimit: RateLimitConfig{Turns: 20, Per: time.Hour, GuildTurns: 200}, Budget: BudgetConfig{Per: 24 * time.Hour}},
 	}
 }
 

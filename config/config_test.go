@@ -125,6 +125,14 @@ func TestBadConfigs(t *testing.T) {
 			nil, `test.yaml:4: models.default.stream: expected true or false, got "sometimes"`},
 		{"vision not bool", "models:\n  default:\n    provider: echo\n    vision: maybe\n",
 			nil, `test.yaml:4: models.default.vision: expected true or false, got "maybe"`},
+		{"fallback undefined", "models:\n  default:\n    provider: echo\n    fallbacks: [backup]\n",
+			nil, `test.yaml:4: models.default.fallbacks[0]: "backup" is not defined under models; defined models: default`},
+		{"fallback self", "models:\n  default:\n    provider: echo\n    fallbacks: [default]\n",
+			nil, "test.yaml:4: models.default.fallbacks[0]: a model cannot be its own fallback"},
+		{"budget without a window", "access:\n  budget: {tokens: 1000, per: 0s}\n",
+			nil, "test.yaml:2: access.budget.per: must be a duration of at least 1m"},
+		{"price negative", "models:\n  default:\n    provider: echo\n    price: {input: -1}\n",
+			nil, "test.yaml:4: models.default.price: input and output must be 0 or more"},
 		{"maxHistory not int", "models:\n  default:\n    provider: echo\n    maxHistory: 2.5\n",
 			nil, `test.yaml:4: models.default.maxHistory: expected a whole number (e.g. 4), got "2.5"`},
 		{"timeout without unit", "models:\n  default:\n    provider: echo\n    timeout: 60\n",
@@ -264,7 +272,7 @@ models:
 	}
 	wantLocal := ModelConfig{Provider: ProviderOpenAI, BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.1",
 		MaxHistory: 50, Timeout: 2 * time.Minute, MaxToolSteps: 4}
-	if got := cfg.Models["local"]; got != wantLocal {
+	if got := cfg.Models["local"]; !reflect.DeepEqual(got, wantLocal) {
 		t.Errorf("models.local = %+v, want %+v (no apiKey needed with baseURL)", got, wantLocal)
 	}
 	if got := cfg.DefaultAgent().ID; got != "helper" {

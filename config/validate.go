@@ -154,6 +154,13 @@ func (c *Config) validateAccess() *Error {
 	if (r.Turns > 0 || r.GuildTurns > 0) && r.Per < time.Second {
 		return c.src.errAt(key+".rateLimit.per", "must be a duration of at least 1s (e.g. 1h) when turns or guildTurns is set, got %s", r.Per)
 	}
+	b := a.Budget
+	if b.Tokens < 0 || b.Cost < 0 || b.GuildTokens < 0 || b.GuildCost < 0 {
+		return c.src.errAt(key+".budget", "tokens, cost, guildTokens and guildCost must be 0 (off) or more")
+	}
+	if (b.Tokens > 0 || b.Cost > 0 || b.GuildTokens > 0 || b.GuildCost > 0) && b.Per < time.Minute {
+		return c.src.errAt(key+".budget.per", "must be a duration of at least 1m (e.g. 24h) when a budget is set, got %s", b.Per)
+	}
 	return nil
 }
 
@@ -217,6 +224,22 @@ func (c *Config) validateModels() *Error {
 		}
 		if m.MaxToolSteps < 0 || m.MaxToolSteps > 100 {
 			return c.src.errAt(p+".maxToolSteps", "must be between 0 and 100 (tool calls per turn; 0 disables tools), got %d", m.MaxToolSteps)
+		}
+		seen := map[string]bool{}
+		for i, f := range m.Fallbacks {
+			fp := fmt.Sprintf("%s.fallbacks[%d]", p, i)
+			switch _, ok := c.Models[f]; {
+			case !ok:
+				return c.src.errAt(fp, "%s is not defined under models; defined models: %s", show(f), strings.Join(sortedKeys(c.Models), ", "))
+			case f == name:
+				return c.src.errAt(fp, "a model cannot be its own fallback")
+			case seen[f]:
+				return c.src.errAt(fp, "%s is listed twice", show(f))
+			}
+			seen[f] = true
+		}
+		if m.Price.Input < 0 || m.Price.Output < 0 {
+			return c.src.errAt(p+".price", "input and output must be 0 or more (currency units per million tokens)")
 		}
 	}
 	return nil

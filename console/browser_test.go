@@ -80,6 +80,9 @@ func TestBrowserEveryPage(t *testing.T) {
 		for _, pr := range problems {
 			t.Errorf("%s: %s", p.path, pr)
 		}
+		if p.path == "/usage" {
+			checkCharts(t, ctx, b)
+		}
 		name := fmt.Sprintf("%02d-%s.png", i, strings.Trim(regexp.MustCompile(`[^a-zA-Z0-9]+`).ReplaceAllString(p.path, "-"), "-"))
 		if name == fmt.Sprintf("%02d-.png", i) {
 			name = fmt.Sprintf("%02d-overview.png", i)

@@ -129,6 +129,7 @@ func New(o Options) *Console {
 	m.HandleFunc("/sessions", c.page("sessions", c.sessions))
 	m.HandleFunc("/sessions/{key...}", c.page("conversation", c.conversation))
 	m.HandleFunc("/deliveries", c.page("deliveries", c.deliveries))
+	m.HandleFunc("/usage", c.page("usage", c.usage))
 	m.HandleFunc("/memory", c.page("memory", c.memory))
 	c.mux = m
 	return c

@@ -139,6 +139,7 @@ func seed(t testing.TB, st *bolt.Store, nBindings, nEntries, nDeliveries int) {
 		Delivery: scheduler.RunDelivery{Status: scheduler.DeliveryDelivered, MessageIDs: []string{"7777"}, Target: "channel:1000"}}, 50))
 	must(st.PutRun(ctx, scheduler.Run{JobID: "job-off", RunID: "r1", Trigger: scheduler.TriggerSchedule, StartedAt: t0.Add(-time.Hour),
 		Status: scheduler.StatusError, Error: "model timeout", Delivery: scheduler.RunDelivery{Status: scheduler.DeliveryFailed, Error: "not sent"}}, 50))
+	seedUsage(t, st)
 }
 
 func newTestConsole(t testing.TB, st Store, token string) *Console {
@@ -186,6 +187,7 @@ var pages = []struct {
 	{"/deliveries", []string{"d-ok", "job result", "delivered", "failed"}},
 	{"/deliveries?state=failed", []string{"alert that never arrived"}},
 	{"/deliveries?reason=other-agent", []string{"other-agent"}},
+	{"/usage", usageWants},
 }
 
 func TestEveryPageRenders(t *testing.T) {

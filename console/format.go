@@ -1,6 +1,7 @@
 package console
 
 import (
+	"github.com/agentbot/agentbot/core/usage"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -64,6 +65,8 @@ func (c *Console) funcs() template.FuncMap {
 		"jobURL":  func(id string) string { return "/jobs/" + url.PathEscape(id) },
 		"join":    strings.Join,
 		"preview": preview,
+		"sub":     func(a, b int) int { return a - b },
+		"rows":    func(name string, rows []usage.Row) map[string]any { return map[string]any{"Name": name, "Rows": rows} },
 	}
 }
 

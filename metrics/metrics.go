@@ -25,6 +25,10 @@ type Metrics struct {
 	MCPRestarts     *prometheus.CounterVec // server
 	MCPToolCalls    *prometheus.CounterVec // server, outcome
 	MCPToolSeconds  *prometheus.HistogramVec
+	ModelCalls      *prometheus.CounterVec // model, outcome (ok or the error kind)
+	ModelFallbacks  *prometheus.CounterVec // from, to
+	ModelBreakers   *prometheus.GaugeVec   // model, state (1 for the current state)
+	Tokens          *prometheus.CounterVec // model, agent, kind (input, output, cached)
 	// ACP agents' commands (terminal/*).
 	CommandsStarted prometheus.Counter
 	CommandsKilled  *prometheus.CounterVec // reason: killed, timeout
@@ -58,6 +62,14 @@ func New(reg prometheus.Registerer, activeBindings func() float64) *Metrics {
 			Help: "MCP tool calls by server and outcome (ok, tool-error, error, timeout, unavailable, ...)."}, []string{"server", "outcome"}),
 		MCPToolSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentbot_mcp_tool_call_seconds",
 			Help: "MCP tool call latency.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"server"}),
+		ModelCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbot_model_calls_total",
+			Help: "Model calls by models entry and outcome (ok, or the failure kind: rate-limit, server, timeout, auth, bad-request, canceled, unknown)."}, []string{"model", "outcome"}),
+		ModelFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbot_model_fallbacks_total",
+			Help: "Model calls handed on to a fallback model, by the model that failed (or was skipped) and the one tried next."}, []string{"from", "to"}),
+		ModelBreakers: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "agentbot_model_breaker",
+			Help: "1 for a model's circuit breaker's current state (closed, open, half-open), 0 for the others."}, []string{"model", "state"}),
+		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbot_tokens_total",
+			Help: "Model tokens as the providers report them, by models entry, agent and kind (input, output, cached)."}, []string{"model", "agent", "kind"}),
 		CommandsStarted: prometheus.NewCounter(prometheus.CounterOpts{Name: "agentbot_acp_commands_started_total",
 			Help: "Commands ACP agents started (terminal/create)."}),
 		CommandsKilled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbot_acp_commands_killed_total",
@@ -66,7 +78,8 @@ func New(reg prometheus.Registerer, activeBindings func() float64) *Metrics {
 			Help: "Commands of ACP agents running now."}),
 	}
 	reg.MustRegister(m.Deliveries, m.RouterDecisions, m.RESTErrors, m.RateLimited, m.ActiveBindings, m.TurnSeconds, m.Inbound, m.Rule1Exceptions,
-		m.MCPUp, m.MCPRestarts, m.MCPToolCalls, m.MCPToolSeconds, m.CommandsStarted, m.CommandsKilled, m.CommandsRunning)
+		m.MCPUp, m.MCPRestarts, m.MCPToolCalls, m.MCPToolSeconds, m.CommandsStarted, m.CommandsKilled, m.CommandsRunning,
+		m.ModelCalls, m.ModelFallbacks, m.ModelBreakers, m.Tokens)
 	return m
 }
 
@@ -164,4 +177,45 @@ func (m *Metrics) CommandEnded(killed string) {
 			m.CommandsKilled.WithLabelValues(killed).Inc()
 		}
 	}
+}
+
+// ModelCall counts one model call by its outcome.
+func (m *Metrics) ModelCall(model, outcome string) {
+	if m != nil {
+		m.ModelCalls.WithLabelValues(model, outcome).Inc()
+	}
+}
+
+// ModelFallback counts a call handed on from one model to the next.
+func (m *Metrics) ModelFallback(from, to string) {
+	if m != nil {
+		m.ModelFallbacks.WithLabelValues(from, to).Inc()
+	}
+}
+
+// breakerStates are the values of agentbot_model_breaker's state label.
+var breakerStates = []string{"closed", "open", "half-open"}
+
+// ModelBreaker sets a model's breaker state.
+func (m *Metrics) ModelBreaker(model, state string) {
+	if m == nil {
+		return
+	}
+	for _, s := range breakerStates {
+		v := 0.0
+		if s == state {
+			v = 1
+		}
+		m.ModelBreakers.WithLabelValues(model, s).Set(v)
+	}
+}
+
+// TokensUsed counts a model call's tokens.
+func (m *Metrics) TokensUsed(model, agent string, input, output, cached int64) {
+	if m == nil {
+		return
+	}
+	m.Tokens.WithLabelValues(model, agent, "input").Add(float64(input))
+	m.Tokens.WithLabelValues(model, agent, "output").Add(float64(output))
+	m.Tokens.WithLabelValues(model, agent, "cached").Add(float64(cached))
 }

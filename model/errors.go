@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 
 	"github.com/agentbot/agentbot/internal/redact"
 )
@@ -118,10 +120,35 @@ func KindForError(err error) ErrorKind {
 	}
 	var oe *net.OpError
 	var de *net.DNSError
-	if errors.As(err, &oe) || errors.As(err, &de) {
-		return KindServer // could not reach the provider
+	if errors.As(err, &oe) || errors.As(err, &de) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return KindServer // could not reach the provider, or it hung up
 	}
 	return KindUnknown
+}
+
+// Retryable reports whether err is a failure another model (or a later
+// attempt) may not have: rate limited (429), overloaded or a server error
+// (5xx, 529), a timeout, a refused or reset connection. A rejected request
+// (400, 404, 413, 422: a bad model name, context too long), rejected
+// credentials (401, 403), a cancellation and anything unclassified are not:
+// another model would hide a problem an operator must see.
+func Retryable(err error) bool {
+	switch KindOf(err) {
+	case KindRateLimit, KindServer, KindTimeout:
+		return true
+	}
+	return false
+}
+
+// KindOf is err's ErrorKind (KindForError for errors that are no *Error).
+func KindOf(err error) ErrorKind {
+	var me *Error
+	if errors.As(err, &me) {
+		return me.Kind
+	}
+	return KindForError(err)
 }
 
 // NewError builds an *Error for provider from an HTTP status (when status is

@@ -66,6 +66,23 @@ type Request struct {
 type Response struct {
 	Text      string
 	ToolCalls []ToolCall
+	// Model is the configured model (a models entry name) that answered;
+	// set by a fallback chain, empty from a bare provider.
+	Model string
+	// Usage is the tokens the provider reported for this call.
+	Usage Usage
+}
+
+// Usage is the token count of one model call as the provider reports it.
+type Usage struct {
+	Input  int64 // prompt tokens, cached ones included
+	Output int64 // completion tokens
+	Cached int64 // prompt tokens read from the provider's cache
+}
+
+// Add returns u plus v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{Input: u.Input + v.Input, Output: u.Output + v.Output, Cached: u.Cached + v.Cached}
 }
 
 // Provider completes requests. Implementations are safe for concurrent use
@@ -82,6 +99,10 @@ type Config struct {
 	APIKey   string
 	Model    string
 	Timeout  time.Duration // whole-call limit including retries; 0: none beyond ctx
+	// Retries is how often the official SDK retries one call itself (429,
+	// 5xx, connection errors, honouring Retry-After); 0 none. A fallback
+	// chain sets it so that SDK retries and fallbacks do not multiply.
+	Retries int
 }
 
 // MergeSeparator joins the texts of adjacent same-role messages when a

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/agentbot/agentbot/model"
@@ -41,6 +43,9 @@ func TestKindForError(t *testing.T) {
 		{&net.OpError{Op: "read", Err: netTimeout{}}, model.KindTimeout},
 		{context.Canceled, model.KindCanceled},
 		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, model.KindServer},
+		{fmt.Errorf("read: %w", syscall.ECONNRESET), model.KindServer},
+		{fmt.Errorf("dial: %w", syscall.ECONNREFUSED), model.KindServer},
+		{fmt.Errorf(`Post "http://x": %w`, io.ErrUnexpectedEOF), model.KindServer},
 		{errors.New("boom"), model.KindUnknown},
 	}
 	for _, tt := range tests {
@@ -145,5 +150,38 @@ func TestPairToolResults(t *testing.T) {
 				t.Fatal("input modified")
 			}
 		})
+	}
+}
+
+// TestRetryable: which failures a fallback model may answer (DECISIONS
+// 220): rate limits, server errors and overload, timeouts, broken
+// connections; never rejected requests or credentials, cancellations or
+// anything unclassified.
+func TestRetryable(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{model.NewError("openai", 429, errors.New("slow down")), true},
+		{model.NewError("openai", 500, errors.New("oops")), true},
+		{model.NewError("openai", 503, errors.New("unavailable")), true},
+		{model.NewError("anthropic", 529, errors.New("overloaded")), true},
+		{model.NewError("openai", 504, errors.New("gateway timeout")), true},
+		{&model.Error{Kind: model.KindTimeout}, true},
+		{model.NewError("openai", 0, &net.OpError{Op: "dial", Err: errors.New("connection refused")}), true},
+		{fmt.Errorf("turn: %w", syscall.ECONNRESET), true},
+		{context.DeadlineExceeded, true},
+		{model.NewError("openai", 400, errors.New("context_length_exceeded")), false},
+		{model.NewError("openai", 401, errors.New("bad key")), false},
+		{model.NewError("openai", 403, errors.New("forbidden")), false},
+		{model.NewError("openai", 404, errors.New("no such model")), false},
+		{model.NewError("anthropic", 413, errors.New("too large")), false},
+		{context.Canceled, false},
+		{errors.New("something else"), false},
+	}
+	for _, tt := range tests {
+		if got := model.Retryable(tt.err); got != tt.want {
+			t.Errorf("Retryable(%v) = %v, want %v", tt.err, got, tt.want)
+		}
 	}
 }

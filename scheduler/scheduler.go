@@ -94,6 +94,10 @@ type BackgroundRun struct {
 	// Seed is the creating chat's history snapshot (target current), to be
 	// given to the model before Prompt. Nil for other targets.
 	Seed []transcript.Entry
+	// CreatedBy is the job's creator, whose usage budget the run spends;
+	// Conversation is where it posts (its server's budget).
+	CreatedBy    string
+	Conversation binding.ConversationRef
 }
 
 // BackgroundRunner runs a background job's turns in their own session and
@@ -759,7 +763,8 @@ func (s *Scheduler) performBackground(ctx context.Context, j Job, r *Run) {
 	}
 	r.SessionKey = sessionkey.CronRun(j.AgentID, j.ID, r.RunID)
 	r.Delivery.Target = FormatTo(target)
-	in := BackgroundRun{JobID: j.ID, RunID: r.RunID, AgentID: j.AgentID, SessionKey: r.SessionKey, Prompt: j.Prompt}
+	in := BackgroundRun{JobID: j.ID, RunID: r.RunID, AgentID: j.AgentID, SessionKey: r.SessionKey, Prompt: j.Prompt,
+		CreatedBy: j.CreatedBy, Conversation: target}
 	if j.Target == TargetCurrent {
 		// A seed entry whose message was deleted since is erased and left out.
 		in.Seed = slices.DeleteFunc(slices.Clone(j.Seed), func(e transcript.Entry) bool { return e.Deleted || e.IsChange() })

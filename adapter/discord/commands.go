@@ -45,6 +45,9 @@ func Commands() []*discordgo.ApplicationCommand {
 		}},
 		{Name: "unfocus", Description: "End this conversation's binding"},
 		{Name: "agents", Description: "Subagent runs and bindings of this conversation"},
+		{Name: "usage", Description: "Your model tokens and cost (operators: this server's too)", Options: []*discordgo.ApplicationCommandOption{
+			opt(optString, "period", "day, week or month (default day)", false),
+		}},
 		{Name: "session", Description: "Binding lifecycle of this conversation", Options: []*discordgo.ApplicationCommandOption{
 			sub("idle", "Show or set the idle auto-unbind (e.g. 24h, 30m, off)", opt(optString, "duration", "Duration or off", false)),
 			sub("max-age", "Show or set the hard max age (e.g. 72h, off)", opt(optString, "duration", "Duration or off", false)),

@@ -39,6 +39,7 @@ var commandSpecs = map[string]cmdSpec{
 	"focus":   {rest: "target", opts: []optSpec{{name: "target", required: true}}},
 	"unfocus": {},
 	"agents":  {},
+	"usage":   {rest: "period", opts: []optSpec{{name: "period"}}},
 	"session": {subs: map[string]cmdSpec{
 		"idle":    {rest: "duration", opts: []optSpec{{name: "duration"}}},
 		"max-age": {rest: "duration", opts: []optSpec{{name: "duration"}}},

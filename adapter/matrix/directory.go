@@ -172,3 +172,11 @@ func (d *Directory) Member(ctx context.Context, userID string, conv binding.Conv
 	}
 	return authz.Member{ManageGuild: st.pl.GetUserLevel(id.UserID(userID)) >= st.pl.GetEventLevel(event.StatePowerLevels)}, true, nil
 }
+
+// RoomOf is the room a conversation belongs to (a thread's parent room),
+// "" for a DM or another platform's conversation: usage records and
+// per-room budgets.
+func RoomOf(conv binding.ConversationRef) string {
+	room, _, _ := roomOf(conv)
+	return room
+}

@@ -20,13 +20,14 @@ import (
 // running bot over HTTP when it holds the store's lock.
 func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: bot inspect bindings|jobs|runs [JOB]|transcript KEY|tools [AGENT] [-config FILE] [-json]")
+		fmt.Fprintln(stderr, "usage: bot inspect bindings|jobs|runs [JOB]|transcript KEY|tools [AGENT]|usage [-since 7d] [-config FILE] [-json]")
 		return exitUsage
 	}
 	what := args[0]
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "one JSON object per line")
+	since := fs.String("since", "7d", "usage: records of this last period (7d, 36h)")
 	// Positional arguments may come before or after the flags.
 	var pos []string
 	rest := args[1:]
@@ -38,6 +39,14 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 	pos = append(pos, fs.Args()...)
+	if what == "usage" {
+		d, err := bot.ParseSince(*since)
+		if err != nil {
+			fmt.Fprintln(stderr, "bot:", err)
+			return exitUsage
+		}
+		pos = []string{time.Now().Add(-d).UTC().Format(time.RFC3339Nano)}
+	}
 	if what == "tools" {
 		// From the config: starts the agent's MCP servers once to list their tools.
 		return inspectExit(bot.InspectTools(ctx, cfg, pos, redact.New(cfg.Secrets()...).Writer(stdout), *asJSON), stderr)

@@ -19,7 +19,7 @@ import (
 func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	profile := fs.String("profile", "standard", "standard | saturation | hot429 | custom | guilds | store")
+	profile := fs.String("profile", "standard", "standard | saturation | hot429 | deadmodel | custom | guilds | store")
 	conv := fs.Int("conversations", 500, "custom: conversations")
 	guilds := fs.Int("guilds", 25, "custom: guilds")
 	rate := fs.Float64("rate", 100, "custom: turns offered per second")
@@ -125,6 +125,11 @@ func loadProfiles(name string, conv, guilds int, rate float64, dur, modelLat tim
 		return []load.Profile{
 			{Name: "baseline", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur},
 			{Name: "one-channel-429", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur, Hot429: true},
+		}, true
+	case "deadmodel":
+		return []load.Profile{
+			{Name: "baseline", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur},
+			{Name: "dead-primary-1s", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur, DeadPrimary: time.Second},
 		}, true
 	case "custom":
 		return []load.Profile{{Name: "custom", Conversations: conv, Guilds: guilds, Rate: rate, Duration: dur, ModelLatency: modelLat}}, true

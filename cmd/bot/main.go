@@ -8,7 +8,7 @@
 //	bot demo                            play a scripted story against the built-in Discord emulator
 //	bot doctor  [-config FILE] [-fix] [-live]  validate config and store, migrate jobs; -live asks Discord
 //	bot backup  FILE [-config FILE]     consistent copy of the bbolt store (of a running bot too)
-//	bot inspect bindings|jobs|runs [JOB]|transcript KEY [-config FILE] [-json]
+//	bot inspect bindings|jobs|runs [JOB]|transcript KEY|usage [-since 7d] [-config FILE] [-json]
 //	bot load    [-profile P]            the load harness against the built-in emulator (make load)
 //	bot reindex [-config FILE]          rebuild the recall index from the transcripts
 //	bot version
@@ -26,7 +26,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/agentbot/agentbot/acp"
 	"github.com/agentbot/agentbot/bot"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/internal/redact"
@@ -53,7 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if args[0] == bot.RelayCommand { // inside an agent's sandbox (not for people)
-		return acp.RelayMain(args[1:])
+		return bot.RelayMain(args[1:])
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -103,7 +102,7 @@ func usage(w io.Writer) {
   bot demo                            scripted story against the built-in Discord emulator (no token)
   bot doctor  [-config FILE] [-fix] [-live]   validate config and store; migrate jobs; -live: what the bot may do on Discord
   bot backup  FILE [-config FILE]     consistent, verified copy of the bbolt store (a running bot's needs http.token)
-  bot inspect bindings|jobs|runs [JOB]|transcript KEY [-config FILE] [-json]
+  bot inspect bindings|jobs|runs [JOB]|transcript KEY|usage [-since 7d] [-config FILE] [-json]
   bot migrate-store [-config FILE] -to DSN   copy the bolt store (store.path) into an empty PostgreSQL database
   bot healthcheck [-config FILE]      ask the running bot's /healthz (the container HEALTHCHECK)
   bot compact [-config FILE]          rewrite the bolt store without freed pages (deleted text gone from the file)

@@ -10,6 +10,7 @@ import (
 	"github.com/agentbot/agentbot/core/agentroute"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
+	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/internal/redact"
 	"github.com/agentbot/agentbot/scheduler"
@@ -84,6 +85,10 @@ type Deps struct {
 	Agents Agents
 	// Once makes a command event run at most once (nil: no dedupe).
 	Once Once
+	// Usage and Places answer /usage (nil Usage: not available).
+	Usage  Usage
+	Places Places
+	Clock  clock.Clock // nil: the real clock
 	// Memory is recall for /memory search (nil: memory is off).
 	Memory Memory
 }
@@ -199,6 +204,8 @@ func (c *Commands) run(ctx context.Context, v Invocation) (Reply, error) {
 		return c.cron(ctx, v)
 	case "stop":
 		return c.stop(ctx, v)
+	case "usage":
+		return c.usage(ctx, v)
 	case "memory":
 		return c.memory(ctx, v)
 	case "help":
@@ -212,6 +219,13 @@ func (c *Commands) run(ctx context.Context, v Invocation) (Reply, error) {
 		return Reply{Text: "🧹 Started a new conversation here. Earlier messages stay in the record but are no longer in my context.", Public: true}, nil
 	}
 	return Reply{}, userErrf("Unknown command %s.", v.Platform.Command(v.Name))
+}
+
+func (c *Commands) now() time.Time {
+	if c.d.Clock == nil {
+		return time.Now()
+	}
+	return c.d.Clock.Now()
 }
 
 // userFacing is an error whose UserMessage is written for the person who ran

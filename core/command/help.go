@@ -22,6 +22,7 @@ var helpLines = []struct {
 	{"cron", "runs", []string{"cron runs id"}, "id"},
 	{"stop", "", []string{"stop [target]"}, "target"},
 	{"ps", "", []string{"ps"}, ""},
+	{"usage", "", []string{"usage [day|week|month]"}, ""},
 }
 
 // help lists the commands and, for each option naming a job, a run, a

@@ -151,6 +151,7 @@ type fixture struct {
 	tr       *transcript.Service
 	bindings *binding.Service
 	out      *delivery.Outbound
+	clk      *clock.Fake
 }
 
 type fixtureOptions struct {
@@ -180,6 +181,11 @@ type fixtureOptions struct {
 	live bool
 	// budget is the users' turn budget (nil: none).
 	budget session.Budget
+	// usage is usage accounting and budgets (nil: none); clock, if set,
+	// is the fixture's clock (shared with usage's meter).
+	usage  session.Meter
+	clock  *clock.Fake
+	footer bool
 	// store, if set, is the store (outbox, transcripts) instead of a new
 	// one: a second fixture on the first's store is the bot after a restart.
 	store *memory.Store
@@ -227,7 +233,10 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if o.registry == nil {
 		o.registry = memory.NewSessions()
 	}
-	clk := clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+	clk := o.clock
+	if clk == nil {
+		clk = clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+	}
 	st := o.store
 	if st == nil {
 		st = memory.New()
@@ -251,7 +260,8 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		Recover: recover})
 	opt := o.opts
 	opt.AccountID = "default"
-	opt.Agents = []session.Agent{{ID: "main", Name: "Assistant", SystemPrompt: "You are helpful.", Provider: o.provider, MaxHistory: 50, MaxToolSteps: o.maxToolSteps, Vision: o.vision, Stream: o.stream}}
+	opt.Agents = []session.Agent{{ID: "main", Name: "Assistant", SystemPrompt: "You are helpful.", Provider: o.provider, MaxHistory: 50, MaxToolSteps: o.maxToolSteps, Vision: o.vision, Stream: o.stream,
+		Model: "default", Footer: o.footer}}
 	for _, a := range o.agents {
 		a.Provider, a.MaxHistory, a.MaxToolSteps = o.provider, 50, o.maxToolSteps
 		opt.Agents = append(opt.Agents, a)
@@ -271,7 +281,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		reg = o.regStore
 	}
 	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: bs}), Bindings: bs, Transcripts: tr, Store: reg, Turns: o.turns, Clock: clk, Log: zerolog.Nop(),
-		Budget:    o.budget,
+		Budget: o.budget, Usage: o.usage,
 		Authority: o.authority, Jobs: o.jobs, Typist: o.typist, After: o.after, Fetcher: o.fetcher, Toolbox: o.toolbox}
 	if !o.noThreads {
 		deps.Threads = o.threads
@@ -283,7 +293,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if err := m.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, m: m, sender: sender, threads: o.threads, store: st, reg: o.registry, tr: tr, bindings: bs, out: out}
+	f := &fixture{t: t, m: m, sender: sender, threads: o.threads, store: st, reg: o.registry, tr: tr, bindings: bs, out: out, clk: clk}
 	t.Cleanup(func() { f.settle() })
 	return f
 }

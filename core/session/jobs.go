@@ -69,14 +69,30 @@ func (m *Manager) RunJobTurn(ctx context.Context, jt JobTurn) ([]string, error) 
 	}
 }
 
+// BackgroundRun is a background job run for RunBackground.
+type BackgroundRun struct {
+	AgentID, Key, Prompt string
+	Seed                 []transcript.Entry
+	// CreatedBy (the job's creator) and Conversation (where its result
+	// goes) are whose usage budget the run spends; Run names it in usage.
+	CreatedBy    string
+	Conversation binding.ConversationRef
+	Run          string
+}
+
 // RunBackground runs a background job's prompt in its own session key
 // (seeded with a snapshot for "current" jobs) and returns the result text.
 // Nothing is written to any chat transcript: the run's entries stay in its
 // own session, and the caller delivers the result through Outbound.
-func (m *Manager) RunBackground(ctx context.Context, agentID, key, prompt string, seed []transcript.Entry) (string, error) {
+func (m *Manager) RunBackground(ctx context.Context, in BackgroundRun) (string, error) {
+	agentID, key, prompt, seed := in.AgentID, in.Key, in.Prompt, in.Seed
 	agent, ok := m.agents[agentID]
 	if !ok {
 		agent = m.DefaultAgent()
+	}
+	t := turnInput{key: key, conv: in.Conversation, requester: in.CreatedBy, deliveryID: in.Run}
+	if _, refused := m.budget(ctx, t); refused {
+		return "", fmt.Errorf("background run %s: %w", key, ErrOverBudget)
 	}
 	if _, err := m.d.Transcripts.Append(ctx, key, transcript.Entry{Role: transcript.RoleUser, Author: "scheduler", Text: prompt, Source: transcript.SourceJobTrigger, DeliveryID: "prompt"}); err != nil {
 		return "", fmt.Errorf("background run %s: %w", key, err)
@@ -88,7 +104,12 @@ func (m *Manager) RunBackground(ctx context.Context, agentID, key, prompt string
 	if err != nil {
 		return "", fmt.Errorf("background run %s: %w", key, err)
 	}
-	if _, err := m.d.Transcripts.Append(ctx, key, transcript.Entry{Role: transcript.RoleAssistant, Author: agent.Name, Text: resp.Text, Source: transcript.SourceTurn, DeliveryID: "result"}); err != nil {
+	m.used(ctx, agent, t, resp)
+	e := transcript.Entry{Role: transcript.RoleAssistant, Author: agent.Name, Text: resp.Text, Source: transcript.SourceTurn, DeliveryID: "result"}
+	tl := &tally{}
+	tl.add(resp)
+	tl.stamp(&e)
+	if _, err := m.d.Transcripts.Append(ctx, key, e); err != nil {
 		return "", fmt.Errorf("background run %s: %w", key, err)
 	}
 	return resp.Text, nil

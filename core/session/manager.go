@@ -79,6 +79,12 @@ type Deps struct {
 	// a turn after an edit of its message takes a turn of it (nil: re-runs
 	// are only capped, MaxEditReruns).
 	Budget Budget
+	// Usage records every model call's tokens and checks access.budget
+	// before a turn, job run or subagent (nil: neither).
+	Usage Meter
+	// Places tells a conversation's server or room for usage records and
+	// server budgets (nil: unknown).
+	Places Places
 	// After paces typing renewals (nil: time.After).
 	After After
 	Clock clock.Clock

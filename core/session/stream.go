@@ -95,7 +95,7 @@ func (m *Manager) streamTurn(ctx, wctx context.Context, end func(), unwatch func
 		}
 		return lo.Live(ctx, d, delivery.LiveOptions{
 			Controls: delivery.Controls{StopRun: strconv.FormatUint(run.ID, 10)},
-			Commit:   m.commitReply(t.key, author, transcript.SourceTurn, d.ID),
+			Commit:   m.commitReply(t.key, author, transcript.SourceTurn, d.ID, t.tally),
 			After:    m.opt.LiveAfter,
 		})
 	}
@@ -135,6 +135,8 @@ func (m *Manager) streamTurn(ctx, wctx context.Context, end func(), unwatch func
 			text = acc.String()
 			break
 		}
+		t.tally.add(resp)
+		m.used(ctx, agent, t, resp)
 		if len(resp.ToolCalls) == 0 || step >= agent.MaxToolSteps {
 			text = resp.Text
 			if len(resp.ToolCalls) > 0 && strings.TrimSpace(text) == "" {
@@ -206,7 +208,7 @@ func (m *Manager) streamTurn(ctx, wctx context.Context, end func(), unwatch func
 			turnErr = rerr
 		}
 	default:
-		if ferr := finish(live, text); ferr != nil {
+		if ferr := finish(live, m.withFooter(t, text)); ferr != nil {
 			turnErr = ferr
 		}
 	}

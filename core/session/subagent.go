@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -229,6 +230,12 @@ func (m *Manager) runSubagent(ctx context.Context, key string) {
 	defer cancel()
 	history, err := m.d.Transcripts.History(rctx, key, max(agent.MaxHistory, 1))
 	var text string
+	budgetNotice := ""
+	if err == nil {
+		if notice, refused := m.budget(rctx, turnInput{key: key, conv: info.Requester, requester: info.SpawnedBy}); refused {
+			err, budgetNotice = ErrOverBudget, cmp.Or(notice, "⏳ The usage budget is spent; the subagent did not run.")
+		}
+	}
 	if err == nil {
 		stopTyping := m.startTyping(m.answerConversation(info))
 		defer stopTyping()
@@ -261,6 +268,8 @@ func (m *Manager) runSubagent(ctx context.Context, key string) {
 	switch {
 	case status == StatusStopped:
 		errText = "stopped with /stop"
+	case budgetNotice != "":
+		errText = budgetNotice
 	case err != nil:
 		errText = model.UserText(err)
 	}

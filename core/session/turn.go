@@ -34,6 +34,8 @@ type turnInput struct {
 	inChatJob bool
 	// done, if set, receives the reply's message ids (or the error).
 	done func(ids []string, err error)
+	// tally counts the turn's model calls for its reply entries.
+	tally *tally
 }
 
 // actor is who the turn's tools act for: the requester, in the turn's conversation.
@@ -63,6 +65,11 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) (waiting bool) {
 		defer func() { m.opt.OnTurn(m.d.Clock.Now().Sub(start)) }()
 	}
 	agent := m.agentFor(t.key)
+	t.tally = &tally{}
+	if notice, refused := m.budget(ctx, t); refused {
+		m.refuseOverBudget(ctx, t, notice)
+		return false
+	}
 	var text string
 	var err error
 	source := transcript.SourceTurn
@@ -148,6 +155,8 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) (waiting bool) {
 		m.d.Log.Error().Err(err).Str("session", t.key).Msg("turn failed")
 		text, source = "⚠️ "+noticeText(err), transcript.SourceNotice
 		turnErr = fmt.Errorf("%w: %w", ErrTurnFailed, err)
+	} else {
+		text = m.withFooter(t, text)
 	}
 	if strings.TrimSpace(text) == "" {
 		if t.done != nil {
@@ -196,7 +205,7 @@ func (m *Manager) reply(ctx context.Context, t turnInput, text string, source tr
 	if author == "" {
 		author = agent.Name
 	}
-	res, err := m.d.Outbound.Deliver(ctx, d, m.commitReply(t.key, author, source, d.ID))
+	res, err := m.d.Outbound.Deliver(ctx, d, m.commitReply(t.key, author, source, d.ID, t.tally))
 	if err != nil {
 		return nil, err
 	}
@@ -204,13 +213,18 @@ func (m *Manager) reply(ctx context.Context, t turnInput, text string, source tr
 }
 
 // commitReply writes a turn's reply entry once Discord confirmed it,
-// under the conversation lock (delivery.CommitFunc).
-func (m *Manager) commitReply(key, author string, source transcript.Source, deliveryID string) delivery.CommitFunc {
+// under the conversation lock (delivery.CommitFunc). A model's answer
+// (source turn) carries the model and tokens tl counted.
+func (m *Manager) commitReply(key, author string, source transcript.Source, deliveryID string, tl *tally) delivery.CommitFunc {
 	return func(ctx context.Context, r delivery.Receipt) error {
-		_, err := m.d.Transcripts.Append(ctx, key, transcript.Entry{
+		e := transcript.Entry{
 			Role: transcript.RoleAssistant, Author: author, Text: r.Text, MessageIDs: r.MessageIDs,
 			Source: source, DeliveryID: deliveryID, Meta: r.EntryMeta(nil),
-		})
+		}
+		if source == transcript.SourceTurn {
+			tl.stamp(&e)
+		}
+		_, err := m.d.Transcripts.Append(ctx, key, e)
 		return err
 	}
 }
@@ -243,6 +257,8 @@ func (m *Manager) toolLoop(ctx context.Context, agent Agent, t turnInput, req mo
 		if err != nil {
 			return "", err
 		}
+		t.tally.add(resp)
+		m.used(ctx, agent, t, resp)
 		if len(resp.ToolCalls) == 0 {
 			return resp.Text, nil
 		}

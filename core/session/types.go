@@ -128,6 +128,12 @@ type Agent struct {
 	// Stream: the reply is streamed into a live message as the model
 	// writes it (models.<name>.stream; needs a model.Streamer).
 	Stream bool
+	// Model is the models entry the agent uses (usage records of a
+	// provider that does not name the model that answered).
+	Model string
+	// Footer: a reply ends with a line naming the model that answered
+	// (models.<name>.footer).
+	Footer bool
 }
 
 // Message is an inbound user message, already routed to a conversation.

@@ -81,6 +81,18 @@ type Entry struct {
 	// Attachments are the files a user message carried, as Discord showed
 	// them; a replay sends the model what the chat displayed.
 	Attachments []Attachment `json:"attachments,omitempty"`
+	// Model is, on an assistant entry a model wrote, the models entry that
+	// answered (the last call's, when a fallback or tool rounds came first).
+	Model string `json:"model,omitempty"`
+	// Usage is the tokens the model calls behind an assistant entry took,
+	// as the provider reported them; nil when no model call was behind it.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage is an entry's token count.
+type Usage struct {
+	Input  int64 `json:"input"`
+	Output int64 `json:"output"`
 }
 
 // MetaDisplayedIn is the entry meta naming the conversation (its id) that

@@ -25,8 +25,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
+	"github.com/agentbot/agentbot/core/clock"
 	"github.com/agentbot/agentbot/internal/world"
 	"github.com/agentbot/agentbot/model"
+	"github.com/agentbot/agentbot/model/fallback"
 )
 
 // The load harness: the real bot (the application's wiring, bbolt, the adapter over
@@ -56,6 +58,10 @@ type Profile struct {
 	// Hot429, when set, makes conversation 0's channel answer every message
 	// create with 429 for the window (its sends retry; the others are measured).
 	Hot429 bool
+	// DeadPrimary, when set, puts the stand-in behind a fallback chain whose
+	// first model fails every call after this long (a timeout), with the
+	// bot's circuit breaker (issue 30's measure).
+	DeadPrimary time.Duration
 }
 
 // Result is one run's figures.
@@ -224,7 +230,11 @@ func newLoadRun(ctx context.Context, dir string, p Profile, log zerolog.Logger) 
 	if err := emu.Start(); err != nil {
 		return nil, err
 	}
-	w, a, err := newLoadBot(dir, emu, guilds[0], r, log)
+	provider, err := loadProvider(p, r.model, log)
+	if err != nil {
+		return nil, err
+	}
+	w, a, err := newLoadBot(dir, emu, guilds[0], r, provider, log)
 	if err != nil {
 		return nil, err
 	}
@@ -245,6 +255,36 @@ func newLoadRun(ctx context.Context, dir string, p Profile, log zerolog.Logger) 
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	return r, nil
+}
+
+// loadProvider is the stand-in, or with p.DeadPrimary a chain of a dead
+// model falling back to it.
+func loadProvider(p Profile, standIn model.Provider, log zerolog.Logger) (model.Provider, error) {
+	if p.DeadPrimary <= 0 {
+		return standIn, nil
+	}
+	set, err := fallback.New(fallback.Options{Models: map[string]fallback.Model{
+		"dead": {Provider: deadModel{p.DeadPrimary}, Fallbacks: []string{"stand-in"}}, "stand-in": {Provider: standIn}},
+		Breaker: fallback.DefaultBreaker}, fallback.Deps{Clock: clock.Real{}, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	chain, _ := set.Provider("dead")
+	return chain, nil
+}
+
+// deadModel fails every call with a timeout after its delay.
+type deadModel struct{ after time.Duration }
+
+func (d deadModel) Complete(ctx context.Context, _ model.Request) (model.Response, error) {
+	t := time.NewTimer(d.after)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return model.Response{}, &model.Error{Kind: model.KindTimeout, Provider: "dead"}
+	case <-ctx.Done():
+		return model.Response{}, ctx.Err()
+	}
 }
 
 var errBusy = errors.New("conversation busy")

@@ -21,6 +21,7 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/internal/world"
+	"github.com/agentbot/agentbot/model"
 	"github.com/agentbot/agentbot/store/bolt"
 )
 
@@ -57,7 +58,7 @@ func settledMemory() (heap, rss uint64) {
 
 // newLoadBot is the application on emu with r's stand-in model, built
 // and not yet run.
-func newLoadBot(dir string, emu *discordtest.Emulator, g discordtest.Guild, r *loadRun, log zerolog.Logger) (*world.World, *bot.App, error) {
+func newLoadBot(dir string, emu *discordtest.Emulator, g discordtest.Guild, r *loadRun, provider model.Provider, log zerolog.Logger) (*world.World, *bot.App, error) {
 	w, err := world.On(world.Options{Dir: dir, Configure: func(c *config.Config) {
 		// The turn budget would refuse a load test's users.
 		c.Discord.Access.RateLimit = config.RateLimitConfig{}
@@ -67,7 +68,7 @@ func newLoadBot(dir string, emu *discordtest.Emulator, g discordtest.Guild, r *l
 		return nil, nil, err
 	}
 	a, err := bot.New(bot.Options{Config: w.Cfg, RetryBackoff: 10 * time.Millisecond},
-		bot.Deps{Log: log, Provider: r.model, BaseTransport: &loadTransport{base: http.DefaultTransport, run: r}})
+		bot.Deps{Log: log, Provider: provider, BaseTransport: &loadTransport{base: http.DefaultTransport, run: r}})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -116,7 +117,7 @@ func GuildScale(ctx context.Context, guilds, channels, roles int, log zerolog.Lo
 	defer emu.Close()
 	heap0, rss0 := settledMemory()
 	start := time.Now()
-	_, a, err := newLoadBot(dir, emu, discordtest.Guild{}, r, log)
+	_, a, err := newLoadBot(dir, emu, discordtest.Guild{}, r, r.model, log)
 	if err != nil {
 		return res, err
 	}
@@ -199,7 +200,7 @@ func StoreScale(ctx context.Context, cacheDir string, bindings, entries int, log
 	r.model = &loadModel{run: r}
 	heap0, rss0 := settledMemory()
 	start := time.Now()
-	_, a, err := newLoadBot(dir, emu, discordtest.Guild{}, r, log)
+	_, a, err := newLoadBot(dir, emu, discordtest.Guild{}, r, r.model, log)
 	if err != nil {
 		return res, err
 	}

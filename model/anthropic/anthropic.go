@@ -62,6 +62,7 @@ func New(cfg model.Config, httpClient *http.Client, opts ...option.RequestOption
 		option.WithBaseURL(base),
 		option.WithAPIKey(cfg.APIKey),
 		option.WithHTTPClient(httpClient),
+		option.WithMaxRetries(cfg.Retries),
 	}
 	all = append(all, opts...)
 	client := sdk.NewClient(all...)
@@ -114,7 +115,12 @@ func (p *Provider) Stream(ctx context.Context, req model.Request, onText func(st
 
 // toResponse maps a Messages API message onto a model.Response.
 func toResponse(msg *sdk.Message) model.Response {
-	var out model.Response
+	u := msg.Usage
+	out := model.Response{Usage: model.Usage{
+		Input:  u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
+		Output: u.OutputTokens,
+		Cached: u.CacheReadInputTokens,
+	}}
 	for _, b := range msg.Content {
 		switch b.Type {
 		case "text":
@@ -133,7 +139,15 @@ func toResponse(msg *sdk.Message) model.Response {
 func (p *Provider) mapError(ctx context.Context, err error) error {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
-		return model.NewError(Name, apiErr.StatusCode, err, p.apiKey)
+		e := model.NewError(Name, apiErr.StatusCode, err, p.apiKey)
+		// An error event inside a streamed 200 response carries only its type.
+		switch apiErr.Type() {
+		case "overloaded_error", "api_error":
+			e.Kind = model.KindServer
+		case "rate_limit_error":
+			e.Kind = model.KindRateLimit
+		}
+		return e
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return &model.Error{Kind: model.KindTimeout, Provider: Name, Err: model.Redact(err, p.apiKey)}

@@ -191,7 +191,7 @@ func TestRequestFieldsAndToolCalls(t *testing.T) {
 	want := model.Response{Text: "let me check", ToolCalls: []model.ToolCall{
 		{ID: "toolu_a", Name: "list_jobs", Arguments: "{}"},
 		{ID: "toolu_b", Name: "cancel_job", Arguments: `{"id":"j1"}`},
-	}}
+	}, Usage: model.Usage{Input: 1, Output: 1}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %#v", got)
 	}
@@ -299,6 +299,7 @@ func TestImagesSentAsImageBlocks(t *testing.T) {
 // TestStream: a streamed message hands each text delta to onText (never
 // tool_use input), sends "stream": true, and returns the whole answer.
 func TestStream(t *testing.T) {
+	one := model.Usage{Input: 1, Output: 1}
 	tests := []struct {
 		name  string
 		reply modeltest.Reply
@@ -306,9 +307,9 @@ func TestStream(t *testing.T) {
 		texts []string
 	}{
 		{"text", modeltest.Reply{Chunks: []string{"Hel", "lo ", "world"}},
-			model.Response{Text: "Hello world"}, []string{"Hel", "lo ", "world"}},
+			model.Response{Text: "Hello world", Usage: one}, []string{"Hel", "lo ", "world"}},
 		{"text then tool", modeltest.Reply{Chunks: []string{"Let me look."}, ToolCalls: []model.ToolCall{{ID: "tu1", Name: "list_jobs", Arguments: `{"a":1}`}}},
-			model.Response{Text: "Let me look.", ToolCalls: []model.ToolCall{{ID: "tu1", Name: "list_jobs", Arguments: `{"a":1}`}}}, []string{"Let me look."}},
+			model.Response{Text: "Let me look.", ToolCalls: []model.ToolCall{{ID: "tu1", Name: "list_jobs", Arguments: `{"a":1}`}}, Usage: one}, []string{"Let me look."}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -326,5 +327,37 @@ func TestStream(t *testing.T) {
 				t.Fatalf("request did not ask to stream: %v", f.Last())
 			}
 		})
+	}
+}
+
+// TestUsage: the tokens the provider reports (cached ones included in the
+// input) come back on the response, from a plain and a streamed call.
+func TestUsage(t *testing.T) {
+	want := model.Usage{Input: 1200, Output: 34, Cached: 1000}
+	f := modeltest.NewAnthropicFake(t, testKey)
+	f.Respond(func(modeltest.Body) modeltest.Reply { return modeltest.Reply{Text: "hi", Usage: want} })
+	p := newProvider(t, f, testKey, 0)
+	req := model.Request{Messages: []model.Message{user("", "hi")}}
+	got, err := p.Complete(context.Background(), req)
+	if err != nil || got.Usage != want {
+		t.Fatalf("Complete: usage %+v err %v, want %+v", got.Usage, err, want)
+	}
+	got, err = p.Stream(context.Background(), req, func(string) {})
+	if err != nil || got.Usage != want {
+		t.Fatalf("Stream: usage %+v err %v, want %+v", got.Usage, err, want)
+	}
+}
+
+// TestStreamErrorEvent: an error event inside a streamed 200 response is
+// classified by its type (overloaded: a server error another model may
+// answer; rate limit), not left unknown.
+func TestStreamErrorEvent(t *testing.T) {
+	for typ, want := range map[string]error{"overloaded_error": model.ErrServer, "rate_limit_error": model.ErrRateLimited, "api_error": model.ErrServer} {
+		f := modeltest.NewAnthropicFake(t, testKey)
+		f.Respond(func(modeltest.Body) modeltest.Reply { return modeltest.Reply{StreamError: typ} })
+		_, err := newProvider(t, f, testKey, 0).Stream(context.Background(), model.Request{Messages: []model.Message{user("", "hi")}}, func(string) {})
+		if !errors.Is(err, want) || !model.Retryable(err) {
+			t.Errorf("%s: err %v, want %v (retryable)", typ, err, want)
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/agentbot/agentbot/model"
 )
 
 // AnthropicFake is a strict loopback Messages API server. It rejects (400,
@@ -107,8 +109,14 @@ func (f *AnthropicFake) serve(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": "msg_fake", "type": "message", "role": "assistant", "model": body["model"],
 		"content": content, "stop_reason": stop, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": 1, "output_tokens": 1},
+		"usage": anthropicUsage(rep.usage(), rep.usage().Output),
 	})
+}
+
+// anthropicUsage reports u the Anthropic way: input_tokens excludes the
+// tokens read from the cache.
+func anthropicUsage(u model.Usage, output int64) map[string]any {
+	return map[string]any{"input_tokens": u.Input - u.Cached, "cache_read_input_tokens": u.Cached, "output_tokens": output}
 }
 
 // blocks returns a message's content as blocks (a string is one text block).
@@ -239,7 +247,7 @@ func (f *AnthropicFake) stream(w http.ResponseWriter, r *http.Request, body Body
 	startSSE(w)
 	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": "msg_fake", "type": "message", "role": "assistant", "model": body["model"], "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 1, "output_tokens": 0}}})
+		"stop_reason": nil, "stop_sequence": nil, "usage": anthropicUsage(rep.usage(), 0)}})
 	idx := 0
 	if chunks := rep.chunks(); len(chunks) > 0 {
 		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "text", "text": ""}})
@@ -249,8 +257,13 @@ func (f *AnthropicFake) stream(w http.ResponseWriter, r *http.Request, body Body
 			}
 			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "text_delta", "text": c}})
 		}
+		rep.cut()
 		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
 		idx++
+	}
+	if rep.StreamError != "" {
+		sse(w, "error", map[string]any{"type": "error", "error": map[string]any{"type": rep.StreamError, "message": "Overloaded"}})
+		return
 	}
 	stop := "end_turn"
 	for _, c := range rep.ToolCalls {
@@ -265,6 +278,6 @@ func (f *AnthropicFake) stream(w http.ResponseWriter, r *http.Request, body Body
 		idx++
 		stop = "tool_use"
 	}
-	sse(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 1}})
+	sse(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": rep.usage().Output}})
 	sse(w, "message_stop", map[string]any{"type": "message_stop"})
 }

@@ -24,6 +24,30 @@ type Reply struct {
 	// deltas sent (default: Text as one delta), ChunkDelay apart.
 	Chunks     []string
 	ChunkDelay time.Duration
+	// Cut, for a streamed request, drops the connection after the chunks
+	// (a provider dying mid-answer).
+	Cut bool
+	// StreamError, for a streamed request to the Anthropic fake, is the
+	// error type of an error event sent after the chunks instead of the
+	// rest of the message (e.g. "overloaded_error").
+	StreamError string
+	// Usage is the token count reported (default: 1 input, 1 output).
+	Usage model.Usage
+}
+
+// usage returns the reported token count.
+func (r Reply) usage() model.Usage {
+	if r.Usage == (model.Usage{}) {
+		return model.Usage{Input: 1, Output: 1}
+	}
+	return r.Usage
+}
+
+// cut ends a streamed reply by dropping the connection when r.Cut is set.
+func (r Reply) cut() {
+	if r.Cut {
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // chunks returns the text deltas of a streamed reply.

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/agentbot/agentbot/model"
 )
 
 // OpenAIFake is a strict loopback Chat Completions server in the manner of
@@ -82,8 +84,13 @@ func (f *OpenAIFake) serve(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
-		"usage":   map[string]any{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+		"usage":   openAIUsage(rep.usage()),
 	})
+}
+
+func openAIUsage(u model.Usage) map[string]any {
+	return map[string]any{"prompt_tokens": u.Input, "completion_tokens": u.Output, "total_tokens": u.Input + u.Output,
+		"prompt_tokens_details": map[string]any{"cached_tokens": u.Cached}}
 }
 
 // ValidateOpenAI returns why a strict server would reject body, or "".
@@ -158,6 +165,7 @@ func (f *OpenAIFake) stream(w http.ResponseWriter, r *http.Request, body Body, r
 		}
 		chunk(map[string]any{"content": c}, nil)
 	}
+	rep.cut()
 	finish := "stop"
 	for i, c := range rep.ToolCalls {
 		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
@@ -166,5 +174,9 @@ func (f *OpenAIFake) stream(w http.ResponseWriter, r *http.Request, body Body, r
 		finish = "tool_calls"
 	}
 	chunk(map[string]any{}, finish)
+	if opts, _ := body["stream_options"].(map[string]any); opts["include_usage"] == true {
+		sse(w, "", map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": body["model"],
+			"choices": []any{}, "usage": openAIUsage(rep.usage())})
+	}
 	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 }

@@ -50,6 +50,7 @@ func New(cfg model.Config, httpClient *http.Client, opts ...option.RequestOption
 		option.WithBaseURL(base),
 		option.WithAPIKey(cfg.APIKey),
 		option.WithHTTPClient(httpClient),
+		option.WithMaxRetries(cfg.Retries),
 	}
 	all = append(all, opts...)
 	// NewChatCompletionService, unlike NewClient, does not read OPENAI_*
@@ -76,7 +77,14 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (model.Respo
 	if len(resp.Choices) == 0 {
 		return model.Response{}, &model.Error{Kind: model.KindUnknown, Provider: Name, Err: errors.New("response has no choices")}
 	}
-	return toResponse(resp.Choices[0].Message), nil
+	out := toResponse(resp.Choices[0].Message)
+	out.Usage = toUsage(resp.Usage)
+	return out, nil
+}
+
+// toUsage maps the reported token counts.
+func toUsage(u oai.CompletionUsage) model.Usage {
+	return model.Usage{Input: u.PromptTokens, Output: u.CompletionTokens, Cached: u.PromptTokensDetails.CachedTokens}
 }
 
 var _ model.Streamer = (*Provider)(nil)
@@ -90,7 +98,10 @@ func (p *Provider) Stream(ctx context.Context, req model.Request, onText func(st
 		ctx, cancel = context.WithTimeout(ctx, p.timeout)
 		defer cancel()
 	}
-	stream := p.chat.NewStreaming(ctx, BuildParams(p.model, req))
+	params := BuildParams(p.model, req)
+	// The usage arrives in a last chunk without choices.
+	params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)}
+	stream := p.chat.NewStreaming(ctx, params)
 	defer stream.Close()
 	var acc oai.ChatCompletionAccumulator
 	for stream.Next() {
@@ -106,7 +117,9 @@ func (p *Provider) Stream(ctx context.Context, req model.Request, onText func(st
 	if len(acc.Choices) == 0 {
 		return model.Response{}, &model.Error{Kind: model.KindUnknown, Provider: Name, Err: errors.New("stream has no choices")}
 	}
-	return toResponse(acc.Choices[0].Message), nil
+	out := toResponse(acc.Choices[0].Message)
+	out.Usage = toUsage(acc.Usage)
+	return out, nil
 }
 
 // toResponse maps a completion message onto a model.Response.

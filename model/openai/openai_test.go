@@ -206,7 +206,7 @@ func TestToolCallsParsed(t *testing.T) {
 	want := model.Response{Text: "let me check", ToolCalls: []model.ToolCall{
 		{ID: "call_a", Name: "list_jobs", Arguments: "{}"},
 		{ID: "call_b", Name: "cancel_job", Arguments: `{"id":"j1"}`},
-	}}
+	}, Usage: model.Usage{Input: 1, Output: 1}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %#v", got)
 	}
@@ -310,6 +310,7 @@ func TestImagesSentAsImageURLParts(t *testing.T) {
 // TestStream: a streamed completion hands each content delta to onText
 // (never the tool call), sends "stream": true, and returns the whole answer.
 func TestStream(t *testing.T) {
+	one := model.Usage{Input: 1, Output: 1}
 	tests := []struct {
 		name  string
 		reply modeltest.Reply
@@ -317,11 +318,11 @@ func TestStream(t *testing.T) {
 		texts []string
 	}{
 		{"text", modeltest.Reply{Chunks: []string{"Hel", "lo ", "world"}},
-			model.Response{Text: "Hello world"}, []string{"Hel", "lo ", "world"}},
+			model.Response{Text: "Hello world", Usage: one}, []string{"Hel", "lo ", "world"}},
 		{"text then tool", modeltest.Reply{Chunks: []string{"Let me look."}, ToolCalls: []model.ToolCall{{ID: "c1", Name: "list_jobs", Arguments: `{"a":1}`}}},
-			model.Response{Text: "Let me look.", ToolCalls: []model.ToolCall{{ID: "c1", Name: "list_jobs", Arguments: `{"a":1}`}}}, []string{"Let me look."}},
+			model.Response{Text: "Let me look.", ToolCalls: []model.ToolCall{{ID: "c1", Name: "list_jobs", Arguments: `{"a":1}`}}, Usage: one}, []string{"Let me look."}},
 		{"tool only", modeltest.Reply{ToolCalls: []model.ToolCall{{ID: "c1", Name: "x", Arguments: `{}`}}},
-			model.Response{ToolCalls: []model.ToolCall{{ID: "c1", Name: "x", Arguments: `{}`}}}, nil},
+			model.Response{ToolCalls: []model.ToolCall{{ID: "c1", Name: "x", Arguments: `{}`}}, Usage: one}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -348,5 +349,23 @@ func TestStreamError(t *testing.T) {
 	_, err := newProvider(t, f, 0).Stream(context.Background(), model.Request{Messages: []model.Message{user("", "hi")}}, func(string) { t.Fatal("text on error") })
 	if !errors.Is(err, model.ErrRateLimited) || strings.Contains(err.Error(), testKey) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestUsage: the tokens the provider reports (cached ones included in the
+// input) come back on the response, from a plain and a streamed call.
+func TestUsage(t *testing.T) {
+	want := model.Usage{Input: 1200, Output: 34, Cached: 1000}
+	f := modeltest.NewOpenAIFake(t, testKey)
+	f.Respond(func(modeltest.Body) modeltest.Reply { return modeltest.Reply{Text: "hi", Usage: want} })
+	p := newProvider(t, f, 0)
+	req := model.Request{Messages: []model.Message{user("", "hi")}}
+	got, err := p.Complete(context.Background(), req)
+	if err != nil || got.Usage != want {
+		t.Fatalf("Complete: usage %+v err %v, want %+v", got.Usage, err, want)
+	}
+	got, err = p.Stream(context.Background(), req, func(string) {})
+	if err != nil || got.Usage != want {
+		t.Fatalf("Stream: usage %+v err %v, want %+v", got.Usage, err, want)
 	}
 }

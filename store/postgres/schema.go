@@ -9,7 +9,7 @@ import (
 )
 
 // SchemaVersion is the schema this binary writes: len(migrations).
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // migrationLockKey is the pg_advisory_xact_lock key migrations run under, so
 // two processes starting together migrate one after the other. It is the
@@ -119,6 +119,19 @@ CREATE TABLE processes (
 	key  text COLLATE "C" PRIMARY KEY,
 	data bytea NOT NULL
 );
+`},
+	{name: "usage records", sql: `
+CREATE TABLE usage_records (
+	id      bigserial PRIMARY KEY,
+	at_s    bigint NOT NULL,
+	at_ns   integer NOT NULL,
+	user_id text COLLATE "C" NOT NULL,
+	place   text COLLATE "C" NOT NULL,
+	data    bytea NOT NULL
+);
+CREATE INDEX usage_records_by_time ON usage_records (at_s, at_ns, id);
+CREATE INDEX usage_records_by_user ON usage_records (user_id, at_s, at_ns);
+CREATE INDEX usage_records_by_place ON usage_records (place, at_s, at_ns);
 `},
 	{name: "recall index", sql: `
 CREATE TABLE memory_changes (
