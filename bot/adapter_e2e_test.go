@@ -203,7 +203,7 @@ func TestBotRunAnswersMention(t *testing.T) {
 		names = append(names, c.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"agents", "cron", "focus", "reset", "session", "spawn", "stop", "unfocus"}; !slices.Equal(names, want) {
+	if want := []string{"agents", "cron", "focus", "memory", "ps", "reset", "session", "spawn", "stop", "unfocus", "usage"}; !slices.Equal(names, want) {
 		t.Fatalf("registered commands %v, want %v", names, want)
 	}
 	if n := len(h.emu.RequestsTo("PUT", "/applications/{application_id}/commands")); n != 1 {

@@ -129,7 +129,7 @@ func (c *cluster) close() {
 }
 
 // runLed runs what exactly one process may run: the scheduler, the
-// outbox's recovery loop and the periodic audit, and with a cluster the job resync of the shared
+// outbox's recovery loop, the periodic audit and the recall indexer, and with a cluster the job resync of the shared
 // database, under the leader lock.
 func (a *App) runLed(ctx context.Context) error {
 	if a.cluster == nil {
@@ -139,6 +139,7 @@ func (a *App) runLed(ctx context.Context) error {
 		}
 		g.Go(func() error { return a.outbound.RunRecovery(gctx, pendingRetry, pendingRetry) })
 		g.Go(func() error { return a.auditor.Run(gctx) })
+		g.Go(func() error { return a.recall.Run(gctx) })
 		return g.Wait()
 	}
 	return a.cluster.leader.Run(ctx, func(ctx context.Context) error {
@@ -150,6 +151,9 @@ func (a *App) runLed(ctx context.Context) error {
 		// Deliveries whose owner died: claims ran out.
 		g.Go(func() error { return a.outbound.RunRecovery(gctx, clusterHousekeeping, clusterClaimLease) })
 		g.Go(func() error { return a.auditor.Run(gctx) })
+		// One indexer for the database: two would derive documents from
+		// different moments and could put back an erased one.
+		g.Go(func() error { return a.recall.Run(gctx) })
 		return g.Wait()
 	})
 }

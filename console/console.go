@@ -93,6 +93,8 @@ type Options struct {
 	// BindingsTTL is how long a read of all bindings is reused (default 2s;
 	// negative disables the cache).
 	BindingsTTL time.Duration
+	// Memory is the recall search of the Memory page (nil: memory is off).
+	Memory Searcher
 }
 
 //go:embed templates/*.html
@@ -134,6 +136,7 @@ func New(o Options) *Console {
 	m.HandleFunc("/sessions/{key...}", c.page("conversation", c.conversation))
 	m.HandleFunc("/deliveries", c.page("deliveries", c.deliveries))
 	m.HandleFunc("/usage", c.page("usage", c.usage))
+	m.HandleFunc("/memory", c.page("memory", c.memory))
 	c.mux = m
 	return c
 }
