@@ -203,7 +203,7 @@ func TestBotRunAnswersMention(t *testing.T) {
 		names = append(names, c.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"agents", "cron", "focus", "reset", "session", "spawn", "stop", "unfocus"}; !slices.Equal(names, want) {
+	if want := []string{"agents", "cron", "focus", "memory", "ps", "reset", "session", "spawn", "stop", "unfocus", "usage"}; !slices.Equal(names, want) {
 		t.Fatalf("registered commands %v, want %v", names, want)
 	}
 	if n := len(h.emu.RequestsTo("PUT", "/applications/{application_id}/commands")); n != 1 {
@@ -620,6 +620,13 @@ func TestSweeperFindsMissedThreadChanges(t *testing.T) {
 	waitUntil(t, h, "the completions", func() bool {
 		return countContaining(h.emu.Messages(deleted), "finished:")+countContaining(h.emu.Messages(archived), "finished:")+countContaining(h.emu.Messages(kept), "finished:") == 3
 	})
+	shown := messageIDs(h.emu.Messages(deleted))
+	var deletedKey string
+	for _, r := range h.app.bindings.Active() {
+		if r.Conversation.ConversationID == deleted {
+			deletedKey = r.TargetSessionKey
+		}
+	}
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -644,7 +651,23 @@ func TestSweeperFindsMissedThreadChanges(t *testing.T) {
 			t.Errorf("thread %s: binding %s/%q, want reason %q", thread, rec.Status, rec.EndedReason, want)
 		}
 	}
-	finishBot(t, h, h.general.ID, archived, kept)
+	// The deleted thread's messages left the history (invariant 17), as a
+	// THREAD_DELETE the bot had seen would have made them.
+	st := finishBot(t, h, h.general.ID, archived, kept)
+	erased := 0
+	for _, e := range seEntries(t, st, deletedKey) {
+		if len(e.MessageIDs) == 0 || !slices.Contains(shown, e.MessageIDs[0]) {
+			continue
+		}
+		if !e.Deleted {
+			t.Errorf("entry #%d (%s) displayed in the thread deleted while the bot was down is still model-visible: %q", e.Seq, e.Source, e.Text)
+		} else {
+			erased++
+		}
+	}
+	if erased == 0 {
+		t.Errorf("no entry of the deleted thread was found in %s", deletedKey)
+	}
 }
 
 // TestGracefulShutdownAndRestart: stop returns nil and closes the store;

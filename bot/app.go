@@ -22,6 +22,7 @@ import (
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/console"
 	"github.com/agentbot/agentbot/core/agentroute"
+	"github.com/agentbot/agentbot/core/audit"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
@@ -69,6 +70,8 @@ type App struct {
 	acp         *acp.Manager // external coding agents; nil when acp.agents is empty
 	metrics     *metrics.Metrics
 	tools       *mcp.Hub // MCP servers; nil when none is configured
+	auditor     *audit.Auditor
+	recall      *recallSide
 	started     time.Time
 	// recovered is closed once the outbox left by the previous run is
 	// finished (Discord connected, Outbound.Recover done).
@@ -155,6 +158,9 @@ func New(o Options, d Deps) (*App, error) {
 	a.router = delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: a.bindings})
 
 	if err := a.wire(o, d); err != nil {
+		if a.recall != nil {
+			_ = a.recall.close()
+		}
 		a.cluster.close()
 		st.Close()
 		return nil, err
@@ -220,8 +226,14 @@ func (a *App) wire(o Options, d Deps) error {
 	if cfg.Scheduler.Enabled {
 		a.sched = newSchedulerBridge(a)
 	}
+	if a.recall, err = newRecallSide(cfg, st, a.auth, d, log.With().Str("component", "memory").Logger()); err != nil {
+		return err
+	}
 	gate := a.newSessions(agents, d)
 	if a.acp, err = newACP(a); err != nil {
+		return err
+	}
+	if err := a.newAuditor(d); err != nil {
 		return err
 	}
 	return a.inbound(o, gate)
@@ -296,6 +308,7 @@ func (a *App) newSessions(agents []session.Agent, d Deps) *authz.Gate {
 	if a.tools != nil {
 		toolbox = a.tools
 	}
+	toolbox = a.recall.toolbox(toolbox)
 	var jobs session.Jobs
 	if a.sched != nil {
 		jobs = a.sched
@@ -349,7 +362,7 @@ func (a *App) inbound(o Options, gate *authz.Gate) error {
 	}
 	commands := command.New(command.Options{Agents: agentChoices}, command.Deps{
 		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.platforms, Authority: a.auth, Jobs: jobs, ACP: acpCmds, Agents: a.routes,
-		Once: commandOnce{st: a.store, clock: a.clock}, Usage: a.usage, Places: a.places(), Clock: a.clock,
+		Once: commandOnce{st: a.store, clock: a.clock}, Usage: a.usage, Places: a.places(), Clock: a.clock, Memory: a.recall.commands(),
 	})
 	if a.discord != nil {
 		a.gateway = discord.NewGateway(discord.GatewayOptions{
@@ -555,6 +568,9 @@ func (a *App) Run(ctx context.Context) error {
 // never run, and a second call does nothing.
 func (a *App) Close() error {
 	a.closeOnce.Do(func() {
+		if a.recall != nil {
+			_ = a.recall.close() // before the store
+		}
 		a.cluster.close()
 		a.closeErr = a.store.Close()
 	})
@@ -620,9 +636,9 @@ func (a *App) serveHTTP(ctx context.Context) error {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
 	mux.Handle("GET /inspect/{what}", inspectHandler(inspector{a.store, redact.New(a.cfg.Secrets()...)}))
 	mux.Handle("GET /backup", backupHandler(a.store, a.cfg.HTTP.Token))
-	console.New(console.Options{Store: a.store, Location: a.cfg.HTTP.Location(), Token: a.cfg.HTTP.Token,
+	console.New(console.Options{Store: a.store, Audit: a.auditor.Conversation, Location: a.cfg.HTTP.Location(), Token: a.cfg.HTTP.Token,
 		Status: func() console.State { return console.State{Ready: a.ready(), Started: a.started} },
-		Log:    a.log.With().Str("component", "console").Logger()}).Mount(mux) // read-only pages at /
+		Log:    a.log.With().Str("component", "console").Logger(), Memory: a.recall.console()}).Mount(mux) // read-only pages at /
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("http.listen %s: %w", a.cfg.HTTP.Listen, err)

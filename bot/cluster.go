@@ -128,8 +128,8 @@ func (c *cluster) close() {
 	}
 }
 
-// runLed runs what exactly one process may run: the scheduler and the
-// outbox's recovery loop, and with a cluster the job resync of the shared
+// runLed runs what exactly one process may run: the scheduler, the
+// outbox's recovery loop, the periodic audit and the recall indexer, and with a cluster the job resync of the shared
 // database, under the leader lock.
 func (a *App) runLed(ctx context.Context) error {
 	if a.cluster == nil {
@@ -138,6 +138,8 @@ func (a *App) runLed(ctx context.Context) error {
 			g.Go(func() error { return a.sched.Run(gctx) })
 		}
 		g.Go(func() error { return a.outbound.RunRecovery(gctx, pendingRetry, pendingRetry) })
+		g.Go(func() error { return a.auditor.Run(gctx) })
+		g.Go(func() error { return a.recall.Run(gctx) })
 		return g.Wait()
 	}
 	return a.cluster.leader.Run(ctx, func(ctx context.Context) error {
@@ -148,6 +150,10 @@ func (a *App) runLed(ctx context.Context) error {
 		}
 		// Deliveries whose owner died: claims ran out.
 		g.Go(func() error { return a.outbound.RunRecovery(gctx, clusterHousekeeping, clusterClaimLease) })
+		g.Go(func() error { return a.auditor.Run(gctx) })
+		// One indexer for the database: two would derive documents from
+		// different moments and could put back an erased one.
+		g.Go(func() error { return a.recall.Run(gctx) })
 		return g.Wait()
 	})
 }

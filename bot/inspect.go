@@ -154,24 +154,9 @@ func (in inspector) transcript(ctx context.Context, w io.Writer, key string, asJ
 		return fmt.Errorf("session %q: %w (bot inspect transcript takes a session key such as agent:main:discord:channel:<id>)", key, ErrNotFound)
 	}
 	enc := json.NewEncoder(w)
-	latest, deleted := map[uint64]string{}, map[uint64]bool{}
-	for _, e := range entries {
-		switch e.Source {
-		case transcript.SourceEdit:
-			latest[e.Target] = e.Text
-		case transcript.SourceDeletion:
-			deleted[e.Target] = true
-		}
-	}
-	for _, e := range entries {
-		gone := e.Deleted || deleted[e.Seq]
-		text, edited := e.Text, false
-		if t, ok := latest[e.Seq]; ok && !gone {
-			text, edited = t, true
-		}
-		if gone {
-			text = ""
-		}
+	for _, f := range transcript.Fold(entries) {
+		e, gone, edited := f.Entry, f.Deleted || f.Entry.Deleted, f.Edited // an erased edit record is shown deleted too
+		text := f.Latest
 		if asJSON {
 			ids := e.MessageIDs
 			if ids == nil {

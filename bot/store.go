@@ -9,6 +9,7 @@ import (
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/memory"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/internal/procs"
@@ -27,6 +28,7 @@ type Store interface {
 	scheduler.Store
 	procs.Store
 	modelusage.Store
+	memory.Feed // transcript changes for the recall index (memory.go)
 	PutWebhook(ctx context.Context, channelID, id, token string) error
 	Webhook(ctx context.Context, channelID string) (id, token string, ok bool, err error)
 	DeleteWebhook(ctx context.Context, channelID string) error

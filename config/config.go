@@ -32,9 +32,23 @@ type Config struct {
 	// Access is who may start turns, on every platform (ids are platform ids: Discord snowflakes, Matrix
 	// @user:server and !room:server). discord.access is its old name, still accepted (not both).
 	Access AccessConfig `yaml:"access"`
+	// Audit compares what chats display with the transcripts (`bot audit`; README "Checking the promise").
+	Audit AuditConfig `yaml:"audit"`
+	// Memory is recall: the model's search over what the chats displayed.
+	Memory MemoryConfig `yaml:"memory"`
 
 	src *source // where the values came from; nil for a Config built in code
 }
+
+// AuditConfig is the audit section.
+type AuditConfig struct {
+	// Every is the periodic audit's interval: every conversation's transcript window is compared with what
+	// its platform displays, differences logged and counted (the gauge agentbot_audit_differences). 0 = off.
+	Every time.Duration `yaml:"every"`
+}
+
+// MinAuditEvery is the shortest audit.every: each audit reads every conversation's history.
+const MinAuditEvery = time.Minute
 
 // DiscordConfig is the discord section. Gateway intents are fixed in code.
 type DiscordConfig struct {
@@ -244,6 +258,14 @@ type SchedulerConfig struct {
 	MaxCatchUp    int                `yaml:"maxCatchUp"` // missed instants run per job after downtime; 1 = once for all
 	FailureAlert  FailureAlertConfig `yaml:"failureAlert"`
 	RunRetention  int                `yaml:"runRetention"` // run records kept per job
+}
+
+// MemoryConfig is the memory section.
+type MemoryConfig struct {
+	// Enabled offers the recall tool and keeps its search index beside the store (bbolt: a directory
+	// next to the file; PostgreSQL: tables in the same database). Off (the default): no tool, and no
+	// index is kept (an existing one is removed at start).
+	Enabled bool `yaml:"enabled"`
 }
 
 // Location is the scheduler's timezone, UTC when Timezone is empty or (in a Config that was not

@@ -85,6 +85,8 @@ func TestBadConfigs(t *testing.T) {
 			nil, `test.yaml:1: access.dm: must be off, allowlist`},
 		{"top-level access bad matrix user", "access:\n  allow: {users: [\"@alice\"]}\n",
 			nil, `access.allow.users[0]: "@alice" is neither a Discord id`},
+		{"audit every too short", "audit:\n  every: 10s\n",
+			nil, `test.yaml:2: audit.every: must be 0 (off) or at least 1m0s`},
 		{"section is a scalar", "discord: true\n",
 			nil, "test.yaml:1: discord: expected a mapping of key: value, got true/false"},
 		{"apiURL not http", "discord:\n  apiURL: ftp://example.com\n",

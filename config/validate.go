@@ -19,6 +19,7 @@ func (c *Config) Validate() error {
 	for _, check := range []func() *Error{
 		c.validateDiscord, c.validateModels, c.validateAgents, c.validateSubagents,
 		c.validateScheduler, c.validateStore, c.validateHTTP, c.validateLog, c.validateMCP, c.validateACP, c.validateMatrix,
+		c.validateAudit,
 	} {
 		if err := check(); err != nil {
 			return err
@@ -355,6 +356,13 @@ func (c *Config) validateStore() *Error {
 		return c.src.errAt("store.path", "is required, e.g. data/bot.db")
 	}
 	return c.validateRetention()
+}
+
+func (c *Config) validateAudit() *Error {
+	if e := c.Audit.Every; e != 0 && e < MinAuditEvery {
+		return c.src.errAt("audit.every", "must be 0 (off) or at least %s: each audit reads every conversation's history from the platform, got %s", MinAuditEvery, e)
+	}
+	return nil
 }
 
 func (c *Config) validateRetention() *Error {

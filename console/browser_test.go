@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/agentbot/agentbot/core/audit"
 )
 
 // chromiumPath finds a Chromium (Debian's package installs "chromium").
@@ -53,7 +55,11 @@ func TestBrowserEveryPage(t *testing.T) {
 	const token = httpToken
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	New(Options{Store: st, Token: token, Now: func() time.Time { return t0 }, PageSize: 20,
+	// The conversation view audits channel 1000 against a display that
+	// differs from the transcript (chatDisplay): the screenshot shows the
+	// promise checked, differences highlighted.
+	a := audit.New(audit.Options{}, audit.Deps{Transcripts: st, Displays: map[string]audit.Display{"discord": chatDisplay{130}}, Clock: fixedClock{}})
+	New(Options{Store: st, Token: token, Now: func() time.Time { return t0 }, PageSize: 20, Audit: a.Conversation,
 		Status: func() State { return State{Ready: true, Started: t0.Add(-90 * time.Minute)} }}).Mount(mux)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -13,7 +13,8 @@ import (
 
 // TestConversationShowsEditsAndDeletions: the console shows an edited
 // entry's final text marked edited, and a deleted one as "(deleted)"
-// without its text.
+// without its text; the change records are folded into them (the
+// transcript fold), not rows of their own.
 func TestConversationShowsEditsAndDeletions(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
@@ -35,8 +36,11 @@ func TestConversationShowsEditsAndDeletions(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("GET = %d\n%s", code, body)
 	}
-	mustContain(t, "conversation", body, "first question (edited)", "(deleted)", "(edit of #1)", "(deletion of #2)")
+	mustContain(t, "conversation", body, `<div class="text">first question</div>`, `<span class="pill">edited</span>`, "(deleted)")
 	if strings.Contains(body, "gone-secret-q9") {
 		t.Error("the console shows a deleted message's text")
+	}
+	if strings.Contains(body, "frist") || strings.Contains(body, "#3 ") || strings.Contains(body, "#4 ") {
+		t.Error("the console shows a change record as a message, or an edited entry's old text")
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentbot/agentbot/core/audit"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
@@ -84,9 +85,16 @@ type Options struct {
 	Now func() time.Time
 	// PageSize is the rows per page (default 50).
 	PageSize int
+	// Audit, when set, compares a conversation's transcripts with what its
+	// platform displays now (audit.Auditor.Conversation): the conversation
+	// view shows the chat's side and the differences. nil: the view shows
+	// the transcript's side only.
+	Audit func(ctx context.Context, conversation string) (audit.Report, error)
 	// BindingsTTL is how long a read of all bindings is reused (default 2s;
 	// negative disables the cache).
 	BindingsTTL time.Duration
+	// Memory is the recall search of the Memory page (nil: memory is off).
+	Memory Searcher
 }
 
 //go:embed templates/*.html
@@ -128,6 +136,7 @@ func New(o Options) *Console {
 	m.HandleFunc("/sessions/{key...}", c.page("conversation", c.conversation))
 	m.HandleFunc("/deliveries", c.page("deliveries", c.deliveries))
 	m.HandleFunc("/usage", c.page("usage", c.usage))
+	m.HandleFunc("/memory", c.page("memory", c.memory))
 	c.mux = m
 	return c
 }

@@ -9,12 +9,15 @@
 //	/bindings          bindings, active first, with idle and max-age countdowns; ended ones with reasons
 //	/jobs, /jobs/{id}  jobs with schedule in words and zone, mode, next run, last runs and receipts
 //	/sessions          session keys that have a transcript
-//	/sessions/{key}    a chat's transcript beside what was delivered to it
+//	/sessions/{key}    the promise: each message as the chat displays it beside its transcript entry and
+//	                   delivery, the audit's differences highlighted; sends that never reached the chat
 //	/deliveries        recent deliveries, filtered by state and reason
 //
 // The console reads through the Store interface declared here (satisfied by
 // *bolt.Store), the same queries `bot inspect` uses. It never reads the
-// webhook credential bucket.
+// webhook credential bucket. The conversation view also asks Options.Audit,
+// when set, what the platform displays now (read-only, bounded by the
+// audit's window).
 //
 // Invariants (each has a test in this package):
 //   - Read-only: no page changes state. Only GET and HEAD are served; any other

@@ -33,6 +33,7 @@ type Metrics struct {
 	CommandsStarted prometheus.Counter
 	CommandsKilled  *prometheus.CounterVec // reason: killed, timeout
 	CommandsRunning prometheus.Gauge
+	AuditDiffs      *prometheus.GaugeVec // kind
 }
 
 // New creates and registers the collectors; activeBindings reports the gauge.
@@ -76,11 +77,20 @@ func New(reg prometheus.Registerer, activeBindings func() float64) *Metrics {
 			Help: "Commands the bot killed, by reason (killed: kill, release, /stop, session end; timeout: commandTimeout)."}, []string{"reason"}),
 		CommandsRunning: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentbot_acp_commands_running",
 			Help: "Commands of ACP agents running now."}),
+		AuditDiffs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "agentbot_audit_differences",
+			Help: "Differences between the transcripts and what the chats display, found by the latest periodic audit (audit.every), by kind."}, []string{"kind"}),
 	}
 	reg.MustRegister(m.Deliveries, m.RouterDecisions, m.RESTErrors, m.RateLimited, m.ActiveBindings, m.TurnSeconds, m.Inbound, m.Rule1Exceptions,
 		m.MCPUp, m.MCPRestarts, m.MCPToolCalls, m.MCPToolSeconds, m.CommandsStarted, m.CommandsKilled, m.CommandsRunning,
-		m.ModelCalls, m.ModelFallbacks, m.ModelBreakers, m.Tokens)
+		m.ModelCalls, m.ModelFallbacks, m.ModelBreakers, m.Tokens, m.AuditDiffs)
 	return m
+}
+
+// AuditDifferences sets how many differences of kind the latest audit found.
+func (m *Metrics) AuditDifferences(kind string, n int) {
+	if m != nil {
+		m.AuditDiffs.WithLabelValues(kind).Set(float64(n))
+	}
 }
 
 // Delivery counts a finished delivery.

@@ -67,6 +67,10 @@ func Commands() []*discordgo.ApplicationCommand {
 			sub("runs", "Recent runs of a job", opt(optString, "id", "Job id", true)),
 		}},
 		{Name: "reset", Description: "Start a new conversation with the agent in this chat"},
+		{Name: "memory", Description: "Recall earlier messages (memory.enabled)", Options: []*discordgo.ApplicationCommandOption{
+			sub("search", "Search earlier messages of the conversations you can view (only you see the answer)",
+				opt(optString, "query", "Words to look for", true)),
+		}},
 		{Name: "stop", Description: "Stop this conversation's running turn, or a subagent's run", Options: []*discordgo.ApplicationCommandOption{
 			opt(optString, "target", "Subagent label or session key (default: this conversation)", false),
 		}},

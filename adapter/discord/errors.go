@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -94,3 +95,11 @@ func classify(err error) error {
 }
 
 func retryable(err error) bool { return errors.Is(err, delivery.ErrTransient) }
+
+// channelDeleted reports whether a read of a channel failed because the
+// channel no longer exists (unknown channel, or 404): not archived or
+// locked, which a read still returns.
+func channelDeleted(err error) bool {
+	code, status, ok := restCode(err)
+	return ok && (code == codeUnknownChannel || status == http.StatusNotFound)
+}

@@ -210,6 +210,12 @@ func (g *Gateway) Sweep(ctx context.Context) {
 		ch, err := s.Channel(rec.Conversation.ConversationID, discordgo.WithContext(ctx))
 		if err != nil {
 			g.c.countError(err)
+			if channelDeleted(err) {
+				// Deleted while no event reached the bot (it was down):
+				// what it displayed leaves the history as on THREAD_DELETE
+				// (invariant 17), before the binding ends.
+				g.onConversationDeleted(ctx, rec.Conversation.ConversationID, rec.Conversation.ParentConversationID)
+			}
 			if errors.Is(classify(err), delivery.ErrDestinationGone) {
 				g.endBinding(ctx, rec.Conversation.ConversationID, binding.ReasonThreadDelete)
 			}

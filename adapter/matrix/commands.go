@@ -55,6 +55,9 @@ var commandSpecs = map[string]cmdSpec{
 	}},
 	"reset": {},
 	"stop":  {rest: "target", opts: []optSpec{{name: "target"}}},
+	"memory": {subs: map[string]cmdSpec{
+		"search": {rest: "query", opts: []optSpec{{name: "query", required: true}}},
+	}},
 	// help lists the commands and the values their options take here
 	// (what Discord's autocomplete offers).
 	"help": {},

@@ -63,6 +63,10 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "bot: store size:", err)
 		return exitProblems
 	}
+	if err := recallReport(ctx, cfg, st, time.Now(), stdout); err != nil {
+		fmt.Fprintln(stderr, "bot: recall index:", err)
+		return exitProblems
+	}
 
 	findings, err := scheduler.Diagnose(ctx, st)
 	if err != nil {

@@ -10,6 +10,7 @@
 //	bot backup  FILE [-config FILE]     consistent copy of the bbolt store (of a running bot too)
 //	bot inspect bindings|jobs|runs [JOB]|transcript KEY|usage [-since 7d] [-config FILE] [-json]
 //	bot load    [-profile P]            the load harness against the built-in emulator (make load)
+//	bot reindex [-config FILE]          rebuild the recall index from the transcripts
 //	bot version
 package main
 
@@ -64,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDoctor(ctx, args[1:], stdout, stderr)
 	case "inspect":
 		return cmdInspect(ctx, args[1:], stdout, stderr)
+	case "audit":
+		return cmdAudit(ctx, args[1:], stdout, stderr)
 	case "setup":
 		o := setupOptions{}
 		if isTerminal(os.Stdin) {
@@ -78,6 +81,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdMigrateStore(ctx, args[1:], stdout, stderr)
 	case "compact":
 		return cmdCompact(ctx, args[1:], stdout, stderr)
+	case "reindex":
+		return cmdReindex(ctx, args[1:], stdout, stderr)
 	case "load":
 		return cmdLoad(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
@@ -100,10 +105,12 @@ func usage(w io.Writer) {
   bot doctor  [-config FILE] [-fix] [-live]   validate config and store; migrate jobs; -live: what the bot may do on Discord
   bot backup  FILE [-config FILE]     consistent, verified copy of the bbolt store (a running bot's needs http.token)
   bot inspect bindings|jobs|runs [JOB]|transcript KEY|usage [-since 7d] [-config FILE] [-json]
+  bot audit   CHANNEL|all [-config FILE] [-json]   compare what the chat displays now with the transcripts (exit 1 on a difference)
   bot migrate-store [-config FILE] -to DSN   copy the bolt store (store.path) into an empty PostgreSQL database
   bot healthcheck [-config FILE]      ask the running bot's /healthz (the container HEALTHCHECK)
   bot compact [-config FILE]          rewrite the bolt store without freed pages (deleted text gone from the file)
-  bot load [-profile standard|saturation|hot429|custom]   load harness against the built-in emulator (make load)
+  bot reindex [-config FILE]          rebuild the recall index (memory.enabled) from the transcripts
+  bot load [-profile standard|saturation|hot429|memory|custom]   load harness against the built-in emulator (make load)
   bot version
 `)
 }
@@ -181,7 +188,10 @@ func reloadOnHUP(ctx context.Context, path string, a *bot.App, log zerolog.Logge
 			}
 			red.Add(cfg.Secrets()...) // a rotated token is a secret from now on
 			a.SetToken(cfg.Discord.Token)
-			log.Info().Msg("config reloaded: token applied; other changes take effect after a restart")
+			if !a.SetMemory(cfg.Memory.Enabled) {
+				log.Warn().Msg("memory.enabled: turning memory on takes a restart (no index is open)")
+			}
+			log.Info().Msg("config reloaded: token and memory.enabled applied; other changes take effect after a restart")
 		}
 	}
 }

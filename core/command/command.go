@@ -88,6 +88,8 @@ type Deps struct {
 	Usage  Usage
 	Places Places
 	Clock  clock.Clock // nil: the real clock
+	// Memory is recall for /memory search (nil: memory is off).
+	Memory Memory
 }
 
 // Once is a durable record of the command events already run: a platform
@@ -203,6 +205,8 @@ func (c *Commands) run(ctx context.Context, v Invocation) (Reply, error) {
 		return c.stop(ctx, v)
 	case "usage":
 		return c.usage(ctx, v)
+	case "memory":
+		return c.memory(ctx, v)
 	case "help":
 		return c.help(ctx, v), nil
 	case "ps":

@@ -173,7 +173,7 @@ func TestStreamedEditAfterSideEffectingToolDoesNotRerun(t *testing.T) {
 		}
 	}
 	p := &roundStreamer{rounds: []func(context.Context, func(string)) (model.Response, error){send("a"), wait, send("b"), wait}}
-	f := newFixture(t, fixtureOptions{provider: p, stream: true, live: true, opts: session.Options{LiveAfter: nowAfter}})
+	f := newFixture(t, fixtureOptions{provider: p, stream: true, live: true, instantPacing: true})
 	id := f.say(ref("c1"), "tell c2 hello")
 	select {
 	case <-entered:

@@ -179,6 +179,10 @@ type fixtureOptions struct {
 	stream             bool // the agent streams its replies (models.<name>.stream)
 	// live: the sender shows live messages (delivery.LiveSender).
 	live bool
+	// instantPacing: a streamed reply's paced edits wait no real time; the
+	// wait moves the fixture's fake clock instead (the pump's pacing reads
+	// that clock: an instant wait that left it still would spin forever).
+	instantPacing bool
 	// budget is the users' turn budget (nil: none).
 	budget session.Budget
 	// usage is usage accounting and budgets (nil: none); clock, if set,
@@ -260,6 +264,13 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		Recover: recover})
 	opt := o.opts
 	opt.AccountID = "default"
+	if o.instantPacing {
+		opt.LiveAfter = func(d time.Duration) <-chan time.Time {
+			c := make(chan time.Time, 1)
+			c <- clk.Advance(d)
+			return c
+		}
+	}
 	opt.Agents = []session.Agent{{ID: "main", Name: "Assistant", SystemPrompt: "You are helpful.", Provider: o.provider, MaxHistory: 50, MaxToolSteps: o.maxToolSteps, Vision: o.vision, Stream: o.stream,
 		Model: "default", Footer: o.footer}}
 	for _, a := range o.agents {

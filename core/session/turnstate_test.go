@@ -75,12 +75,6 @@ func (s *roundStreamer) called() int {
 	return s.calls
 }
 
-func nowAfter(time.Duration) <-chan time.Time {
-	c := make(chan time.Time, 1)
-	c <- time.Time{}
-	return c
-}
-
 // TestCrashBetweenStreamedRoundsEndsVisibly (issue 27.2, invariant 19): a
 // streamed turn shows its first round ("Let me look that up.") under the
 // turn's delivery id and calls a tool; the process dies during the next
@@ -104,8 +98,7 @@ func TestCrashBetweenStreamedRoundsEndsVisibly(t *testing.T) {
 					return model.Response{}, model.NewError("test", 0, context.Canceled)
 				},
 			}}
-			opts := session.Options{LiveAfter: nowAfter}
-			f1 := newFixture(t, fixtureOptions{provider: first, stream: true, live: true, store: st, registry: reg, opts: opts})
+			f1 := newFixture(t, fixtureOptions{provider: first, stream: true, live: true, instantPacing: true, store: st, registry: reg})
 			t.Cleanup(func() { close(release) })
 			id := f1.say(ref("c1"), "look it up")
 			select {
@@ -118,7 +111,7 @@ func TestCrashBetweenStreamedRoundsEndsVisibly(t *testing.T) {
 			}
 
 			again := &roundStreamer{}
-			f2 := newFixture(t, fixtureOptions{provider: again, stream: true, live: true, store: st, registry: reg, opts: opts})
+			f2 := newFixture(t, fixtureOptions{provider: again, stream: true, live: true, instantPacing: true, store: st, registry: reg})
 			ctx := context.Background()
 			switch how {
 			case "resume":

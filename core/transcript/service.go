@@ -109,7 +109,7 @@ func (s *Service) History(ctx context.Context, key string, n int) ([]Entry, erro
 		for i > 0 && tail[i-1].Generation == gen {
 			i--
 		}
-		visible := applyChanges(tail[i:])
+		visible := Visible(tail[i:])
 		if len(visible) >= n || i > 0 || len(tail) < fetch {
 			if len(visible) > n {
 				visible = visible[len(visible)-n:]
@@ -133,7 +133,7 @@ func (s *Service) Displayed(ctx context.Context, key string, n int) ([]Entry, er
 		if err != nil {
 			return nil, fmt.Errorf("displayed entries of %s: %w", key, err)
 		}
-		visible := applyChanges(tail)
+		visible := Visible(tail)
 		if len(visible) >= n || len(tail) < fetch {
 			if len(visible) > n {
 				visible = visible[len(visible)-n:]
@@ -141,32 +141,6 @@ func (s *Service) Displayed(ctx context.Context, key string, n int) ([]Entry, er
 			return visible, nil
 		}
 	}
-}
-
-// applyChanges returns the entries of window that the chat still displays,
-// each with the text of its latest edit record in the window.
-func applyChanges(window []Entry) []Entry {
-	edited := map[uint64]string{}
-	deleted := map[uint64]bool{}
-	for _, e := range window {
-		switch e.Source {
-		case SourceEdit:
-			edited[e.Target] = e.Text // later records win
-		case SourceDeletion:
-			deleted[e.Target] = true
-		}
-	}
-	out := make([]Entry, 0, len(window))
-	for _, e := range window {
-		if e.IsChange() || e.Deleted || deleted[e.Seq] {
-			continue
-		}
-		if t, ok := edited[e.Seq]; ok {
-			e.Text = t
-		}
-		out = append(out, e)
-	}
-	return out
 }
 
 // Eraser erases copies of a deleted entry's text kept outside the

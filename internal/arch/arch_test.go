@@ -65,7 +65,7 @@ func hasPrefix(path string, prefixes []string) bool {
 func TestNoForbiddenDependencies(t *testing.T) {
 	pkgs := load(t)
 	platforms := []string{"github.com/bwmarrin/discordgo", "maunium.net/go/mautrix"}
-	engines := []string{"go.etcd.io/bbolt", "github.com/jackc/pgx/v5"}
+	engines := []string{"go.etcd.io/bbolt", "github.com/jackc/pgx/v5", "github.com/blevesearch/bleve/v2"}
 	protocols := []string{"github.com/modelcontextprotocol/go-sdk", "github.com/coder/acp-go-sdk"}
 	rules := []struct {
 		from   []string
@@ -162,6 +162,7 @@ func TestOneImporterPerOutsideWorld(t *testing.T) {
 		{"maunium.net/go/mautrix", []string{"adapter/matrix/..."}, "adapter/matrix is the only Matrix client"},
 		{"go.etcd.io/bbolt", []string{"store/bolt/..."}, "store/bolt owns the bbolt file"},
 		{"github.com/jackc/pgx/v5", []string{"store/postgres/..."}, "store/postgres owns the database"},
+		{"github.com/blevesearch/bleve/v2", []string{"memory/bleveindex/..."}, "memory/bleveindex owns the recall index files"},
 		{"github.com/modelcontextprotocol/go-sdk", []string{"tools/mcp/..."}, "tools/mcp is the only MCP client"},
 		{"github.com/coder/acp-go-sdk", []string{"acp/..."}, "acp is the only ACP client"},
 	}

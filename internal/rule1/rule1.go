@@ -7,11 +7,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
+	"github.com/agentbot/agentbot/core/audit"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/transcript"
@@ -137,6 +139,10 @@ func (ds Multi) Addressed(content string) bool {
 //   - each session's bot entries, and its user entries, are in display
 //     order (message ids increase); an entry recovered after a crash is
 //     appended when recovered, so only the entries after it are held to it.
+//
+// Text, order, and messages displayed that no entry holds are judged by
+// audit.Compare, per conversation: the comparison `bot audit` runs on the
+// real server.
 func Check(ctx context.Context, chat Display, st Store, channels []string, notRouted map[string]bool) ([]string, error) {
 	keys, err := st.Sessions(ctx)
 	if err != nil {
@@ -164,85 +170,56 @@ func Check(ctx context.Context, chat Display, st Store, channels []string, notRo
 	}
 	byMsg := map[string][]located{}
 	var problems []string
+	displayedIn := map[string][]transcript.Folded{} // conversation -> the entries it displays
 	for _, key := range keys {
 		entries, err := st.Range(ctx, key, 0, 0)
 		if err != nil {
 			return nil, err
 		}
-		// Display order is checked among the bot's own entries and among
-		// users' entries. Across the two, the transcript keeps the order in
-		// which the bot learnt of each message: a user message that crosses
-		// a bot send still in flight is appended after it. Order is a
-		// conversation's: a session fed by two conversations (a binding
-		// moved by /focus) interleaves them as it learnt of them.
-		type lane struct {
-			fromUser bool
-			channel  string
-		}
-		last := map[lane]uint64{}
 		// Invariant 17: an entry shows its latest edit's text; a deleted
 		// entry (erased, or with a deletion record) displays nothing.
-		edited, deleted := map[uint64]string{}, map[uint64]bool{}
-		for _, e := range entries {
-			switch e.Source {
-			case transcript.SourceEdit:
-				edited[e.Target] = e.Text
-			case transcript.SourceDeletion:
-				deleted[e.Target] = true
-			}
-		}
+		folded := transcript.Fold(entries)
 		if hs, ok := st.(historyReader); ok {
-			problems = append(problems, compareHistory(ctx, hs, key, entries, edited, deleted)...)
+			problems = append(problems, compareHistory(ctx, hs, key, folded)...)
 		}
-		for _, e := range entries {
-			if len(e.MessageIDs) == 0 {
+		for _, f := range folded {
+			if f.IsChange() || len(f.MessageIDs) == 0 {
 				continue
 			}
-			for _, id := range e.MessageIDs {
-				byMsg[id] = append(byMsg[id], located{key, e})
+			f.SessionKey = key
+			for _, id := range f.MessageIDs {
+				byMsg[id] = append(byMsg[id], located{key, f.Entry})
 			}
-			if e.Deleted || deleted[e.Seq] {
-				if e.Text != "" {
-					problems = append(problems, fmt.Sprintf("%s: deleted entry #%d keeps its text", key, e.Seq))
-				}
-				continue
+			if f.Deleted && f.Text != "" {
+				problems = append(problems, fmt.Sprintf("%s: deleted entry #%d keeps its text", key, f.Seq))
 			}
-			if t, ok := edited[e.Seq]; ok {
-				e.Text = t
-			}
-			var first uint64
-			fromUser := e.Source == transcript.SourceUser
-			l := lane{fromUser: fromUser}
-			if m, ok := chat.Message(e.MessageIDs[0]); ok {
-				l.channel, first = m.Conversation, m.Order
-			} else {
-				first, _ = strconv.ParseUint(e.MessageIDs[0], 10, 64) // reported below as not displayed
-			}
-			// Appended when the bot learnt of them: a recovered send, a
-			// message that reached the bot by an edit adding a mention.
-			if first < last[l] && e.Meta["recovered"] != "true" && e.Meta["viaEdit"] != "true" {
-				problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is out of display order: message %s after %d", key, e.Seq, e.Source, e.MessageIDs[0], last[l]))
-			}
-			last[l] = max(last[l], first)
-			var shown strings.Builder
 			channel := ""
-			for _, id := range e.MessageIDs {
+			var gone []string
+			for _, id := range f.MessageIDs {
 				m, ok := chat.Message(id)
 				if !ok {
-					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s, delivery %s) names message %s, which no channel displays", key, e.Seq, e.Source, e.DeliveryID, id))
+					gone = append(gone, id)
 					continue
 				}
 				if channel != "" && m.Conversation != channel {
-					problems = append(problems, fmt.Sprintf("%s: entry #%d spans channels %s and %s", key, e.Seq, channel, m.Conversation))
+					problems = append(problems, fmt.Sprintf("%s: entry #%d spans channels %s and %s", key, f.Seq, channel, m.Conversation))
 				}
-				if channel == "" && !routable(key, m) {
-					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is displayed in channel %s, which never routed to this session", key, e.Seq, e.Source, m.Conversation))
+				if channel == "" && !f.Deleted && !routable(key, m) {
+					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is displayed in channel %s, which never routed to this session", key, f.Seq, f.Source, m.Conversation))
 				}
 				channel = m.Conversation
-				shown.WriteString(m.Content)
 			}
-			if shown.String() != e.Text {
-				problems = append(problems, fmt.Sprintf("%s: entry #%d text differs from what is displayed:\n  entry:   %q\n  display: %q", key, e.Seq, e.Text, shown.String()))
+			// A part not displayed is the comparison's (extra) in the
+			// conversation that displays the rest, or that the entry names.
+			if channel == "" {
+				channel = f.Meta[transcript.MetaDisplayedIn]
+			}
+			if channel != "" {
+				displayedIn[channel] = append(displayedIn[channel], f)
+			} else if !f.Deleted {
+				for _, id := range gone {
+					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s, delivery %s) names message %s, which no channel displays", key, f.Seq, f.Source, f.DeliveryID, id))
+				}
 			}
 		}
 	}
@@ -257,15 +234,33 @@ func Check(ctx context.Context, chat Display, st Store, channels []string, notRo
 	}
 	for _, ch := range channels {
 		for _, m := range chat.Messages(ch) {
-			fromBot := m.FromBot
-			switch {
-			case notRouted[m.ID] && len(byMsg[m.ID]) > 0:
+			if notRouted[m.ID] && len(byMsg[m.ID]) > 0 {
 				problems = append(problems, fmt.Sprintf("channel %s: refused user message %s %q is in a transcript", ch, m.ID, Excerpt(m.Content)))
-			case fromBot && len(byMsg[m.ID]) == 0 && !excepted[m.ID]:
-				problems = append(problems, fmt.Sprintf("channel %s displays bot message %s %q that no transcript holds", ch, m.ID, Excerpt(m.Content)))
-			case !fromBot && !m.OtherBot && chat.Addressed(m.Content) && len(byMsg[m.ID]) == 0 && !notRouted[m.ID]:
-				problems = append(problems, fmt.Sprintf("channel %s displays user message %s %q addressed to the bot that no transcript holds", ch, m.ID, Excerpt(m.Content)))
 			}
+		}
+	}
+	// Text, order and what is displayed but held nowhere: the audit's
+	// comparison (`bot audit` runs the same on the real server), in every
+	// conversation that displays an entry; a message no entry holds is
+	// looked for in the channels asked for.
+	listed := map[string]bool{}
+	convs := slices.Collect(maps.Keys(displayedIn))
+	for _, ch := range channels {
+		listed[ch] = true
+		if _, ok := displayedIn[ch]; !ok {
+			convs = append(convs, ch)
+		}
+	}
+	slices.Sort(convs)
+	for _, ch := range slices.Compact(convs) {
+		shown := auditMessages(chat, chat.Messages(ch), excepted, notRouted)
+		for _, d := range audit.Differences(audit.Compare(displayedIn[ch], shown)) {
+			// The emulator keeps a deleted channel's messages: it cannot
+			// tell an undeleted message from one of a deleted thread.
+			if (d.Diff == audit.Missing && !listed[ch]) || d.Diff == audit.Undeleted {
+				continue
+			}
+			problems = append(problems, rule1Difference(ch, d))
 		}
 	}
 	slices.Sort(problems)
@@ -280,26 +275,21 @@ type historyReader interface {
 
 // compareHistory checks that what the model sees of a session (History,
 // the current generation's entries with edit and deletion records
-// applied) is the check's own reading of the raw entries: every entry of
-// the current generation that is not a change record, not deleted, in
-// order, with its latest edit's text. The display side of those entries
-// is checked by Check itself.
-func compareHistory(ctx context.Context, st historyReader, key string, entries []transcript.Entry, edited map[uint64]string, deleted map[uint64]bool) []string {
+// applied) is the fold of the raw entries: every entry of the current
+// generation the chat still displays, in order, with its latest text. The
+// display side of those entries is checked by Check itself.
+func compareHistory(ctx context.Context, st historyReader, key string, folded []transcript.Folded) []string {
 	gen, err := st.Generation(ctx, key)
 	if err != nil {
 		return []string{fmt.Sprintf("%s: generation: %v", key, err)}
 	}
-	var want []transcript.Entry
-	for _, e := range entries {
-		if e.Generation != gen || e.IsChange() || e.Deleted || deleted[e.Seq] {
-			continue
+	var want []transcript.Folded
+	for _, f := range folded {
+		if f.Generation == gen && f.Shown() {
+			want = append(want, f)
 		}
-		if t, ok := edited[e.Seq]; ok {
-			e.Text = t
-		}
-		want = append(want, e)
 	}
-	got, err := transcript.New(transcript.Options{}, transcript.Deps{Store: st}).History(ctx, key, len(entries)+1)
+	got, err := transcript.New(transcript.Options{}, transcript.Deps{Store: st}).History(ctx, key, len(folded)+1)
 	if err != nil {
 		return []string{fmt.Sprintf("%s: history: %v", key, err)}
 	}
@@ -308,11 +298,35 @@ func compareHistory(ctx context.Context, st historyReader, key string, entries [
 	}
 	var out []string
 	for i := range got {
-		if got[i].Seq != want[i].Seq || got[i].Text != want[i].Text {
-			out = append(out, fmt.Sprintf("%s: model-visible entry %d is #%d %q, the chat displays #%d %q", key, i, got[i].Seq, Excerpt(got[i].Text), want[i].Seq, Excerpt(want[i].Text)))
+		if got[i].Seq != want[i].Seq || got[i].Text != want[i].Latest {
+			out = append(out, fmt.Sprintf("%s: model-visible entry %d is #%d %q, the chat displays #%d %q", key, i, got[i].Seq, Excerpt(got[i].Text), want[i].Seq, Excerpt(want[i].Latest)))
 		}
 	}
 	return out
+}
+
+// auditMessages are a conversation's messages as the audit compares
+// them: a Rule 1 exception (excepted) is held to no entry, and a user
+// message refused by access (notRouted) is not addressed to the bot.
+func auditMessages(chat Display, ms []Shown, excepted, notRouted map[string]bool) []audit.Message {
+	out := make([]audit.Message, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, audit.Message{ID: m.ID, Conversation: m.Conversation, Text: m.Content, FromBot: m.FromBot && !excepted[m.ID],
+			Addressed: !m.FromBot && !m.OtherBot && !notRouted[m.ID] && chat.Addressed(m.Content)})
+	}
+	return out
+}
+
+// rule1Difference is a difference of the audit as a Rule 1 problem.
+func rule1Difference(ch string, d audit.Row) string {
+	entry, display := "none", "none"
+	if d.Entry != nil {
+		entry = fmt.Sprintf("%s #%d (%s, delivery %s) %q", d.Entry.SessionKey, d.Entry.Seq, d.Entry.Source, d.Entry.DeliveryID, d.Entry.Latest)
+	}
+	if len(d.Messages) > 0 {
+		display = fmt.Sprintf("%q", d.Shown())
+	}
+	return fmt.Sprintf("channel %s: message %s: %s: %s\n  entry:   %s\n  display: %s", ch, d.MessageID, d.Diff, d.Detail, entry, display)
 }
 
 // addressed reports whether a user message mentions the bot and has text

@@ -22,12 +22,13 @@ var (
 	bucketMsgSessions = []byte("message_sessions") // Discord message id -> session key (transcript.go)
 	bucketProcesses   = []byte("processes")        // host/pgid -> running child process group (procs.go)
 	bucketUsage       = []byte("usage")            // time+seq -> model call usage record (usage.go)
+	bucketMemChanges  = []byte("memory_changes")   // queued transcript changes for the recall index (changes.go)
 
 	keySchemaVersion = []byte("schemaVersion")
 )
 
 // SchemaVersion is the schema this binary writes: len(migrations).
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // A migration moves the schema from version i to i+1, where i is its index
 // in migrations. Migrations run in order inside one read-write transaction
@@ -62,6 +63,10 @@ var migrations = []migration{
 	}},
 	{name: "usage records", fn: func(tx *bbolt.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(bucketUsage)
+		return err
+	}},
+	{name: "recall change queue", fn: func(tx *bbolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketMemChanges)
 		return err
 	}},
 }

@@ -152,6 +152,9 @@ func appendTx(tx *bbolt.Tx, key string, e transcript.Entry) (transcript.Entry, b
 	if err := ss.b.Put(keyLastSeq, seqKey); err != nil {
 		return transcript.Entry{}, false, err
 	}
+	if err := queueChange(tx, key, e.Seq); err != nil {
+		return transcript.Entry{}, false, err
+	}
 	if e.DeliveryID != "" {
 		if err := ss.delivery.Put([]byte(e.DeliveryID), seqKey); err != nil {
 			return transcript.Entry{}, false, err
@@ -401,6 +404,9 @@ func (s *Store) Erase(ctx context.Context, key string, seqs []uint64) error {
 				return fmt.Errorf("bolt: encode transcript entry: %w", err)
 			}
 			if err := ss.entries.Put(seqKey, raw); err != nil {
+				return err
+			}
+			if err := queueChange(tx, key, seq); err != nil {
 				return err
 			}
 		}

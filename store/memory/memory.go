@@ -28,7 +28,8 @@ type Store struct {
 	sessions       map[string]*session
 	messageSession map[string]string // Discord message id -> first session key holding it
 	deliveries     map[string]delivery.Record
-	sched          schedState // scheduler.Store (jobs.go); zero value ready
+	sched          schedState  // scheduler.Store (jobs.go); zero value ready
+	changes        changeQueue // recall.Feed (changes.go)
 }
 
 type session struct {
@@ -125,6 +126,7 @@ func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (tra
 	e.At = e.At.Round(0)
 	e.Seq = uint64(len(ss.entries)) + 1
 	ss.entries = append(ss.entries, e)
+	s.changes.add(key, e.Seq)
 	if e.DeliveryID != "" {
 		ss.byDelivery[e.DeliveryID] = e.Seq
 	}
@@ -229,6 +231,7 @@ func (s *Store) Erase(ctx context.Context, key string, seqs []uint64) error {
 		}
 		ss.entries[seq-1].Text = ""
 		ss.entries[seq-1].Deleted = true
+		s.changes.add(key, seq)
 	}
 	return nil
 }

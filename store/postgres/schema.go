@@ -9,7 +9,7 @@ import (
 )
 
 // SchemaVersion is the schema this binary writes: len(migrations).
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // migrationLockKey is the pg_advisory_xact_lock key migrations run under, so
 // two processes starting together migrate one after the other. It is the
@@ -132,6 +132,29 @@ CREATE TABLE usage_records (
 CREATE INDEX usage_records_by_time ON usage_records (at_s, at_ns, id);
 CREATE INDEX usage_records_by_user ON usage_records (user_id, at_s, at_ns);
 CREATE INDEX usage_records_by_place ON usage_records (place, at_s, at_ns);
+`},
+	{name: "recall index", sql: `
+CREATE TABLE memory_changes (
+	pos         bigserial PRIMARY KEY,
+	session_key text COLLATE "C" NOT NULL,
+	seq         bigint NOT NULL
+);
+CREATE TABLE memory_docs (
+	session_key text COLLATE "C" NOT NULL,
+	seq         bigint NOT NULL,
+	role        text NOT NULL,
+	author      text NOT NULL,
+	body        text NOT NULL,
+	at          timestamptz NOT NULL,
+	message_id  text NOT NULL,
+	tsv         tsvector GENERATED ALWAYS AS (to_tsvector('simple', body)) STORED,
+	PRIMARY KEY (session_key, seq)
+);
+CREATE INDEX memory_docs_tsv ON memory_docs USING GIN (tsv);
+CREATE TABLE memory_state (
+	id    integer PRIMARY KEY CHECK (id = 1),
+	built boolean NOT NULL
+);
 `},
 }
 

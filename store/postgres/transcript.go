@@ -109,6 +109,7 @@ RETURNING s.last_seq, s.generation`, key).Scan(&last, &gen)
 	b.Queue(`UPDATE transcript_sessions SET last_seq = $2 WHERE session_key = $1`, key, last+1)
 	b.Queue(`INSERT INTO transcript_entries (session_key, seq, delivery_id, data) VALUES ($1, $2, $3, $4)`,
 		key, last+1, deliveryID, raw)
+	b.Queue(queueChangeSQL, key, last+1)
 	for _, id := range e.MessageIDs {
 		if id == "" {
 			continue
@@ -334,6 +335,9 @@ func (s *Store) Erase(ctx context.Context, key string, seqs []uint64) error {
 			}
 			if _, err := tx.Exec(ctx, `UPDATE transcript_entries SET data = $3 WHERE session_key = $1 AND seq = $2`,
 				key, int64(seq), out); err != nil {
+				return fmt.Errorf("postgres: session %q: erase %d: %w", key, seq, err)
+			}
+			if _, err := tx.Exec(ctx, queueChangeSQL, key, int64(seq)); err != nil {
 				return fmt.Errorf("postgres: session %q: erase %d: %w", key, seq, err)
 			}
 		}

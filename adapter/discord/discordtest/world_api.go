@@ -261,6 +261,16 @@ func (e *Emulator) userPostFiles(channelID, userID, content, replyTo string, fil
 
 // UserEdit edits a user's message, emitting MESSAGE_UPDATE.
 func (e *Emulator) UserEdit(messageID, content string) (Message, error) {
+	return e.userEdit(messageID, content, true)
+}
+
+// UserEditWithheld edits a user's message and withholds the MESSAGE_UPDATE
+// (an event the gateway lost): only a read of the channel shows the edit.
+func (e *Emulator) UserEditWithheld(messageID, content string) (Message, error) {
+	return e.userEdit(messageID, content, false)
+}
+
+func (e *Emulator) userEdit(messageID, content string, dispatch bool) (Message, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	m := e.world.msgByID[messageID]
@@ -274,7 +284,11 @@ func (e *Emulator) UserEdit(messageID, content string) (Message, error) {
 	m.Content = content
 	m.Mentions = e.world.mentionsIn(content)
 	m.EditedTimestamp = e.opts.Now()
-	e.dispatchMessageLocked("MESSAGE_UPDATE", m)
+	if dispatch {
+		e.dispatchMessageLocked("MESSAGE_UPDATE", m)
+	} else {
+		e.broadcastLocked()
+	}
 	return cloneMessage(m), nil
 }
 

@@ -1,0 +1,257 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentbot/agentbot/core/sessionkey"
+	"github.com/agentbot/agentbot/core/transcript"
+)
+
+// Entries is what the Indexer reads of the transcript store.
+type Entries interface {
+	Range(ctx context.Context, key string, from uint64, limit int) ([]transcript.Entry, error)
+	Sessions(ctx context.Context) ([]string, error)
+}
+
+// IndexerOptions tune the Indexer.
+type IndexerOptions struct {
+	// Batch is how many changes one step applies (0: 512).
+	Batch int
+	// Poll is how long Run waits when the queue is empty (0: 200ms).
+	Poll time.Duration
+}
+
+// IndexerDeps are what the Indexer works with. A nil Index makes an
+// Indexer that only drains the Feed (memory is off: nothing derived is kept).
+type IndexerDeps struct {
+	Feed    Feed
+	Entries Entries
+	Index   Index
+	Log     zerolog.Logger
+}
+
+// Indexer keeps an Index in step with the transcripts, off the reply's
+// hot path: it applies the Feed's changes in batches and marks them done
+// only after the Index has them.
+type Indexer struct {
+	opt IndexerOptions
+	d   IndexerDeps
+}
+
+// NewIndexer returns an indexer; it does no I/O.
+func NewIndexer(o IndexerOptions, d IndexerDeps) *Indexer {
+	if o.Batch <= 0 {
+		o.Batch = 512
+	}
+	if o.Poll <= 0 {
+		o.Poll = 200 * time.Millisecond
+	}
+	return &Indexer{opt: o, d: d}
+}
+
+// Run builds the index if it was never built (or was reset), then applies
+// changes until ctx ends. A failed step is logged and retried at the next
+// poll: the changes stay queued.
+func (x *Indexer) Run(ctx context.Context) error {
+	if x.d.Index != nil {
+		built, err := x.d.Index.Built(ctx)
+		if err != nil {
+			return fmt.Errorf("memory index: %w", err)
+		}
+		if !built {
+			if _, err := x.Rebuild(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	t := time.NewTicker(x.opt.Poll)
+	defer t.Stop()
+	for {
+		n, err := x.Step(ctx)
+		if err != nil && ctx.Err() == nil {
+			x.d.Log.Warn().Err(err).Msg("memory index: applying transcript changes failed; retrying")
+		}
+		if err == nil && n == x.opt.Batch {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Step applies one batch of queued changes and reports how many it took.
+func (x *Indexer) Step(ctx context.Context) (int, error) {
+	cs, err := x.d.Feed.Pending(ctx, x.opt.Batch)
+	if err != nil || len(cs) == 0 {
+		return 0, err
+	}
+	if x.d.Index != nil {
+		bySession := map[string][]uint64{}
+		for _, c := range cs {
+			bySession[c.Key] = append(bySession[c.Key], c.Seq)
+		}
+		var ups []Update
+		for _, key := range slices.Sorted(maps.Keys(bySession)) {
+			u, err := x.derive(ctx, key, bySession[key])
+			if err != nil {
+				return 0, err
+			}
+			ups = append(ups, u...)
+		}
+		if len(ups) > 0 {
+			if err := x.d.Index.Apply(ctx, ups); err != nil {
+				return 0, fmt.Errorf("memory index: apply %d updates: %w", len(ups), err)
+			}
+		}
+	}
+	pos := make([]uint64, len(cs))
+	for i, c := range cs {
+		pos[i] = c.Pos
+	}
+	if err := x.d.Feed.Done(ctx, pos); err != nil {
+		return 0, fmt.Errorf("memory index: mark %d changes done: %w", len(pos), err)
+	}
+	return len(cs), nil
+}
+
+// Indexed reports whether session key's entries are searchable: those of a
+// conversation's own session (its conversation is in the key, for the
+// view check). Subagent and job-run sessions are not.
+func Indexed(key string) bool {
+	_, _, ok := sessionkey.ConversationOf(key)
+	return ok
+}
+
+// derive returns the updates that make the documents of the entries that
+// changes at seqs touch match the store now.
+func (x *Indexer) derive(ctx context.Context, key string, seqs []uint64) ([]Update, error) {
+	if !Indexed(key) {
+		return nil, nil
+	}
+	from := slices.Min(seqs)
+	window, err := x.d.Entries.Range(ctx, key, from, 0)
+	if err != nil {
+		return nil, fmt.Errorf("memory index: read %s from %d: %w", key, from, err)
+	}
+	// The entries the changes are about: a change record's target, which
+	// may come before the window.
+	targets := map[uint64]bool{}
+	for _, e := range window {
+		if !slices.Contains(seqs, e.Seq) {
+			continue
+		}
+		if e.IsChange() {
+			targets[e.Target] = true
+		} else {
+			targets[e.Seq] = true
+		}
+	}
+	if len(targets) == 0 {
+		return nil, nil
+	}
+	if first := slices.Min(slices.Collect(maps.Keys(targets))); first < from {
+		if window, err = x.d.Entries.Range(ctx, key, first, 0); err != nil {
+			return nil, fmt.Errorf("memory index: read %s from %d: %w", key, first, err)
+		}
+	}
+	return fold(key, window, targets), nil
+}
+
+// fold returns, for each entry of window in targets (all when targets is
+// nil), its document as the chat displays it now (the latest edit record's
+// text), or its removal when the chat no longer displays it.
+func fold(key string, window []transcript.Entry, targets map[uint64]bool) []Update {
+	want := func(seq uint64) bool { return targets == nil || targets[seq] }
+	edited := map[uint64]string{}
+	deleted := map[uint64]bool{}
+	for _, e := range window {
+		switch {
+		case !e.IsChange() || !want(e.Target):
+		case e.Source == transcript.SourceDeletion:
+			deleted[e.Target] = true
+		case e.Deleted:
+			// an erased edit record: its target is erased too
+		default:
+			edited[e.Target] = e.Text // later records win
+		}
+	}
+	var ups []Update
+	for _, e := range window {
+		if e.IsChange() || !want(e.Seq) {
+			continue
+		}
+		text, ok := edited[e.Seq]
+		if !ok {
+			text = e.Text
+		}
+		if e.Deleted || deleted[e.Seq] || text == "" || len(e.MessageIDs) == 0 {
+			if targets != nil { // a full build starts empty: nothing to remove
+				ups = append(ups, Update{Delete: true, Doc: Doc{Key: key, Seq: e.Seq}})
+			}
+			continue
+		}
+		ups = append(ups, Update{Doc: Doc{Key: key, Seq: e.Seq, Role: e.Role, Author: e.Author, Text: text, At: e.At, MessageID: e.MessageIDs[0]}})
+	}
+	return ups
+}
+
+// Rebuild empties the index and builds it again from every transcript
+// (`bot reindex`, or a first start with memory on), then marks it built.
+// Changes queued meanwhile are applied by later steps. It returns how many
+// documents it wrote.
+func (x *Indexer) Rebuild(ctx context.Context) (int, error) {
+	if x.d.Index == nil {
+		return 0, nil
+	}
+	if err := x.d.Index.Reset(ctx); err != nil {
+		return 0, fmt.Errorf("memory index: reset: %w", err)
+	}
+	keys, err := x.d.Entries.Sessions(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("memory index: list sessions: %w", err)
+	}
+	n := 0
+	var ups []Update
+	flush := func() error {
+		if len(ups) == 0 {
+			return nil
+		}
+		if err := x.d.Index.Apply(ctx, ups); err != nil {
+			return fmt.Errorf("memory index: rebuild: %w", err)
+		}
+		n += len(ups)
+		ups = ups[:0]
+		return nil
+	}
+	for _, key := range keys {
+		if !Indexed(key) {
+			continue
+		}
+		es, err := x.d.Entries.Range(ctx, key, 1, 0)
+		if err != nil {
+			return n, fmt.Errorf("memory index: read %s: %w", key, err)
+		}
+		ups = append(ups, fold(key, es, nil)...)
+		if len(ups) >= 4096 {
+			if err := flush(); err != nil {
+				return n, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return n, err
+	}
+	if err := x.d.Index.SetBuilt(ctx); err != nil {
+		return n, fmt.Errorf("memory index: mark built: %w", err)
+	}
+	return n, nil
+}
