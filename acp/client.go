@@ -21,8 +21,10 @@ type handler interface {
 type conn struct {
 	proc *Process
 	c    *sdk.ClientSideConnection
-	caps sdk.AgentCapabilities
-	term *terminals // nil: the terminal capability is off
+	// updates tells when the updates the agent sent are all handled.
+	updates *updates
+	caps    sdk.AgentCapabilities
+	term    *terminals // nil: the terminal capability is off
 	// proxy is the sandboxed agent's way to its model endpoints (nil: none).
 	proxy *endpointProxy
 }
@@ -45,8 +47,9 @@ func dial(ctx context.Context, pc ProcessConfig, ws *Workspace, h handler, term 
 	if err != nil {
 		return nil, err
 	}
-	cl := &client{ws: ws, h: h, term: term}
-	c := sdk.NewClientSideConnection(cl, p.stdin, p.stdout)
+	up := newUpdates(p.stdout)
+	cl := &client{ws: ws, h: h, term: term, updates: up}
+	c := sdk.NewClientSideConnection(cl, p.stdin, up)
 	c.SetLogger(slog.New(slog.DiscardHandler)) // its lines would bypass the bot's logger
 	init, err := c.Initialize(ctx, sdk.InitializeRequest{
 		ProtocolVersion: sdk.ProtocolVersionNumber,
@@ -60,7 +63,7 @@ func dial(ctx context.Context, pc ProcessConfig, ws *Workspace, h handler, term 
 		p.Stop()
 		return nil, fmt.Errorf("initialize agent %s: %w", pc.Command, agentErr(err, p))
 	}
-	return &conn{proc: p, c: c, caps: init.AgentCapabilities, term: term}, nil
+	return &conn{proc: p, c: c, updates: up, caps: init.AgentCapabilities, term: term}, nil
 }
 
 // agentErr prefers "the process exited" over a broken-pipe error.
@@ -102,9 +105,10 @@ func (nopHandler) permission(context.Context, sdk.RequestPermissionRequest) (sdk
 // workspace, permission requests and session updates to the handler, and
 // commands (terminal/*) when the agent's terminal is on.
 type client struct {
-	ws   *Workspace
-	h    handler
-	term *terminals
+	ws      *Workspace
+	h       handler
+	term    *terminals
+	updates *updates
 }
 
 var _ sdk.Client = (*client)(nil)
@@ -150,6 +154,7 @@ func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 }
 
 func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) error {
+	defer c.updates.done()
 	c.h.update(ctx, n)
 	return nil
 }

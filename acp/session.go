@@ -391,6 +391,8 @@ func (s *session) run(ctx context.Context, t *turn) {
 	case <-c.proc.Done():
 		crashed = true
 		<-done
+		// What it said before it died is shown before the turn ends.
+		c.updates.drained(s.m.opt.After, updateDrainWait)
 	case <-t.killed:
 		// Cancelled and the agent did not end the turn in time.
 		c.close()
@@ -404,8 +406,10 @@ func (s *session) run(ctx context.Context, t *turn) {
 			// (bounded) so its exit status can be told.
 			c.close()
 			crashed = true
+			c.updates.drained(s.m.opt.After, updateDrainWait)
 		case <-c.proc.Done():
 			crashed = true
+			c.updates.drained(s.m.opt.After, updateDrainWait)
 		default:
 		}
 	}
@@ -613,3 +617,7 @@ func (t *turn) resolvePerms() {
 		}
 	}
 }
+
+// updateDrainWait bounds how long a turn whose agent died waits for the
+// updates it sent to be handled (the SDK drains them within 5 s).
+const updateDrainWait = 5 * time.Second
