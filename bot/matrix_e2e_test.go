@@ -292,21 +292,7 @@ func TestMatrixE2ERestartMidBurstNoDuplicate(t *testing.T) {
 	w := newMxWorld(t) // not parallel: one homeserver at a time beside the parallel suite
 	dir := t.TempDir()
 	token := filepath.Join(dir, "matrix-sync.token")
-	run := func() *harness {
-		t.Helper()
-		h, err := newHarness(harnessOptions{Dir: dir, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Configure: func(c *config.Config) {
-			w.configure(c)
-			c.Matrix.SyncTokenFile = token
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = h.close() })
-		if err := h.start(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
+	run := func() *harness { return runMatrixBotIn(t, w, dir, token) }
 	first := run()
 	waitFor(t, "the first /sync", func() bool { _, err := os.Stat(token); return err == nil })
 	const n = 5
@@ -349,4 +335,23 @@ func TestMatrixE2EMatrixOnly(t *testing.T) {
 		t.Errorf("a Matrix-only bot made %d Discord requests", n)
 	}
 	finishMatrixBot(t, h, w, []string{w.room})
+}
+
+// runMatrixBotIn starts the bot on the world's homeserver over the store in
+// dir and the /sync token file token (the same ones at every call: a
+// restart), closed when the test ends.
+func runMatrixBotIn(t *testing.T, w *mxWorld, dir, token string) *harness {
+	t.Helper()
+	h, err := newHarness(harnessOptions{Dir: dir, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Configure: func(c *config.Config) {
+		w.configure(c)
+		c.Matrix.SyncTokenFile = token
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.close() })
+	if err := h.start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -5,10 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/rs/zerolog"
-
-	"github.com/agentbot/agentbot/config"
 )
 
 // TestMatrixE2ECommandRunsOnceAfterRestart (issue 27.7, a real restart): the
@@ -21,21 +17,7 @@ func TestMatrixE2ECommandRunsOnceAfterRestart(t *testing.T) {
 	w := newMxWorld(t) // not parallel: one homeserver at a time beside the parallel suite
 	dir := t.TempDir()
 	token := filepath.Join(dir, "matrix-sync.token")
-	run := func() *harness {
-		t.Helper()
-		h, err := newHarness(harnessOptions{Dir: dir, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Configure: func(c *config.Config) {
-			w.configure(c)
-			c.Matrix.SyncTokenFile = token
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = h.close() })
-		if err := h.start(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
+	run := func() *harness { return runMatrixBotIn(t, w, dir, token) }
 	first := run()
 	waitFor(t, "the first /sync", func() bool { _, err := os.Stat(token); return err == nil })
 	before, err := os.ReadFile(token)
