@@ -64,7 +64,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s); a finding is sav
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg; done
 
 soak: ## long randomized scenario run; SOAK_SEEDS=1-200 picks the seeds (default 1-40)
-	SOAK=1 SOAK_SEEDS=$(SOAK_SEEDS) $(GO) test -race -count=1 -timeout $(SOAK_TIMEOUT) -run '^TestScenario$$' ./bot/
+	SOAK=1 SOAK_SEEDS=$(SOAK_SEEDS) $(GO) test -race -count=1 -timeout $(SOAK_TIMEOUT) -run '^(TestScenario|TestMatrixScenario)$$' ./bot/
 
 NPM_PKGS := $(shell grep -v '^\#' .ci/npm-packages 2>/dev/null)
 npm: ## install the npm programs some tests run (MCP servers, ACP agents; .ci/npm-packages) into .cache/npm (skipped if installed)
