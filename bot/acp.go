@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/acp"
-	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/command"
