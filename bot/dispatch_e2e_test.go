@@ -1,6 +1,8 @@
 package bot
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,11 +21,13 @@ import (
 // thread still routes to the ACP session or /focus moved it onto a
 // channel's session meanwhile, the message is in exactly one transcript
 // (the ACP session's: where it routed when it was displayed), the agent
-// answered it once, and transcript == display (Rule 1). On the old
-// dispatch the session-or-ACP routing looked the binding up apart from the
-// sessions and only the sessions marked a message taken: after the /focus
-// the catch-up wrote the message again into the channel's session and
-// answered it there, and without it the agent was prompted a second time.
+// was prompted with it once, and transcript == display (Rule 1). On the
+// old dispatch the session-or-ACP routing looked the binding up apart from
+// the sessions and only the sessions marked a message taken: after the
+// /focus the catch-up wrote the message again into the channel's session
+// and answered it there; without the /focus the agent ran the prompt a
+// second time (its messages reused the first run's delivery ids, so only
+// its side effects showed it).
 func TestE2EACPMessageTakenOnceAcrossRestart(t *testing.T) {
 	for _, focus := range []bool{true, false} {
 		name := "still bound"
@@ -32,9 +36,11 @@ func TestE2EACPMessageTakenOnceAcrossRestart(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			prompts := filepath.Join(t.TempDir(), "prompts.log")
 			h, _ := acpBot(t, "script", func(h *harness, c *config.ACPAgentConfig) {
 				c.Command = acptest.Build(t)
 				c.Sandbox = config.SandboxNone
+				c.Env = map[string]string{"SCRIPTAGENT_LOG": prompts}
 			})
 			// A message the sessions take in #general: the catch-up's
 			// floor (a minute before the newest watermark) lies before
@@ -79,6 +85,15 @@ func TestE2EACPMessageTakenOnceAcrossRestart(t *testing.T) {
 			st := finishBot(t, h, h.general.ID, thread.ID)
 			if n := countContaining(h.emu.Messages(thread.ID), "answered once"); n != 2 {
 				t.Errorf("thread shows %q %d times, want 2 (the prompt and one answer)", "answered once", n)
+			}
+			// The display alone cannot tell: a second prompt's messages
+			// reuse the first one's delivery ids. The agent's own log can.
+			log, err := os.ReadFile(prompts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(string(log), `"say answered once"`); n != 1 {
+				t.Errorf("the agent was prompted with the message %d times, want once", n)
 			}
 			holders := messageHolders(t, st, msg.ID)
 			if len(holders) != 1 || !strings.Contains(holders[0], "acp") {
