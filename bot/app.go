@@ -338,8 +338,8 @@ func (a *App) newSessions(agents []session.Agent, d Deps) *authz.Gate {
 }
 
 // inbound builds the commands and the platforms' inbound sides, which
-// hand each conversation's messages to the sessions or, for a thread bound
-// to one, to its ACP agent (resolved once, here).
+// hand each conversation's messages to the sessions (whose one dispatch
+// step hands those of a thread bound to an ACP agent on to it).
 func (a *App) inbound(o Options, gate *authz.Gate) error {
 	cfg, tb := a.cfg, a.cfg.Discord.ThreadBindings
 	var jobs command.Jobs
