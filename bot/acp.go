@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/acp"
-	"github.com/agentbot/agentbot/adapter/discord"
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/command"
@@ -128,22 +127,22 @@ func programDir(command string, env []string) string {
 	return filepath.Dir(real)
 }
 
-// acpRouting sends the messages of threads bound to an ACP session to the
-// manager; every other message goes to the session manager.
-type acpRouting struct {
-	*session.Manager
-	acp      *acp.Manager
-	bindings *binding.Service
+// acpExternal is the sessions' way to the ACP agents (nil without any):
+// the session manager resolves a conversation once and hands the messages
+// of a thread bound to an ACP session on, with the binding it resolved.
+func acpExternal(m *acp.Manager) session.External {
+	if m == nil {
+		return nil
+	}
+	return acpInbound{m}
 }
 
-var _ discord.Sessions = acpRouting{}
+// acpInbound translates the sessions' message into the ACP manager's.
+type acpInbound struct{ m *acp.Manager }
 
-func (r acpRouting) HandleMessage(ctx context.Context, msg session.Message) error {
-	if rec, ok := r.bindings.ResolveByConversation(msg.Conversation); ok && rec.TargetKind == binding.KindACP {
-		return r.acp.HandleMessage(ctx, rec, acp.Message{Conversation: msg.Conversation, MessageID: msg.MessageID,
-			AuthorID: msg.AuthorID, AuthorName: msg.AuthorName, Text: msg.Text})
-	}
-	return r.Manager.HandleMessage(ctx, msg)
+func (a acpInbound) HandleMessage(ctx context.Context, rec binding.Record, msg session.Message) error {
+	return a.m.HandleMessage(ctx, rec, acp.Message{Conversation: msg.Conversation, MessageID: msg.MessageID,
+		AuthorID: msg.AuthorID, AuthorName: msg.AuthorName, Text: msg.Text})
 }
 
 // acpCommands serves the core's commands (core/command.ACP) from the

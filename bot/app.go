@@ -229,10 +229,10 @@ func (a *App) wire(o Options, d Deps) error {
 	if a.recall, err = newRecallSide(cfg, st, a.auth, d, log.With().Str("component", "memory").Logger()); err != nil {
 		return err
 	}
-	gate := a.newSessions(agents, d)
 	if a.acp, err = newACP(a); err != nil {
 		return err
 	}
+	gate := a.newSessions(agents, d)
 	if err := a.newAuditor(d); err != nil {
 		return err
 	}
@@ -332,27 +332,25 @@ func (a *App) newSessions(agents []session.Agent, d Deps) *authz.Gate {
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
 		Store: a.store, Threads: a.platforms, Typist: a.platforms, Fetcher: fetcher, After: d.TypingAfter, Turns: a.cluster.turnLocker(), Clock: d.Clock,
 		Log: a.log.With().Str("component", "sessions").Logger(), Authority: a.auth, Toolbox: toolbox, Budget: gate, Jobs: jobs, Usage: a.usage, Places: a.places(),
+		External: acpExternal(a.acp),
 	})
 	return gate
 }
 
 // inbound builds the commands and the platforms' inbound sides, which
-// hand each conversation's messages to the sessions or, for a thread bound
-// to one, to its ACP agent (resolved once, here).
+// hand each conversation's messages to the sessions (whose one dispatch
+// step hands those of a thread bound to an ACP agent on to it).
 func (a *App) inbound(o Options, gate *authz.Gate) error {
 	cfg, tb := a.cfg, a.cfg.Discord.ThreadBindings
 	var jobs command.Jobs
 	if a.sched != nil {
 		jobs = a.sched
 	}
-	var sessions interface {
-		discord.Sessions
-		matrix.Sessions
-	} = a.sessions
+	sessions := a.sessions
 	var acpDep discord.ACP
 	var acpCmds command.ACP
 	if a.acp != nil {
-		sessions, acpDep, acpCmds = acpRouting{Manager: a.sessions, acp: a.acp, bindings: a.bindings}, a.acp, acpCommands{a.acp}
+		acpDep, acpCmds = a.acp, acpCommands{a.acp}
 	}
 	// The commands' logic is the core's; each platform's adapter parses
 	// and answers them.

@@ -1,6 +1,11 @@
 // Package session runs agent sessions: turns, subagents and job turns.
 //
 // Invariants:
+//   - One dispatch step per inbound message (HandleMessage, for the live
+//     lane, the catch-up and Resume alike): the conversation is resolved
+//     once to its target (a session, or an external agent's session through
+//     External) and the message is taken once, for that target; a message
+//     a transcript already holds is taken, whoever wrote its entry.
 //   - One turn at a time per session: work for a session key runs in a
 //     per-key queue, in arrival order (messages arriving during a turn
 //     queue behind it).

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,6 +198,22 @@ type fixtureOptions struct {
 	// (nil: main everywhere).
 	agents []session.Agent
 	routes delivery.Agents
+	// external takes the messages of ACP-bound conversations (nil: none);
+	// lookups, if set, counts the manager's route lookups (SessionFor).
+	external session.External
+	lookups  *atomic.Int64
+}
+
+// countingOutbound counts the route lookups the manager asks of the send
+// owner: each is a binding lookup.
+type countingOutbound struct {
+	*delivery.Outbound
+	n *atomic.Int64
+}
+
+func (c countingOutbound) SessionFor(ref binding.ConversationRef) (string, binding.Record, bool) {
+	c.n.Add(1)
+	return c.Outbound.SessionFor(ref)
 }
 
 // fakeAuthority refuses posting into the conversations in deny (by id) and
@@ -293,7 +310,10 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	}
 	deps := session.Deps{Outbound: out, Router: delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: bs}), Bindings: bs, Transcripts: tr, Store: reg, Turns: o.turns, Clock: clk, Log: zerolog.Nop(),
 		Budget: o.budget, Usage: o.usage,
-		Authority: o.authority, Jobs: o.jobs, Typist: o.typist, After: o.after, Fetcher: o.fetcher, Toolbox: o.toolbox}
+		Authority: o.authority, Jobs: o.jobs, Typist: o.typist, After: o.after, Fetcher: o.fetcher, Toolbox: o.toolbox, External: o.external}
+	if o.lookups != nil {
+		deps.Outbound = countingOutbound{Outbound: out, n: o.lookups}
+	}
 	if !o.noThreads {
 		deps.Threads = o.threads
 		if o.threadsImpl != nil {

@@ -20,7 +20,6 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/lane"
 	"github.com/agentbot/agentbot/core/sessionkey"
-	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/internal/work"
 )
 
@@ -64,6 +63,10 @@ type Deps struct {
 	Store       Store
 	Threads     Threads // nil: no thread creation
 	Jobs        Jobs    // nil: job tools are not offered
+	// External takes the messages of conversations bound to an external
+	// agent's session (nil: none is configured; such a binding routes to
+	// a session of this manager).
+	External External
 	// Toolbox offers the agents' MCP tools, to turns and subagents (nil: none).
 	Toolbox Toolbox
 	// Authority decides where send_message may post (nil: nowhere but the
@@ -272,8 +275,10 @@ func (m *Manager) Resume(ctx context.Context) (turns, runs int) {
 				}
 				continue
 			}
-			// Route afresh: the conversation may route elsewhere now.
-			m.removePending(ctx, in.Key, p.deliveryID())
+			// The one dispatch step decides: the session that took the
+			// message resumes its turn; a message never recorded goes
+			// where the conversation routes now (and the owed turn here
+			// is dropped); one taken elsewhere is not taken again.
 			if err := m.HandleMessage(ctx, p.Message); err != nil {
 				m.d.Log.Error().Err(err).Str("session", in.Key).Msg("resume turn")
 				continue
@@ -536,89 +541,6 @@ func (m *Manager) agentFor(key string) Agent {
 // ConversationRef builds a ref on this manager's platform and account.
 func (m *Manager) ConversationRef(conversationID, parentID string) binding.ConversationRef {
 	return binding.ConversationRef{Channel: m.opt.Channel, AccountID: m.opt.AccountID, ConversationID: conversationID, ParentConversationID: parentID}.Normalize()
-}
-
-// HandleMessage routes an inbound user message: it writes the user entry
-// into the session the conversation routes to (in display order) and
-// queues a turn behind any running one.
-//
-// Two callers can take the same message: the platform's per-conversation
-// lane (live events and the catch-up after a restart) and Resume (turns
-// owed by the previous process). A message is taken once, and one
-// conversation's messages are taken one at a time, under its take lock,
-// from the check of what was taken to the queued turn: a taker that finds
-// a message already taken returns only once its entry is written, so the
-// lane's next message cannot be written ahead of it (Rule 1: user entries
-// in display order).
-func (m *Manager) HandleMessage(ctx context.Context, msg Message) error {
-	msg.Conversation = msg.Conversation.Normalize()
-	key, rec, bound := m.d.Outbound.SessionFor(msg.Conversation)
-	m.ensureMain(ctx, key, msg.Conversation)
-	unlock := m.lockTake(msg.Conversation.Key())
-	locked := true
-	defer func() {
-		if locked {
-			unlock()
-		}
-	}()
-	if m.seen(ctx, msg.MessageID) {
-		return nil // a catch-up or a replayed event: already taken
-	}
-	if p, owner, ok := m.pendingTurn("turn:" + msg.MessageID); ok && p.Rounds > 0 {
-		// Owed by the previous process, which crashed between the
-		// streamed rounds of its answer (a catch-up takes it again
-		// before Resume): it ends with a notice, never runs again.
-		locked = false
-		unlock()
-		m.endInterrupted(ctx, owner, p)
-		return nil
-	}
-	var from Agent
-	var newest time.Time
-	var changed, first bool
-	if !bound && sessionkey.KindOf(key) == KindMain {
-		from, newest, changed, first = m.routeChange(key, msg.Conversation)
-	}
-	m.imu.Lock()
-	m.queued[msg.MessageID] = true
-	m.imu.Unlock()
-	m.addPending(ctx, key, PendingTurn{Message: msg})
-	var entry transcript.Entry
-	err := m.d.Outbound.WithConversation(msg.Conversation, func() error {
-		meta := map[string]string{"authorId": msg.AuthorID, transcript.MetaDisplayedIn: msg.Conversation.ConversationID}
-		if msg.ReplyTo != "" {
-			meta["replyTo"] = msg.ReplyTo
-		}
-		if msg.ViaEdit {
-			meta["viaEdit"] = "true"
-		}
-		var err error
-		entry, err = m.d.Transcripts.Append(ctx, key, transcript.Entry{
-			Role: transcript.RoleUser, Author: msg.AuthorName, Text: msg.Text,
-			MessageIDs: []string{msg.MessageID}, Source: transcript.SourceUser,
-			DeliveryID: "in:" + msg.MessageID, Meta: meta, Attachments: msg.Attachments,
-		})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("handle message %s: %w", msg.MessageID, err)
-	}
-	if changed {
-		m.noteRoute(ctx, key, msg.Conversation, msg.MessageID, from)
-	}
-	if changed || first {
-		// Newer than every other agent's here, even on a clock that has
-		// not moved since.
-		at := m.d.Clock.Now()
-		if !at.After(newest) {
-			at = newest.Add(time.Nanosecond)
-		}
-		m.updateInfo(ctx, key, func(in *Info) { in.RoutedAt = at })
-	}
-	if err := m.queueTurn(ctx, key, rec.ID, bound, PendingTurn{Message: msg}, entry.Seq); err != nil {
-		return fmt.Errorf("handle message %s: %w", msg.MessageID, err)
-	}
-	return nil
 }
 
 // ensureMain registers a conversation's own session on first use.

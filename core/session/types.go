@@ -169,6 +169,9 @@ type Transcripts interface {
 	History(ctx context.Context, key string, n int) ([]transcript.Entry, error)
 	ByMessageID(ctx context.Context, key, messageID string) (transcript.Entry, bool, error)
 	Reset(ctx context.Context, key string) (int, error)
+	// Locate finds the session whose transcript holds a message id: a
+	// user message is taken once a transcript holds its entry.
+	Locate(ctx context.Context, messageID string) (string, transcript.Entry, bool, error)
 }
 
 // Bindings is what sessions need of core/binding.Service.
