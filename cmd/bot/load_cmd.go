@@ -131,6 +131,12 @@ func loadProfiles(name string, conv, guilds int, rate float64, dur, modelLat tim
 			{Name: "baseline", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur},
 			{Name: "dead-primary-1s", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur, DeadPrimary: time.Second},
 		}, true
+	case "usage":
+		// Issue 30's measure: usage accounting's cost at the standard shape.
+		return []load.Profile{
+			{Name: "usage-on", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur},
+			{Name: "usage-off", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur, NoUsage: true},
+		}, true
 	case "custom":
 		return []load.Profile{{Name: "custom", Conversations: conv, Guilds: guilds, Rate: rate, Duration: dur, ModelLatency: modelLat}}, true
 	}
