@@ -116,6 +116,9 @@ type Deps struct {
 	// BindingEnded, if set, sees every binding that ends, after the
 	// sessions and ACP agents did (tests).
 	BindingEnded func(binding.Record)
+	// NoUsage switches usage accounting off for model calls (the load
+	// harness measures its cost against a run with it; no config key).
+	NoUsage bool
 }
 
 // New opens the store and builds every component. It connects to
@@ -331,7 +334,7 @@ func (a *App) newSessions(agents []session.Agent, d Deps) *authz.Gate {
 	}, session.Deps{
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
 		Store: a.store, Threads: a.platforms, Typist: a.platforms, Fetcher: fetcher, After: d.TypingAfter, Turns: a.cluster.turnLocker(), Clock: d.Clock,
-		Log: a.log.With().Str("component", "sessions").Logger(), Authority: a.auth, Toolbox: toolbox, Budget: gate, Jobs: jobs, Usage: a.usage, Places: a.places(),
+		Log: a.log.With().Str("component", "sessions").Logger(), Authority: a.auth, Toolbox: toolbox, Budget: gate, Jobs: jobs, Usage: sessionMeter(a.usage, d.NoUsage), Places: a.places(),
 		External: acpExternal(a.acp),
 	})
 	return gate

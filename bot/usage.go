@@ -44,6 +44,14 @@ func (p places) Place(ctx context.Context, conv binding.ConversationRef) (string
 	return "", nil
 }
 
+// sessionMeter is the sessions' usage accounting: m, or none when off.
+func sessionMeter(m *modelusage.Meter, off bool) session.Meter {
+	if off {
+		return nil
+	}
+	return m
+}
+
 // pruneUsage applies store.deliveryRetentionDays to usage records at start
 // and on every tick until ctx ends.
 func (a *App) pruneUsage(ctx context.Context, tick <-chan time.Time) {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,6 +193,67 @@ func TestE2EDeadModelSkippedAndReported(t *testing.T) {
 		`agentbot_model_calls_total{model="default",outcome="server"} 3`, `agentbot_tokens_total{agent="main",kind="input",model="backup"} 28`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %s", want)
+		}
+	}
+	finishBot(t, h, h.general.ID)
+}
+
+// TestE2EStreamedUsageFromBothSDKsSummedByUsage: streamed replies from
+// both SDKs (OpenAI-compatible, then its Anthropic fallback after a 503)
+// record the tokens the streams reported, and /usage sums them per model.
+func TestE2EStreamedUsageFromBothSDKsSummedByUsage(t *testing.T) {
+	t.Parallel()
+	const key = "sk-test-0123456789abcdef"
+	of, af := modeltest.NewOpenAIFake(t, key), modeltest.NewAnthropicFake(t, key)
+	var calls atomic.Int32
+	of.Respond(func(modeltest.Body) modeltest.Reply {
+		if calls.Add(1) == 2 {
+			return modeltest.Reply{Status: 503, Message: "unavailable"}
+		}
+		return modeltest.Reply{Text: "from default", Usage: model.Usage{Input: 100, Output: 10, Cached: 50}}
+	})
+	af.Respond(func(modeltest.Body) modeltest.Reply {
+		return modeltest.Reply{Text: "from backup", Usage: model.Usage{Input: 200, Output: 20}}
+	})
+	h := startBot(t, nil, func(cfg *config.Config) {
+		cfg.Models[config.DefaultModelName] = config.ModelConfig{Provider: "openai", BaseURL: of.URL, APIKey: key, Model: "gpt-test",
+			MaxHistory: 50, Timeout: 10e9, Fallbacks: []string{"backup"}, Stream: true}
+		cfg.Models["backup"] = config.ModelConfig{Provider: "anthropic", BaseURL: af.URL, APIKey: key, Model: "claude-test",
+			MaxHistory: 50, Timeout: 10e9, Stream: true}
+	})
+	mention := "<@" + h.emu.BotUserID() + "> "
+	for i, want := range []string{"from default", "from backup"} {
+		if _, err := h.emu.UserSay(h.general.ID, h.alice.ID, mention+want); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := h.emu.WaitMessages(t.Context(), h.general.ID, 2*(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := msgs[2*i+1].Content; !strings.HasPrefix(want, got) {
+			t.Fatalf("reply %d %q, want %q", i, got, want)
+		}
+	}
+	if n, m := len(of.Requests()), len(af.Requests()); n != 2 || m != 1 {
+		t.Fatalf("requests: openai %d, anthropic %d", n, m)
+	}
+	// A stop waits for the turns to end (their entries and records
+	// written); /usage then reads what the store holds.
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	in, err := h.emu.InvokeCommand(h.general.ID, h.alice.ID, "usage", discordtest.CommandOption{Name: "period", Value: "day"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := adResponded(t, h, in).Content
+	for _, want := range []string{"Your usage, last day: 330 tokens (300 in, 30 out, 50 cached) in 2 calls",
+		"• backup: 220 tokens (200 in, 20 out, 0 cached) in 1 calls", "• default: 110 tokens (100 in, 10 out, 50 cached) in 1 calls"} {
+		if !strings.Contains(content, want) {
+			t.Fatalf("/usage lacks %q:\n%s", want, content)
 		}
 	}
 	finishBot(t, h, h.general.ID)

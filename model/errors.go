@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/agentbot/agentbot/internal/redact"
 )
@@ -55,6 +57,61 @@ type Error struct {
 	Status   int    // HTTP status, 0 when no response came back
 	Provider string // "openai", "anthropic", "echo"
 	Err      error  // underlying error (already redacted of credentials)
+	// Retry is when the provider said to try again (its Retry-After),
+	// zero when it did not say.
+	Retry RetryHint
+}
+
+// RetryHint is a provider's Retry-After: a delay from when the response
+// came, or an instant.
+type RetryHint struct {
+	Delay time.Duration
+	At    time.Time
+}
+
+// Until is the instant the hint names, a delay counted from now; zero
+// when there is no hint.
+func (h RetryHint) Until(now time.Time) time.Time {
+	switch {
+	case !h.At.IsZero():
+		return h.At
+	case h.Delay > 0:
+		return now.Add(h.Delay)
+	}
+	return time.Time{}
+}
+
+// ParseRetryAfter reads a response's retry-after-ms (milliseconds, sent by
+// OpenAI and Anthropic) or Retry-After (seconds or an HTTP-date, RFC 9110)
+// header; a missing or malformed value is no hint.
+func ParseRetryAfter(h http.Header) RetryHint {
+	if ms, err := strconv.ParseFloat(strings.TrimSpace(h.Get("retry-after-ms")), 64); err == nil && ms > 0 && ms < 1e12 {
+		return RetryHint{Delay: time.Duration(ms * float64(time.Millisecond))}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return RetryHint{}
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s > 0 && s < 1e9 {
+			return RetryHint{Delay: time.Duration(s * float64(time.Second))}
+		}
+		return RetryHint{}
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return RetryHint{At: at}
+	}
+	return RetryHint{}
+}
+
+// RetryUntil is when err's provider said to try again, relative to now
+// (zero: it did not say).
+func RetryUntil(err error, now time.Time) time.Time {
+	var me *Error
+	if !errors.As(err, &me) {
+		return time.Time{}
+	}
+	return me.Retry.Until(now)
 }
 
 // Error implements error. It never contains credentials as long as Err was

@@ -131,6 +131,14 @@ func loadProfiles(name string, conv, guilds int, rate float64, dur, modelLat tim
 			{Name: "baseline", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur},
 			{Name: "dead-primary-1s", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur, DeadPrimary: time.Second},
 		}, true
+	case "usage":
+		// Issue 30's measure: usage accounting's cost at the standard
+		// shape, on and off in A-B-B-A order (a drift of the machine
+		// weighs on both alike).
+		on := load.Profile{Name: "usage-on", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur}
+		off := on
+		off.Name, off.NoUsage = "usage-off", true
+		return []load.Profile{on, off, off, on}, true
 	case "custom":
 		return []load.Profile{{Name: "custom", Conversations: conv, Guilds: guilds, Rate: rate, Duration: dur, ModelLatency: modelLat}}, true
 	}

@@ -110,7 +110,7 @@ func usage(w io.Writer) {
   bot healthcheck [-config FILE]      ask the running bot's /healthz (the container HEALTHCHECK)
   bot compact [-config FILE]          rewrite the bolt store without freed pages (deleted text gone from the file)
   bot reindex [-config FILE]          rebuild the recall index (memory.enabled) from the transcripts
-  bot load [-profile standard|saturation|hot429|memory|custom]   load harness against the built-in emulator (make load)
+  bot load [-profile standard|saturation|hot429|deadmodel|usage|memory|custom]   load harness against the built-in emulator (make load)
   bot version
 `)
 }

@@ -84,4 +84,6 @@ func writeReport(w io.Writer, r migrate.Report) {
 	fmt.Fprintf(w, "  runs         %d\n", r.Runs)
 	fmt.Fprintf(w, "  ledger       %d (newest scheduled instant per job, from its run history)\n", r.Ledger)
 	fmt.Fprintf(w, "  webhooks     %d (of %d channels known from bindings, deliveries, sessions and jobs)\n", r.Webhooks, r.ChannelsProbed)
+	fmt.Fprintf(w, "  usage        %d records\n", r.Usage)
+	fmt.Fprintf(w, "  processes    %d (running child process groups, reaped by the next start on their host)\n", r.Processes)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,8 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
+	modelusage "github.com/agentbot/agentbot/core/usage"
+	"github.com/agentbot/agentbot/internal/procs"
 	"github.com/agentbot/agentbot/scheduler"
 	"github.com/agentbot/agentbot/scheduler/schedulertest"
 	"github.com/agentbot/agentbot/store/bolt"
@@ -23,6 +26,15 @@ import (
 )
 
 var migT0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+
+var migUsage = []modelusage.Record{
+	{At: migT0, Model: "default", Agent: "main", User: "42", Place: "100", Conversation: "100", SessionKey: "agent:main:discord:channel:100",
+		Run: "turn:1", Input: 1200, Output: 300, Cached: 800, Cost: 0.0021},
+	{At: migT0.Add(time.Minute), Model: "backup", Agent: "main", User: "43", SessionKey: "agent:main:subagent:s1", Run: "agent:main:subagent:s1",
+		Input: 10, Output: 1},
+}
+
+var migProc = procs.Record{Host: "h1", PGID: 4242, Kind: procs.KindACP}
 
 func migRun(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -100,6 +112,8 @@ func TestMigrateStore(t *testing.T) {
 		}
 		_, err = st.ClaimInstant(ctx, "j1", migT0.Add(time.Hour))
 		must(err)
+		must(st.AddUsage(ctx, migUsage...))
+		must(st.RecordProcess(ctx, migProc))
 		boltEntries = map[string][]transcript.Entry{}
 		for _, k := range []string{chat, child} {
 			es, err := st.Tail(ctx, k, 100)
@@ -113,7 +127,7 @@ func TestMigrateStore(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{"bindings     2", "transcripts  3 sessions, 4 entries", "deliveries   1", "sessions     1",
-		"jobs         1", "runs         3", "ledger       1", "webhooks     1 (of 4 channels"} {
+		"jobs         1", "runs         3", "ledger       1", "webhooks     1 (of 4 channels", "usage        2 records", "processes    1"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
@@ -156,6 +170,17 @@ func TestMigrateStore(t *testing.T) {
 	}
 	if bs, _ := pg.Bindings(ctx); len(bs) != 2 || bs[1].IdleTimeout != time.Hour {
 		t.Fatalf("bindings = %+v", bs)
+	}
+
+	if rs, err := pg.Usage(ctx, modelusage.Filter{}); err != nil || !reflect.DeepEqual(rs, migUsage) {
+		t.Fatalf("usage records %+v %v, want %+v", rs, err, migUsage)
+	}
+	if ps, err := pg.Processes(ctx); err != nil || len(ps) != 1 || ps[0].Key() != migProc.Key() {
+		t.Fatalf("processes %+v %v", ps, err)
+	}
+	// The imported history is queued for the recall index.
+	if cs, err := pg.Pending(ctx, 100); err != nil || len(cs) != 4 {
+		t.Fatalf("recall changes queued %d %v, want the 4 imported entries", len(cs), err)
 	}
 
 	// A second run refuses the now non-empty database.

@@ -112,12 +112,13 @@ func (m *Manager) RunBackground(ctx context.Context, in BackgroundRun) (string, 
 	if err != nil {
 		return "", fmt.Errorf("background run %s: %w", key, err)
 	}
+	t.tally = &tally{}
+	defer m.flushUsage(ctx, t) // when the result's entry did not carry the record
+	t.tally.add(resp)
 	m.used(ctx, agent, t, resp)
 	e := transcript.Entry{Role: transcript.RoleAssistant, Author: agent.Name, Text: resp.Text, Source: transcript.SourceTurn, DeliveryID: "result"}
-	tl := &tally{}
-	tl.add(resp)
-	tl.stamp(&e)
-	if _, err := m.d.Transcripts.Append(ctx, key, e); err != nil {
+	t.tally.stamp(&e)
+	if err := m.appendWithCalls(ctx, key, e, t.tally); err != nil {
 		return "", fmt.Errorf("background run %s: %w", key, err)
 	}
 	return resp.Text, nil

@@ -243,12 +243,14 @@ func (m *Manager) runSubagent(ctx context.Context, key string) {
 		sctx, end := m.startRun(rctx, key, info.SpawnedBy)
 		// A subagent gets its agent's MCP tools, acting for its spawner, and
 		// none of the bot's own (orchestration) tools.
-		t := turnInput{key: key, conv: info.Requester, requester: info.SpawnedBy}
+		// The run's usage records are written together when it ends.
+		t := turnInput{key: key, conv: info.Requester, requester: info.SpawnedBy, tally: &tally{}}
 		req := model.Request{System: m.systemPrompt(agent, key), Messages: msgs}
 		if agent.MaxToolSteps > 0 {
 			req.Tools = m.toolboxTools(sctx, agent, t)
 		}
 		text, err = m.toolLoop(sctx, agent, t, req, nil)
+		m.flushUsage(sctx, t)
 		if stopped(sctx) {
 			err = ErrStopped
 		}

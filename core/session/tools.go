@@ -104,6 +104,8 @@ func (m *Manager) tool(ctx context.Context, t turnInput, call model.ToolCall) (s
 				return "", &authz.Refusal{Msg: "the requesting user's turn budget is used up; no subagent was started"}
 			}
 		}
+		// The subagent's usage budget check sees this turn's calls so far.
+		m.flushUsage(ctx, t)
 		res, err := m.Spawn(ctx, SpawnRequest{Task: args.Task, Label: args.Label, Thread: args.Thread, Requester: t.conv, RequestedBy: t.requester, ParentKey: t.key})
 		if err != nil {
 			return "", err

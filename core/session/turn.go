@@ -66,6 +66,7 @@ func (m *Manager) runTurn(ctx context.Context, t turnInput) (waiting bool) {
 	}
 	agent := m.agentFor(t.key)
 	t.tally = &tally{}
+	defer m.flushUsage(ctx, t) // records no entry of the turn carried
 	if notice, refused := m.budget(ctx, t); refused {
 		m.refuseOverBudget(ctx, t, notice)
 		return false
@@ -227,11 +228,12 @@ func (m *Manager) commitReply(key, author string, source transcript.Source, deli
 			Role: transcript.RoleAssistant, Author: author, Text: r.Text, MessageIDs: r.MessageIDs,
 			Source: source, DeliveryID: deliveryID, Meta: r.EntryMeta(nil),
 		}
-		if source == transcript.SourceTurn {
-			tl.stamp(&e)
+		if source != transcript.SourceTurn {
+			_, err := m.d.Transcripts.Append(ctx, key, e)
+			return err
 		}
-		_, err := m.d.Transcripts.Append(ctx, key, e)
-		return err
+		tl.stamp(&e)
+		return m.appendWithCalls(ctx, key, e, tl)
 	}
 }
 

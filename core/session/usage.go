@@ -17,11 +17,17 @@ import (
 // tally collects what the model calls behind a turn's next reply entry
 // took: the model that answered last and the tokens since the previous
 // entry of the turn. A nil *tally records nothing.
+//
+// It also holds the usage records of those calls until a write of the
+// turn carries them: the next reply entry (transcript.Entry.Calls, one
+// transaction with the entry), else the turn's end (flushUsage, one
+// write for all that are left).
 type tally struct {
-	mu    sync.Mutex
-	model string
-	usage model.Usage
-	calls int
+	mu      sync.Mutex
+	model   string
+	usage   model.Usage
+	calls   int
+	pending []usage.Record
 }
 
 // add counts one model call's answer.
@@ -52,6 +58,27 @@ func (tl *tally) stamp(e *transcript.Entry) {
 	e.Model = tl.model
 	e.Usage = &transcript.Usage{Input: tl.usage.Input, Output: tl.usage.Output}
 	tl.usage, tl.calls = model.Usage{}, 0
+	e.Calls, tl.pending = tl.pending, nil
+}
+
+// hold keeps rs until a write of the turn carries them: a call's
+// record, or an entry's whose write failed.
+func (tl *tally) hold(rs ...usage.Record) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	tl.pending = append(tl.pending, rs...)
+}
+
+// take returns the records held and forgets them.
+func (tl *tally) take() []usage.Record {
+	if tl == nil {
+		return nil
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	rs := tl.pending
+	tl.pending = nil
+	return rs
 }
 
 // lastModel is the model that answered last ("" before any answer).
@@ -66,7 +93,12 @@ func (tl *tally) lastModel() string {
 
 // Meter is usage accounting and budgets (core/usage.Meter).
 type Meter interface {
-	Record(ctx context.Context, r usage.Record) error
+	// Stamp prices a record and sets its time (as it will be stored).
+	Stamp(r usage.Record) usage.Record
+	// Record stamps and stores records in one write of their own.
+	Record(ctx context.Context, rs ...usage.Record) error
+	// Written observes records another write stored (an entry's Calls).
+	Written(rs []usage.Record)
 	Check(ctx context.Context, user, place string) (usage.Decision, error)
 }
 
@@ -92,7 +124,9 @@ func (m *Manager) place(ctx context.Context, conv binding.ConversationRef) strin
 	return p
 }
 
-// used records one model call's usage for the work t stands for.
+// used records one model call's usage for the work t stands for: held by
+// the turn's tally for its next write (no write of its own), or written at
+// once when t has no tally.
 func (m *Manager) used(ctx context.Context, agent Agent, t turnInput, resp model.Response) {
 	if m.d.Usage == nil {
 		return
@@ -107,9 +141,48 @@ func (m *Manager) used(ctx context.Context, agent Agent, t turnInput, resp model
 	if r.Run == "" {
 		r.Run = t.key
 	}
+	if t.tally != nil {
+		t.tally.hold(m.d.Usage.Stamp(r))
+		return
+	}
 	if err := m.d.Usage.Record(ctx, r); err != nil {
 		m.d.Log.Error().Err(err).Str("session", t.key).Msg("usage not recorded")
 	}
+}
+
+// usageFlushTimeout bounds the write of a turn's last usage records when
+// its context has ended (a stop, shutdown).
+const usageFlushTimeout = 5 * time.Second
+
+// flushUsage writes the usage records t's tally still holds (calls no
+// entry carried: a turn without a reply, a failed reply write, a
+// subagent's run) in one write. It runs after the turn's context may have
+// ended, so it has its own bounded one.
+func (m *Manager) flushUsage(ctx context.Context, t turnInput) {
+	rs := t.tally.take()
+	if len(rs) == 0 || m.d.Usage == nil {
+		return
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), usageFlushTimeout)
+	defer cancel()
+	if err := m.d.Usage.Record(fctx, rs...); err != nil {
+		m.d.Log.Error().Err(err).Str("session", t.key).Int("calls", len(rs)).Msg("usage not recorded")
+	}
+}
+
+// appendWithCalls appends e, which may carry its calls' usage records
+// (tally.stamp): written with it, they are observed; when the write
+// failed, tl holds them again for the turn's next write.
+func (m *Manager) appendWithCalls(ctx context.Context, key string, e transcript.Entry, tl *tally) error {
+	_, err := m.d.Transcripts.Append(ctx, key, e)
+	switch {
+	case len(e.Calls) == 0:
+	case err != nil:
+		tl.hold(e.Calls...)
+	case m.d.Usage != nil:
+		m.d.Usage.Written(e.Calls)
+	}
+	return err
 }
 
 // budget checks the usage budget before work for t starts. refused work

@@ -3,7 +3,9 @@ package session_test
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,9 +47,9 @@ func lastEntry(t *testing.T, f *fixture, key string) transcript.Entry {
 // user, conversation, session, run, tokens and cost.
 func TestReplyCarriesModelAndUsage(t *testing.T) {
 	clk := clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
-	st := memory.NewUsage()
+	st := memory.New()
 	f := newFixture(t, fixtureOptions{provider: answering(model.Usage{Input: 1000, Output: 200, Cached: 800}), clock: clk,
-		usage: newMeter(st, clk, usage.Budget{})})
+		usage: newMeter(st, clk, usage.Budget{}), store: st})
 	f.say(ref("c1"), "hello")
 	f.settle()
 	e := lastEntry(t, f, keyOf("c1"))
@@ -88,10 +90,10 @@ func TestFooterNamesTheModel(t *testing.T) {
 // when the window has moved past the usage, turns are answered again.
 func TestBudgetRefusesAfterTheLimit(t *testing.T) {
 	clk := clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
-	st := memory.NewUsage()
+	st := memory.New()
 	budget := usage.Budget{Tokens: 100, Per: time.Hour}
 	p := answering(model.Usage{Input: 90, Output: 20})
-	f := newFixture(t, fixtureOptions{provider: p, clock: clk, usage: newMeter(st, clk, budget)})
+	f := newFixture(t, fixtureOptions{provider: p, clock: clk, usage: newMeter(st, clk, budget), store: st})
 	conv := ref("c1")
 	f.say(conv, "one")
 	f.settle()
@@ -130,12 +132,12 @@ func TestBudgetRefusesAfterTheLimit(t *testing.T) {
 // as the reason.
 func TestBudgetRefusesSubagent(t *testing.T) {
 	clk := clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
-	st := memory.NewUsage()
+	st := memory.New()
 	if err := st.AddUsage(context.Background(), usage.Record{At: clk.Now(), User: "u1", Input: 500}); err != nil {
 		t.Fatal(err)
 	}
 	p := answering(model.Usage{Input: 1, Output: 1})
-	f := newFixture(t, fixtureOptions{provider: p, clock: clk, usage: newMeter(st, clk, usage.Budget{Tokens: 100, Per: time.Hour})})
+	f := newFixture(t, fixtureOptions{provider: p, clock: clk, usage: newMeter(st, clk, usage.Budget{Tokens: 100, Per: time.Hour}), store: st})
 	if _, err := f.m.Spawn(context.Background(), spawnReq("research", false, ref("c1"))); err != nil {
 		t.Fatal(err)
 	}
@@ -143,5 +145,66 @@ func TestBudgetRefusesSubagent(t *testing.T) {
 	in := f.onlySubagent()
 	if len(p.Requests()) != 0 || in.Status != session.StatusError || !strings.Contains(in.Error, "usage budget") {
 		t.Fatalf("model calls %d, subagent %s %q", len(p.Requests()), in.Status, in.Error)
+	}
+}
+
+// countingUsage is the meter's store: it counts the writes of their own
+// (AddUsage) that usage records took, and stores them in st.
+type countingUsage struct {
+	*memory.Store
+	mu   sync.Mutex
+	adds []int // records per AddUsage call
+}
+
+func (c *countingUsage) AddUsage(ctx context.Context, rs ...usage.Record) error {
+	c.mu.Lock()
+	c.adds = append(c.adds, len(rs))
+	c.mu.Unlock()
+	return c.Store.AddUsage(ctx, rs...)
+}
+
+func (c *countingUsage) writes() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.adds)
+}
+
+// TestUsageRidesOnTheReplyEntry: the usage records of a turn's model calls
+// (a tool round and the answer) are written with the reply entry, in its
+// transaction, not by writes of their own; a turn with no reply entry (the
+// model answered nothing) writes all its records in one write at its end.
+func TestUsageRidesOnTheReplyEntry(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		final      string
+		wantWrites []int
+	}{
+		{"reply", "answer", nil},
+		{"no reply", "", []int{2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+			st := memory.New()
+			cu := &countingUsage{Store: st}
+			p := &modeltest.Scripted{}
+			p.Push(modeltest.Step{Resp: model.Response{Model: "backup", Usage: model.Usage{Input: 10, Output: 1},
+				ToolCalls: []model.ToolCall{{ID: "x", Name: "no_such_tool", Arguments: "{}"}}}},
+				modeltest.Step{Resp: model.Response{Model: "backup", Text: tc.final, Usage: model.Usage{Input: 20, Output: 2}}})
+			f := newFixture(t, fixtureOptions{provider: p, clock: clk, usage: newMeter(cu, clk, usage.Budget{}), store: st})
+			f.say(ref("c1"), "hello")
+			f.settle()
+			if got := cu.writes(); !slices.Equal(got, tc.wantWrites) {
+				t.Fatalf("usage writes of their own %v, want %v", got, tc.wantWrites)
+			}
+			rs, err := st.Usage(context.Background(), usage.Filter{})
+			if err != nil || len(rs) != 2 || rs[0].Input != 10 || rs[1].Input != 20 || rs[1].Cost != 0.000024 {
+				t.Fatalf("records %+v %v", rs, err)
+			}
+			if tc.final != "" {
+				if e := lastEntry(t, f, keyOf("c1")); e.Usage == nil || *e.Usage != (transcript.Usage{Input: 30, Output: 3}) || e.Calls != nil {
+					t.Fatalf("reply entry %+v", e)
+				}
+			}
+		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/agentbot/agentbot/core/usage"
 )
 
 // Role is who an entry speaks for.
@@ -87,6 +89,13 @@ type Entry struct {
 	// Usage is the tokens the model calls behind an assistant entry took,
 	// as the provider reported them; nil when no model call was behind it.
 	Usage *Usage `json:"usage,omitempty"`
+	// Calls are the usage records of the model calls behind the entry
+	// (core/usage), written by the store in the same transaction as the
+	// entry (no write of their own) and only when the entry is new: a
+	// replay that finds the entry by its delivery id writes none (they
+	// came with it the first time). Never part of the stored entry, so an
+	// entry read back has none.
+	Calls []usage.Record `json:"-"`
 }
 
 // Usage is an entry's token count.
@@ -113,8 +122,9 @@ type Attachment struct {
 func (e Entry) IsChange() bool { return e.Source == SourceEdit || e.Source == SourceDeletion }
 
 // ForStore returns e as a store keeps it for session key: SessionKey set,
-// MessageIDs copied and never nil, Meta copied and nil when empty. Stores
-// call it in Append so every implementation returns the same shapes.
+// MessageIDs copied and never nil, Meta copied and nil when empty, Calls
+// dropped. Stores call it in Append so every implementation returns the
+// same shapes (and take e.Calls before it, to write them with the entry).
 func ForStore(key string, e Entry) Entry {
 	e.SessionKey = key
 	e.MessageIDs = slices.Clone(e.MessageIDs)
@@ -129,6 +139,7 @@ func ForStore(key string, e Entry) Entry {
 	if len(e.Attachments) == 0 {
 		e.Attachments = nil
 	}
+	e.Calls = nil // written beside the entry, never in it (take them first)
 	return e
 }
 

@@ -15,5 +15,9 @@
 //     notice; later ones are refused silently until usage falls below it.
 //   - The store keeps records for a retention period (like delivery
 //     records) and Prune removes older ones.
+//   - A turn's records are written with its reply entry, in the entry's
+//     store transaction (transcript.Entry.Calls): no write of their own
+//     on the reply path; records no entry carried are written together
+//     at the work's end.
 //   - Every Store implementation passes usagetest.Run.
 package usage

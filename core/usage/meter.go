@@ -58,20 +58,42 @@ func New(opt Options, d Deps) *Meter {
 	return &Meter{opt: opt, d: d, notified: map[string]bool{}}
 }
 
-// Record prices r (at its model's price), stamps it with the time when it
-// has none, and stores it.
-func (m *Meter) Record(ctx context.Context, r Record) error {
+// Stamp prices r at its model's price and sets its time when it has none:
+// the record as it will be stored, by Record or with a transcript entry
+// (transcript.Entry.Calls, one transaction with the entry).
+func (m *Meter) Stamp(r Record) Record {
 	if r.At.IsZero() {
 		r.At = m.d.Clock.Now()
 	}
 	r.Cost = m.opt.Prices[r.Model].Cost(r.Input, r.Output)
-	if err := m.d.Store.AddUsage(ctx, r); err != nil {
-		return fmt.Errorf("usage: record %s: %w", r.Run, err)
+	return r
+}
+
+// Record stamps rs and stores them in one write (records that do not ride
+// on a transcript entry).
+func (m *Meter) Record(ctx context.Context, rs ...Record) error {
+	if len(rs) == 0 {
+		return nil
 	}
-	if m.d.Observe != nil {
+	for i := range rs {
+		rs[i] = m.Stamp(rs[i])
+	}
+	if err := m.d.Store.AddUsage(ctx, rs...); err != nil {
+		return fmt.Errorf("usage: record %d calls of %s: %w", len(rs), rs[0].Run, err)
+	}
+	m.Written(rs)
+	return nil
+}
+
+// Written tells the meter's observer (metrics) of records stored by
+// another write (a transcript entry's).
+func (m *Meter) Written(rs []Record) {
+	if m.d.Observe == nil {
+		return
+	}
+	for _, r := range rs {
 		m.d.Observe(r)
 	}
-	return nil
 }
 
 // Decision is a budget check's answer.

@@ -45,8 +45,8 @@ func (f Filter) Match(r Record) bool {
 
 // Store keeps usage records.
 type Store interface {
-	// AddUsage stores one record.
-	AddUsage(ctx context.Context, r Record) error
+	// AddUsage stores rs in one transaction (all or none).
+	AddUsage(ctx context.Context, rs ...Record) error
 	// Usage lists the records f selects, oldest first.
 	Usage(ctx context.Context, f Filter) ([]Record, error)
 	// PruneUsage deletes records older than before and returns how many.

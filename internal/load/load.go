@@ -62,6 +62,9 @@ type Profile struct {
 	// first model fails every call after this long (a timeout), with the
 	// bot's circuit breaker (issue 30's measure).
 	DeadPrimary time.Duration
+	// NoUsage runs the bot without usage accounting (its cost is the
+	// difference to the same profile with it).
+	NoUsage bool
 }
 
 // Result is one run's figures.

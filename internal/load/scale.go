@@ -68,7 +68,7 @@ func newLoadBot(dir string, emu *discordtest.Emulator, g discordtest.Guild, r *l
 		return nil, nil, err
 	}
 	a, err := bot.New(bot.Options{Config: w.Cfg, RetryBackoff: 10 * time.Millisecond},
-		bot.Deps{Log: log, Provider: provider, BaseTransport: &loadTransport{base: http.DefaultTransport, run: r}})
+		bot.Deps{Log: log, Provider: provider, BaseTransport: &loadTransport{base: http.DefaultTransport, run: r}, NoUsage: r.p.NoUsage})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -140,6 +140,9 @@ func (p *Provider) mapError(ctx context.Context, err error) error {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
 		e := model.NewError(Name, apiErr.StatusCode, err, p.apiKey)
+		if apiErr.Response != nil {
+			e.Retry = model.ParseRetryAfter(apiErr.Response.Header)
+		}
 		// An error event inside a streamed 200 response carries only its type.
 		switch apiErr.Type() {
 		case "overloaded_error", "api_error":

@@ -73,8 +73,10 @@ func (b *breaker) allow(now time.Time) (ok, changed bool) {
 }
 
 // record applies a call's verdict and returns the state after it, and
-// whether the state changed.
-func (b *breaker) record(now time.Time, v verdict) (State, bool) {
+// whether the state changed. A failure whose provider said when to try
+// again (retry, zero: it did not) opens the breaker until then, bounded by
+// MaxRetryAfter, unless the count of failures opened it for longer.
+func (b *breaker) record(now time.Time, v verdict, retry time.Time) (State, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cfg.Failures <= 0 {
@@ -100,6 +102,19 @@ func (b *breaker) record(now time.Time, v verdict) (State, bool) {
 			b.failures, b.openUntil = b.failures[:0], now.Add(b.cfg.Cooldown)
 		}
 	}
+	if v == verdictDown && retry.After(now) {
+		retry = minTime(retry, now.Add(b.cfg.MaxRetryAfter))
+		if retry.After(b.openUntil) {
+			b.failures, b.openUntil = b.failures[:0], retry
+		}
+	}
 	after := b.stateLocked(now)
 	return after, after != before
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

@@ -27,10 +27,13 @@ type Breaker struct {
 	Failures int           // retryable failures within Window that open it
 	Window   time.Duration // how far back failures count
 	Cooldown time.Duration // how long an open breaker skips its model
+	// MaxRetryAfter bounds how long a provider's Retry-After opens the
+	// breaker (0: Retry-After is not followed).
+	MaxRetryAfter time.Duration
 }
 
-// DefaultBreaker is the breaker the bot runs with (DECISIONS 221).
-var DefaultBreaker = Breaker{Failures: 3, Window: time.Minute, Cooldown: time.Minute}
+// DefaultBreaker is the breaker the bot runs with (DECISIONS 221, 382).
+var DefaultBreaker = Breaker{Failures: 3, Window: time.Minute, Cooldown: time.Minute, MaxRetryAfter: 10 * time.Minute}
 
 // Options are the models (by models entry name) and the breaker settings.
 type Options struct {
@@ -173,14 +176,14 @@ func (c *chain) call(ctx context.Context, do func(p model.Provider, shown *bool)
 		shown := false
 		resp, err := do(e.provider, &shown)
 		if err == nil {
-			c.set.settle(e, "ok", verdictUp)
+			c.set.settle(e, "ok", verdictUp, nil)
 			resp.Model = name
 			return resp, nil
 		}
 		kind := model.KindOf(err)
 		switch {
 		case ctx.Err() != nil || kind == model.KindCanceled:
-			c.set.settle(e, string(model.KindCanceled), verdictNone)
+			c.set.settle(e, string(model.KindCanceled), verdictNone, nil)
 			return model.Response{}, err
 		case !model.Retryable(err):
 			// The provider answered: it is up, and the failure is the
@@ -189,10 +192,10 @@ func (c *chain) call(ctx context.Context, do func(p model.Provider, shown *bool)
 			if kind == model.KindUnknown {
 				v = verdictNone
 			}
-			c.set.settle(e, string(kind), v)
+			c.set.settle(e, string(kind), v, nil)
 			return model.Response{}, err
 		}
-		c.set.settle(e, string(kind), verdictDown)
+		c.set.settle(e, string(kind), verdictDown, err)
 		if shown {
 			return model.Response{}, err
 		}
@@ -214,9 +217,11 @@ func (s *Set) allow(e *entry) bool {
 	return ok
 }
 
-// settle records a call's outcome on e's breaker and observer.
-func (s *Set) settle(e *entry, outcome string, v verdict) {
-	st, changed := e.breaker.record(s.deps.Clock.Now(), v)
+// settle records a call's outcome on e's breaker and observer; err (a
+// retryable failure, else nil) may carry the provider's Retry-After.
+func (s *Set) settle(e *entry, outcome string, v verdict, err error) {
+	now := s.deps.Clock.Now()
+	st, changed := e.breaker.record(now, v, model.RetryUntil(err, now))
 	if s.deps.Observer != nil {
 		s.deps.Observer.ModelCall(e.name, outcome)
 		if changed {

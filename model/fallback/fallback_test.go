@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -328,4 +329,99 @@ func BenchmarkDecision(b *testing.B) {
 			_, _ = direct.Complete(context.Background(), req)
 		}
 	})
+}
+
+// TestRetryAfterOpensTheBreaker: a 429 whose Retry-After (seconds or an
+// HTTP-date) says when to come back skips that model until then, not
+// only after three failures; the wait is bounded by MaxRetryAfter. Both
+// SDKs against their loopback fakes.
+func TestRetryAfterOpensTheBreaker(t *testing.T) {
+	tests := []struct {
+		name       string
+		anthropic  bool // the failing model is Anthropic's (else OpenAI's)
+		retryAfter string
+		skipFor    time.Duration // how long the model is skipped
+	}{
+		{"openai seconds", false, "120", 2 * time.Minute},
+		{"openai HTTP-date", false, t0.Add(5 * time.Minute).Format(http.TimeFormat), 5 * time.Minute},
+		{"anthropic seconds", true, "90", 90 * time.Second},
+		{"anthropic HTTP-date", true, t0.Add(3 * time.Minute).Format(http.TimeFormat), 3 * time.Minute},
+		{"bounded", false, "86400", fallback.DefaultBreaker.MaxRetryAfter},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clock.NewFake(t0)
+			of, af := modeltest.NewOpenAIFake(t, key), modeltest.NewAnthropicFake(t, key)
+			limited := modeltest.Reply{Status: 429, Message: "slow down", RetryAfter: tt.retryAfter}
+			ok := modeltest.Reply{Text: "fine"}
+			var failing interface{ Requests() []modeltest.Body }
+			if tt.anthropic {
+				af.Respond(func(modeltest.Body) modeltest.Reply { return limited })
+				of.Respond(func(modeltest.Body) modeltest.Reply { return ok })
+				failing = af
+			} else {
+				of.Respond(func(modeltest.Body) modeltest.Reply { return limited })
+				af.Respond(func(modeltest.Body) modeltest.Reply { return ok })
+				failing = of
+			}
+			main, backup := newOpenAI(t, of, 5*time.Second), newAnthropic(t, af)
+			if tt.anthropic {
+				main, backup = backup, main
+			}
+			s := newSet(t, clk, nil, map[string]fallback.Model{
+				"main": {Provider: main, Fallbacks: []string{"backup"}}, "backup": {Provider: backup}})
+			p := chain(t, s, "main")
+			call := func() string {
+				t.Helper()
+				resp, err := p.Complete(context.Background(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return resp.Model
+			}
+			if got := call(); got != "backup" {
+				t.Fatalf("first call answered by %s", got)
+			}
+			if d := s.Degraded(); !slices.Equal(d, []string{"main (open)"}) {
+				t.Fatalf("after one 429 with Retry-After: Degraded %v", d)
+			}
+			clk.Advance(tt.skipFor - time.Second)
+			if got := call(); got != "backup" || len(failing.Requests()) != 1 {
+				t.Fatalf("before Retry-After ended: answered by %s, main called %d times", got, len(failing.Requests()))
+			}
+			clk.Advance(time.Second)
+			_ = call() // the probe
+			if n := len(failing.Requests()); n != 2 {
+				t.Fatalf("main called %d times once Retry-After ended, want the probe (2)", n)
+			}
+		})
+	}
+}
+
+// TestParseRetryAfter: the header forms providers send.
+func TestParseRetryAfter(t *testing.T) {
+	tests := []struct {
+		name string
+		h    map[string]string
+		want time.Time
+	}{
+		{"seconds", map[string]string{"Retry-After": "30"}, t0.Add(30 * time.Second)},
+		{"fraction", map[string]string{"Retry-After": "1.5"}, t0.Add(1500 * time.Millisecond)},
+		{"HTTP-date", map[string]string{"Retry-After": "Wed, 02 Dec 2026 12:10:00 GMT"}, t0.Add(10 * time.Minute)},
+		{"milliseconds first", map[string]string{"Retry-After": "30", "Retry-After-Ms": "250"}, t0.Add(250 * time.Millisecond)},
+		{"none", nil, time.Time{}},
+		{"garbage", map[string]string{"Retry-After": "soon"}, time.Time{}},
+		{"negative", map[string]string{"Retry-After": "-5"}, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			for k, v := range tt.h {
+				h.Set(k, v)
+			}
+			if got := model.ParseRetryAfter(h).Until(t0); !got.Equal(tt.want) {
+				t.Fatalf("until %v, want %v", got, tt.want)
+			}
+		})
+	}
 }

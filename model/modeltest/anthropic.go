@@ -83,6 +83,9 @@ func (f *AnthropicFake) serve(w http.ResponseWriter, r *http.Request) {
 	rep := f.reply(body)
 	wait(r, rep.Delay)
 	if rep.Status != 0 && rep.Status/100 != 2 {
+		if rep.RetryAfter != "" {
+			w.Header().Set("Retry-After", rep.RetryAfter)
+		}
 		anthropicError(w, rep.Status, rep.Message)
 		return
 	}

@@ -14,10 +14,13 @@ import (
 
 // Reply is what a fake answers to a valid request.
 type Reply struct {
-	Status    int    // non-2xx: an error response in the API's shape
-	Message   string // error message for non-2xx replies
-	Text      string
-	ToolCalls []model.ToolCall
+	Status  int    // non-2xx: an error response in the API's shape
+	Message string // error message for non-2xx replies
+	// RetryAfter, for a non-2xx reply, is its Retry-After header (seconds
+	// or an HTTP-date; "" for none).
+	RetryAfter string
+	Text       string
+	ToolCalls  []model.ToolCall
 	// Delay holds the response back (or until the client gives up).
 	Delay time.Duration
 	// Chunks, for a streamed request ("stream": true), are the text

@@ -63,6 +63,9 @@ func (f *OpenAIFake) serve(w http.ResponseWriter, r *http.Request) {
 	rep := f.reply(body)
 	wait(r, rep.Delay)
 	if rep.Status != 0 && rep.Status/100 != 2 {
+		if rep.RetryAfter != "" {
+			w.Header().Set("Retry-After", rep.RetryAfter)
+		}
 		openAIError(w, rep.Status, "error", rep.Message)
 		return
 	}

@@ -141,7 +141,11 @@ func toResponse(msg oai.ChatCompletionMessage) model.Response {
 func (p *Provider) mapError(ctx context.Context, err error) error {
 	var apiErr *oai.Error
 	if errors.As(err, &apiErr) {
-		return model.NewError(Name, apiErr.StatusCode, err, p.apiKey)
+		e := model.NewError(Name, apiErr.StatusCode, err, p.apiKey)
+		if apiErr.Response != nil {
+			e.Retry = model.ParseRetryAfter(apiErr.Response.Header)
+		}
+		return e
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return &model.Error{Kind: model.KindTimeout, Provider: Name, Err: model.Redact(err, p.apiKey)}

@@ -103,16 +103,24 @@ func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (tra
 	if key == "" {
 		return transcript.Entry{}, false, errors.New("bolt: empty session key")
 	}
+	calls, err := encodeUsage(e.Calls)
+	if err != nil {
+		return transcript.Entry{}, false, err
+	}
 	e = transcript.ForStore(key, e)
 	var (
 		out     transcript.Entry
 		existed bool
 	)
 	// Batch may run fn more than once; it sets out and existed afresh each time.
-	err := s.commit.do(func(tx *bbolt.Tx) error {
+	err = s.commit.do(func(tx *bbolt.Tx) error {
 		var err error
-		out, existed, err = appendTx(tx, key, e)
-		return err
+		if out, existed, err = appendTx(tx, key, e); err != nil || existed {
+			return err
+		}
+		// The usage records of the calls behind the entry: same
+		// transaction, no commit of their own.
+		return putUsage(tx, calls)
 	})
 	if err != nil {
 		return transcript.Entry{}, false, err

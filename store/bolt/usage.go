@@ -23,25 +23,57 @@ func usageKey(at time.Time, seq uint64) []byte {
 	return k
 }
 
-// AddUsage stores one record. It joins the store's group commit: a usage
-// write arriving while another write (a transcript entry, a delivery) is
-// being made durable commits with the next batch, not with its own fsync.
-func (s *Store) AddUsage(ctx context.Context, r usage.Record) error {
-	if err := ctx.Err(); err != nil {
-		return err
+// usageRaw is a record encoded for the usage bucket.
+type usageRaw struct {
+	at  time.Time
+	raw []byte
+}
+
+// encodeUsage encodes rs outside any transaction.
+func encodeUsage(rs []usage.Record) ([]usageRaw, error) {
+	out := make([]usageRaw, 0, len(rs))
+	for _, r := range rs {
+		raw, err := json.Marshal(r)
+		if err != nil {
+			return nil, fmt.Errorf("usage record: %w", err)
+		}
+		out = append(out, usageRaw{r.At, raw})
 	}
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("usage record: %w", err)
-	}
-	return s.commit.do(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketUsage)
+	return out, nil
+}
+
+// putUsage writes encoded records in tx.
+func putUsage(tx *bbolt.Tx, rs []usageRaw) error {
+	b := tx.Bucket(bucketUsage)
+	for _, r := range rs {
 		seq, err := b.NextSequence()
 		if err != nil {
 			return err
 		}
-		return b.Put(usageKey(r.At, seq), raw)
-	})
+		if err := b.Put(usageKey(r.at, seq), r.raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddUsage stores rs in one transaction. It joins the store's group
+// commit: a usage write arriving while another write (a transcript entry,
+// a delivery) is being made durable commits with the next batch, not with
+// its own fsync. The records of a turn's reply ride on its entry's write
+// instead (transcript.Entry.Calls, Append).
+func (s *Store) AddUsage(ctx context.Context, rs ...usage.Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	raws, err := encodeUsage(rs)
+	if err != nil {
+		return err
+	}
+	return s.commit.do(func(tx *bbolt.Tx) error { return putUsage(tx, raws) })
 }
 
 // Usage lists the records f selects, oldest first.

@@ -30,6 +30,7 @@ type Store struct {
 	deliveries     map[string]delivery.Record
 	sched          schedState  // scheduler.Store (jobs.go); zero value ready
 	changes        changeQueue // recall.Feed (changes.go)
+	use            Usage       // usage.Store (usage.go); written with entries
 }
 
 type session struct {
@@ -122,10 +123,12 @@ func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (tra
 			return copyEntry(ss.entries[seq-1]), true, nil
 		}
 	}
+	calls := e.Calls
 	e = transcript.ForStore(key, e)
 	e.At = e.At.Round(0)
 	e.Seq = uint64(len(ss.entries)) + 1
 	ss.entries = append(ss.entries, e)
+	s.use.add(calls...) // with the entry, under the same lock
 	s.changes.add(key, e.Seq)
 	if e.DeliveryID != "" {
 		ss.byDelivery[e.DeliveryID] = e.Seq

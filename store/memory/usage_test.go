@@ -10,4 +10,5 @@ import (
 
 func TestUsageStore(t *testing.T) {
 	usagetest.Run(t, func(*testing.T) usage.Store { return memory.NewUsage() })
+	t.Run("Store", func(t *testing.T) { usagetest.Run(t, func(*testing.T) usage.Store { return memory.New() }) })
 }

@@ -8,7 +8,10 @@
 // job with the newest ScheduledAt of its scheduled (not manual) runs, which is what the source ledger holds unless
 // the bot crashed between claiming an instant and recording its run; webhooks are looked up for every channel id
 // the bindings, deliveries, sessions and jobs name (a webhook of a channel named nowhere is not copied, and the
-// adapter creates a new one when it needs it).
+// adapter creates a new one when it needs it). Usage records and the registry of running child processes (an orphan
+// left by a crash is reaped by the next start on its host, whichever store it reads) are copied as they are. The
+// recall index is not copied: the target queues every imported entry for it (ImportEntries), so the indexer
+// rebuilds it from the transcripts.
 package migrate
 
 import (
@@ -23,6 +26,8 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/core/usage"
+	"github.com/agentbot/agentbot/internal/procs"
 	"github.com/agentbot/agentbot/scheduler"
 )
 
@@ -37,6 +42,8 @@ type Source interface {
 	Jobs(ctx context.Context) ([]scheduler.Job, error)
 	Runs(ctx context.Context, jobID string, limit int) ([]scheduler.Run, error)
 	Webhook(ctx context.Context, channelID string) (id, token string, ok bool, err error)
+	Usage(ctx context.Context, f usage.Filter) ([]usage.Record, error)
+	Processes(ctx context.Context) ([]procs.Record, error)
 }
 
 // Target is the store copied into.
@@ -52,12 +59,15 @@ type Target interface {
 	PutRun(ctx context.Context, r scheduler.Run, keep int) error
 	ClaimInstant(ctx context.Context, jobID string, at time.Time) (bool, error)
 	PutWebhook(ctx context.Context, channelID, id, token string) error
+	AddUsage(ctx context.Context, rs ...usage.Record) error
+	RecordProcess(ctx context.Context, r procs.Record) error
 }
 
 // Report counts what Copy copied.
 type Report struct {
 	Bindings, Sessions, Entries, Deliveries, SessionInfos, Jobs, Runs, Ledger, Webhooks int
 	ChannelsProbed                                                                      int
+	Usage, Processes                                                                    int
 }
 
 // copier is one Copy: the stores, the report so far, and the channel ids
@@ -75,7 +85,7 @@ func Copy(ctx context.Context, src Source, dst Target) (Report, error) {
 	if err := c.checkEmpty(ctx); err != nil {
 		return c.rep, err
 	}
-	for _, step := range []func(context.Context) error{c.bindings, c.transcripts, c.deliveries, c.sessions, c.jobs, c.webhooks, c.verify} {
+	for _, step := range []func(context.Context) error{c.bindings, c.transcripts, c.deliveries, c.sessions, c.jobs, c.webhooks, c.usage, c.processes, c.verify} {
 		if err := step(ctx); err != nil {
 			return c.rep, err
 		}
@@ -245,6 +255,36 @@ func (c *copier) webhooks(ctx context.Context) error {
 	return nil
 }
 
+// usage copies every usage record (the budgets' and /usage's history).
+func (c *copier) usage(ctx context.Context) error {
+	rs, err := c.src.Usage(ctx, usage.Filter{})
+	if err != nil {
+		return fmt.Errorf("read usage records: %w", err)
+	}
+	for chunk := range slices.Chunk(rs, 500) {
+		if err := c.dst.AddUsage(ctx, chunk...); err != nil {
+			return fmt.Errorf("copy usage records: %w", err)
+		}
+	}
+	c.rep.Usage = len(rs)
+	return nil
+}
+
+// processes copies the registry of running child process groups.
+func (c *copier) processes(ctx context.Context) error {
+	ps, err := c.src.Processes(ctx)
+	if err != nil {
+		return fmt.Errorf("read processes: %w", err)
+	}
+	for _, p := range ps {
+		if err := c.dst.RecordProcess(ctx, p); err != nil {
+			return fmt.Errorf("copy process %s: %w", p.Key(), err)
+		}
+	}
+	c.rep.Processes = len(ps)
+	return nil
+}
+
 // verify: what the target holds must be what was copied.
 func (c *copier) verify(ctx context.Context) error {
 	after, err := c.dst.Counts(ctx)
@@ -254,7 +294,8 @@ func (c *copier) verify(ctx context.Context) error {
 	r := c.rep
 	for t, want := range map[string]int{"bindings": r.Bindings, "transcript_sessions": r.Sessions,
 		"transcript_entries": r.Entries, "deliveries": r.Deliveries, "session_infos": r.SessionInfos,
-		"jobs": r.Jobs, "job_runs": r.Runs, "job_ledger": r.Ledger, "webhooks": r.Webhooks} {
+		"jobs": r.Jobs, "job_runs": r.Runs, "job_ledger": r.Ledger, "webhooks": r.Webhooks,
+		"usage_records": r.Usage, "processes": r.Processes} {
 		if after[t] != int64(want) {
 			return fmt.Errorf("after the copy %s holds %d rows, want %d", t, after[t], want)
 		}

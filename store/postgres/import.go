@@ -15,7 +15,7 @@ import (
 // Tables lists the store's data tables (schema_version aside), in the order
 // `bot migrate-store` reports them.
 var Tables = []string{"bindings", "transcript_sessions", "transcript_entries", "transcript_messages",
-	"deliveries", "session_infos", "webhooks", "jobs", "job_runs", "job_ledger"}
+	"deliveries", "session_infos", "webhooks", "jobs", "job_runs", "job_ledger", "usage_records", "processes"}
 
 // Counts returns the number of rows of every data table.
 func (s *Store) Counts(ctx context.Context) (map[string]int64, error) {
@@ -35,7 +35,8 @@ func (s *Store) Counts(ctx context.Context) (map[string]int64, error) {
 // given. The seqs must continue the session densely (the first is the
 // session's last seq + 1, each next one + 1) and delivery ids must be new
 // to the session, so the transcript invariants hold after an import exactly
-// as after Appends.
+// as after Appends; each entry is queued for the recall index as an
+// Append queues it.
 func (s *Store) ImportEntries(ctx context.Context, key string, entries []transcript.Entry) error {
 	if key == "" {
 		return errors.New("postgres: empty session key")
@@ -76,6 +77,7 @@ RETURNING s.last_seq`, key).Scan(&last)
 			}
 			b.Queue(`INSERT INTO transcript_entries (session_key, seq, delivery_id, data) VALUES ($1, $2, $3, $4)`,
 				key, int64(e.Seq), deliveryID, raw)
+			b.Queue(queueChangeSQL, key, int64(e.Seq)) // the recall index takes the imported history in
 			for _, id := range e.MessageIDs {
 				if id != "" {
 					b.Queue(`INSERT INTO transcript_messages (session_key, message_id, seq) VALUES ($1, $2, $3)

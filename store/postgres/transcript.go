@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/core/usage"
 )
 
 // Transcript tables:
@@ -45,6 +46,7 @@ func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (tra
 	if key == "" {
 		return transcript.Entry{}, false, errors.New("postgres: empty session key")
 	}
+	calls := e.Calls
 	e = transcript.ForStore(key, e)
 	var (
 		out     transcript.Entry
@@ -59,7 +61,7 @@ func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (tra
 	}
 	err := s.inTx(ctx, "append", eff, func(tx pgx.Tx) error {
 		var err error
-		out, existed, err = appendTx(ctx, tx, key, e)
+		out, existed, err = appendTx(ctx, tx, key, e, calls)
 		return err
 	})
 	if err != nil {
@@ -69,7 +71,9 @@ func (s *Store) Append(ctx context.Context, key string, e transcript.Entry) (tra
 }
 
 // appendTx is Append inside a transaction; e must already be normalised.
-func appendTx(ctx context.Context, tx pgx.Tx, key string, e transcript.Entry) (transcript.Entry, bool, error) {
+// calls (the usage records of the model calls behind e) are inserted in
+// the same transaction when the entry is new.
+func appendTx(ctx context.Context, tx pgx.Tx, key string, e transcript.Entry, calls []usage.Record) (transcript.Entry, bool, error) {
 	// Lock (creating if needed) the session row: every appender of this
 	// session, in any process, queues here until this transaction ends.
 	// The entry takes the generation current under that lock (or the
@@ -116,6 +120,9 @@ RETURNING s.last_seq, s.generation`, key).Scan(&last, &gen)
 		}
 		b.Queue(`INSERT INTO transcript_messages (session_key, message_id, seq) VALUES ($1, $2, $3)
 ON CONFLICT (session_key, message_id) DO NOTHING`, key, id, last+1)
+	}
+	if err := queueUsage(&b, calls); err != nil {
+		return transcript.Entry{}, false, err
 	}
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return transcript.Entry{}, false, fmt.Errorf("postgres: session %q: append: %w", key, err)

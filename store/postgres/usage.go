@@ -4,25 +4,42 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/agentbot/agentbot/core/usage"
 )
 
 var _ usage.Store = (*Store)(nil)
 
-// AddUsage stores one record.
-func (s *Store) AddUsage(ctx context.Context, r usage.Record) error {
+// queueUsage queues the inserts of rs on b.
+func queueUsage(b *pgx.Batch, rs []usage.Record) error {
+	for _, r := range rs {
+		raw, err := encode("usage record", r.Run, r)
+		if err != nil {
+			return err
+		}
+		sec, nsec := timeKey(r.At)
+		b.Queue(`INSERT INTO usage_records (at_s, at_ns, user_id, place, data) VALUES ($1, $2, $3, $4, $5)`,
+			sec, nsec, r.User, r.Place, raw)
+	}
+	return nil
+}
+
+// AddUsage stores rs in one transaction. The records of a turn's reply
+// ride on its entry's transaction instead (transcript.Entry.Calls).
+func (s *Store) AddUsage(ctx context.Context, rs ...usage.Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	raw, err := encode("usage record", r.Run, r)
-	if err != nil {
-		return err
+	if len(rs) == 0 {
+		return nil
 	}
-	sec, nsec := timeKey(r.At)
-	return s.do(ctx, "add usage record", once, func(ctx context.Context) error {
-		_, err := s.pool.Exec(ctx, `INSERT INTO usage_records (at_s, at_ns, user_id, place, data) VALUES ($1, $2, $3, $4, $5)`,
-			sec, nsec, r.User, r.Place, raw)
-		return err
+	return s.inTx(ctx, "add usage records", once, func(tx pgx.Tx) error {
+		var b pgx.Batch // afresh for each attempt
+		if err := queueUsage(&b, rs); err != nil {
+			return err
+		}
+		return tx.SendBatch(ctx, &b).Close()
 	})
 }
 

@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) transcript.Store, opts ...Option)
 		{Name: "Durable", Fn: testDurable},
 		{Name: "LocateMessage", Fn: testLocateMessage},
 		{Name: "Erase", Fn: testErase},
+		{Name: "CallsRideOnEntry", Fn: testCallsRideOnEntry},
 	})
 }
 

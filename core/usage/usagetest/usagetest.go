@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) usage.Store, opts ...Option) {
 		{Name: "Empty", Fn: testEmpty},
 		{Name: "AddAndFilter", Fn: testAddAndFilter},
 		{Name: "SameInstant", Fn: testSameInstant},
+		{Name: "Batch", Fn: testBatch},
 		{Name: "Prune", Fn: testPrune},
 		{Name: "Concurrent", Fn: testConcurrent},
 		{Name: "Durable", Fn: testDurable},
@@ -109,6 +110,21 @@ func testSameInstant(t *testing.T, h *harness) {
 	add(t, h, s, a, b)
 	if got := list(t, h, s, usage.Filter{}); len(got) != 2 {
 		t.Fatalf("got %d records, want 2", len(got))
+	}
+}
+
+// One AddUsage call stores several records (a turn's calls, one write).
+func testBatch(t *testing.T, h *harness) {
+	s := h.Open(t)
+	rs := []usage.Record{rec(2, "u1", "g1"), rec(1, "u2", "g1"), rec(3, "u1", "")}
+	if err := s.AddUsage(h.Ctx, rs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddUsage(h.Ctx); err != nil {
+		t.Fatalf("an empty batch: %v", err)
+	}
+	if got, want := list(t, h, s, usage.Filter{}), []usage.Record{rs[1], rs[0], rs[2]}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("got\n%+v\nwant\n%+v", got, want)
 	}
 }
 
