@@ -95,6 +95,9 @@ func (s *session) commandChanged(c *command) {
 		sc.endControls()
 	}
 	t.show(s.m.runCtx(), sc.lm)
+	if ended {
+		t.attachOutput(s.m.runCtx(), sc)
+	}
 }
 
 // endControls takes the Kill button off an ended command's message.
@@ -189,6 +192,9 @@ type shownCmd struct {
 	c   *command
 	lm  *liveMsg
 	dir string
+	// attached: its end was handled by attachOutput (a file message
+	// posted, or none needed).
+	attached bool
 }
 
 // endCommands ends the turn's commands still running (a command belongs
@@ -216,12 +222,23 @@ func (t *turn) endCommands() {
 	for _, sc := range cmds {
 		sc.lm.text = renderCommand(sc.c, sc.dir, t.s.ac.Commands.Timeout)
 		sc.endControls()
+		t.attachOutput(t.s.m.runCtx(), sc)
 	}
 }
 
 // renderCommand is a command's message: its line and state, then the last
 // lines of its output in a code block, under Discord's message length.
 func renderCommand(c *command, dir string, timeout time.Duration) string {
+	head := commandHead(c, dir, commandState(c, timeout))
+	kept, _ := shownLines(c, head)
+	if strings.TrimSpace(strings.Join(kept, "")) == "" {
+		return head
+	}
+	return head + "\n```\n" + strings.Join(kept, "\n") + "\n```"
+}
+
+// commandState is a command's state as its message shows it.
+func commandState(c *command, timeout time.Duration) string {
 	ended, exit, why, took := c.state()
 	state := "⏳ running"
 	if ended {
@@ -239,16 +256,30 @@ func renderCommand(c *command, dir string, timeout time.Duration) string {
 			state = fmt.Sprintf("❌ %s · %s", *exit.Signal, d)
 		}
 	}
-	head := fmt.Sprintf("💻 %s in %s · %s", codeSpan(c.Line, 600), codeSpan(dir, 200), state)
-	tail := terminalText(c.out.Tail(4 << 10))
+	return state
+}
+
+func commandHead(c *command, dir, state string) string {
+	return fmt.Sprintf("💻 %s in %s · %s", codeSpan(c.Line, 600), codeSpan(dir, 200), state)
+}
+
+// shownTail is how much of a command's output its message looks at: the
+// last lines of at most this many bytes.
+const shownTail = 4 << 10
+
+// shownLines are the last lines of the command's output that its
+// message shows under head (at most 15, each cut at 200 characters,
+// within the message length); all reports whether they are the whole
+// output, unshortened.
+func shownLines(c *command, head string) (kept []string, all bool) {
+	tail := terminalText(c.out.Tail(shownTail))
 	room := maxMessage - len([]rune(head)) - len("\n```\n\n```") - 1
 	lines := strings.Split(strings.TrimRight(tail, "\n"), "\n")
-	var kept []string
-	n := 0
+	n, cut := 0, false
 	for i := len(lines) - 1; i >= 0 && len(kept) < 15; i-- {
 		l := []rune(lines[i])
 		if len(l) > 200 {
-			l = append(l[:199], '…')
+			l, cut = append(l[:199], '…'), true
 		}
 		if n+len(l)+1 > room {
 			break
@@ -256,10 +287,50 @@ func renderCommand(c *command, dir string, timeout time.Duration) string {
 		n += len(l) + 1
 		kept = append([]string{string(l)}, kept...)
 	}
-	if strings.TrimSpace(strings.Join(kept, "")) == "" {
-		return head
+	out, truncated := c.out.String()
+	all = !cut && !truncated && len(out) <= shownTail && len(kept) == len(lines)
+	return kept, all
+}
+
+// outputFile is the name of a command's full output attached to the
+// thread when its message cannot show it all.
+const outputFile = "output.txt"
+
+// attachOutput, once a command has ended, posts its whole kept output
+// (at most outputByteLimit or DefaultOutputCap bytes, as plain text) as
+// output.txt in a message of its own below the command's, when the
+// command's message could not show all of it. That message is one
+// delivery of the turn (its own id and entry, the file recorded as the
+// entry's attachment). t.mu held.
+func (t *turn) attachOutput(ctx context.Context, sc *shownCmd) {
+	if sc.attached {
+		return
 	}
-	return head + "\n```\n" + strings.Join(kept, "\n") + "\n```"
+	sc.attached = true
+	if _, all := shownLines(sc.c, commandHead(sc.c, sc.dir, commandState(sc.c, t.s.ac.Commands.Timeout))); all {
+		return
+	}
+	out, truncated := sc.c.out.String()
+	text := plainText(out)
+	caption := fmt.Sprintf("📎 Full output of %s (%s)", codeSpan(sc.c.Line, 600), byteSize(len(text)))
+	if truncated {
+		caption = fmt.Sprintf("📎 Output of %s: the last %s (earlier output was cut at the output limit)", codeSpan(sc.c.Line, 600), byteSize(len(text)))
+	}
+	t.text = nil
+	lm := t.newMsg(caption, nil)
+	lm.files = []delivery.File{{Name: outputFile, ContentType: "text/plain; charset=utf-8", Data: []byte(text)}}
+	t.show(ctx, lm)
+}
+
+// byteSize is n bytes for people: 980 B, 12.3 KiB, 1.0 MiB.
+func byteSize(n int) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 var ansi = regexp.MustCompile(`\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])`)
@@ -268,6 +339,13 @@ var ansi = regexp.MustCompile(`\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b
 // returns gone (a line redrawn shows its last state), no fence that could
 // end the code block.
 func terminalText(s string) string {
+	return strings.ReplaceAll(plainText(s), "```", "`\u200b``")
+}
+
+// plainText is PTY output as a file shows it: escape sequences and
+// carriage returns gone (a line redrawn keeps its last state), control
+// characters but tabs dropped.
+func plainText(s string) string {
 	s = ansi.ReplaceAllString(s, "")
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	lines := strings.Split(s, "\n")
@@ -282,7 +360,7 @@ func terminalText(s string) string {
 			return r
 		}, l)
 	}
-	return strings.ReplaceAll(strings.Join(lines, "\n"), "```", "`\u200b``")
+	return strings.Join(lines, "\n")
 }
 
 // codeSpan shows s as inline code, at most n runes, without backticks.

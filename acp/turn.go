@@ -23,7 +23,8 @@ type liveMsg struct {
 	n       int
 	text    string // what it should display
 	buttons []delivery.Button
-	live    *delivery.Live // nil until it has text
+	files   []delivery.File // attached to its post (a command's full output)
+	live    *delivery.Live  // nil until it has text
 	// tool call state
 	title  string
 	status sdk.ToolCallStatus
@@ -52,7 +53,7 @@ func (t *turn) show(ctx context.Context, lm *liveMsg) {
 	}
 	t.posted(ctx)
 	m := t.s.m
-	d := delivery.Delivery{ID: t.deliveryID(lm.n), Target: t.s.rec.Conversation,
+	d := delivery.Delivery{ID: t.deliveryID(lm.n), Target: t.s.rec.Conversation, Files: lm.files,
 		Producer: delivery.Producer{Source: transcript.SourceTurn, AgentID: t.s.ac.Name, Meta: map[string]string{"acpAgent": t.s.ac.Name}}}
 	lm.live = m.d.Live.Live(ctx, d, delivery.LiveOptions{Controls: delivery.Controls{Buttons: lm.buttons}, NoSendLock: true,
 		Interval: m.opt.EditInterval, After: m.opt.After, Pacer: t.pacer})

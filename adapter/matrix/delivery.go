@@ -102,6 +102,9 @@ func (s DeliverySender) EditLive(ctx context.Context, d delivery.Delivery, messa
 	if err != nil {
 		return err
 	}
+	if len(d.Files) > 0 {
+		return s.Client.editFile(ctx, m.RoomID, messageID, text)
+	}
 	_, err = s.Client.Edit(ctx, m.RoomID, messageID, text, "", Persona{})
 	return err
 }

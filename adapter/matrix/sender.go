@@ -275,12 +275,21 @@ func (c *Client) CreateThread(ctx context.Context, roomID, title, deliveryID str
 // text must fit one event (it appears twice in an edit: the fallback body is shortened to fit). It returns the
 // edit event's id.
 func (c *Client) Edit(ctx context.Context, roomID, eventID, text, txn string, p Persona) (string, error) {
+	return c.edit(ctx, roomID, eventID, text, txn, p, nil)
+}
+
+// edit is Edit; file, when set, are the fields of a file message (msgtype m.file, url, filename, info) that the
+// new content keeps, text becoming its caption.
+func (c *Client) edit(ctx context.Context, roomID, eventID, text, txn string, p Persona, file map[string]any) (string, error) {
 	poster, err := c.poster(ctx, roomID, p)
 	if err != nil {
 		return "", err
 	}
 	text = Defuse(c.personaPrefix(p) + text)
 	newContent := map[string]any{"msgtype": "m.text", "body": text, "m.mentions": map[string]any{}}
+	for k, v := range file {
+		newContent[k] = v
+	}
 	content := map[string]any{
 		"msgtype":       "m.text",
 		"body":          "",

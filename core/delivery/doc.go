@@ -66,4 +66,11 @@
 //     it re-posts a part with no recorded id under the same idempotency key
 //     (never a duplicate), edits each part to its recorded text plus
 //     InterruptedMark without controls, then writes the entry.
+//   - Files (Delivery.Files, a live delivery only) go with the first
+//     part's post, through the sender's FilePoster under that part's
+//     idempotency key: one message, one delivery id. Their bytes are in
+//     the outbox record from the first attempt (redacted like the text),
+//     so a re-post sends the same files; the files as the platform shows
+//     them (URLs) are recorded with the message id, and the entry lists
+//     them as its attachments. Deliver refuses files.
 package delivery

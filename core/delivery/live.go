@@ -161,6 +161,10 @@ func (o *Outbound) Live(ctx context.Context, d Delivery, opt LiveOptions) *Live 
 	}
 	d.Target = d.Target.Normalize()
 	d.Text = ""
+	if checkFiles(d) == nil {
+		// (Files past the limits are refused at the post, unread.)
+		d.Files = o.redactFiles(d.Files)
+	}
 	l := &Live{o: o, d: d, opt: opt, kick: make(chan struct{}, 1), done: make(chan struct{}), last: map[int]time.Time{}, attempted: map[int]bool{},
 		ctls: opt.Controls, cgen: 1, tried: make(chan struct{})}
 	l.ls, l.lsErr = o.liveSenderFor(d.Target)
@@ -578,7 +582,11 @@ func (l *Live) do(ctx context.Context, p op) error {
 		retried := l.recovered || l.attempted[p.part]
 		l.attempted[p.part] = true
 		var id string
-		id, err = l.ls.PostLive(ctx, l.d, p.part, p.text, c)
+		if p.part == 0 && len(l.d.Files) > 0 {
+			id, err = l.postFiles(ctx, p.text, c)
+		} else {
+			id, err = l.ls.PostLive(ctx, l.d, p.part, p.text, c)
+		}
 		if err == nil {
 			shows := p.text
 			if retried {

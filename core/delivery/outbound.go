@@ -243,6 +243,9 @@ func (o *Outbound) deliver(ctx context.Context, d Delivery, commit CommitFunc, r
 	if d.ID == "" || !d.Target.Valid() || (d.Text == "" && !d.Native) {
 		return Result{}, fmt.Errorf("deliver %q: %w", d.ID, ErrInvalidDelivery)
 	}
+	if len(d.Files) > 0 {
+		return Result{}, fmt.Errorf("deliver %q: files are attached by a live delivery (Outbound.Live): %w", d.ID, ErrInvalidDelivery)
+	}
 	d.Target = d.Target.Normalize()
 	if o.redact != nil {
 		// Before the first attempt fixes the text (invariant 14); a
@@ -439,13 +442,14 @@ func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, comm
 		o.exception(rec, res, key)
 	default:
 		e, err := o.transcripts.Append(ctx, key, transcript.Entry{
-			Role:       transcript.RoleAssistant,
-			Author:     authorOf(d),
-			Text:       text,
-			MessageIDs: slices.Clone(rec.MessageIDs),
-			Source:     d.Producer.Source,
-			DeliveryID: d.ID,
-			Meta:       metaFor(d.Producer.Meta, recovered, d.Target.ConversationID),
+			Role:        transcript.RoleAssistant,
+			Author:      authorOf(d),
+			Text:        text,
+			MessageIDs:  slices.Clone(rec.MessageIDs),
+			Source:      d.Producer.Source,
+			DeliveryID:  d.ID,
+			Meta:        metaFor(d.Producer.Meta, recovered, d.Target.ConversationID),
+			Attachments: slices.Clone(rec.Attachments),
 		})
 		if err != nil {
 			return res, fmt.Errorf("deliver %s: %w", d.ID, err)

@@ -46,6 +46,9 @@ type Delivery struct {
 	ViaWebhook bool `json:"viaWebhook,omitempty"`
 	// BindingID is the binding the destination came from, if any.
 	BindingID string `json:"bindingId,omitempty"`
+	// Files are attached to the first message (a live delivery only; the
+	// sender must be a FilePoster). Kept in the outbox with the text.
+	Files []File `json:"files,omitempty"`
 	// Interaction, when set, answers a slash command publicly with this
 	// text (the reply is displayed, so it is a transcript entry). It is
 	// kept in the outbox (like webhook credentials, in the 0600 store) so a
@@ -155,12 +158,16 @@ type Record struct {
 	// Live marks a live delivery (Outbound.Live): LiveParts is the text
 	// each part shows or is about to show (written before every post or
 	// edit), MessageIDs the parts posted so far.
-	Live      bool      `json:"live,omitempty"`
-	LiveParts []string  `json:"liveParts,omitempty"`
-	Error     string    `json:"error,omitempty"`
-	Reason    string    `json:"reason,omitempty"` // router or skip reason
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	Live      bool     `json:"live,omitempty"`
+	LiveParts []string `json:"liveParts,omitempty"`
+	// Attachments are the delivery's files as the platform shows them
+	// (with their URLs), recorded with the id of the message that carries
+	// them; the transcript entry gets them.
+	Attachments []transcript.Attachment `json:"attachments,omitempty"`
+	Error       string                  `json:"error,omitempty"`
+	Reason      string                  `json:"reason,omitempty"` // router or skip reason
+	CreatedAt   time.Time               `json:"createdAt"`
+	UpdatedAt   time.Time               `json:"updatedAt"`
 }
 
 // Store is the delivery outbox: a delivery is recorded as pending before it

@@ -81,9 +81,16 @@ type call struct {
 	p    map[string]string
 	q    url.Values
 	body []byte
+	// acceptFiles: the handler takes files (a multipart body's files[n]),
+	// which decode collects into uploads.
+	acceptFiles bool
+	uploads     []upload
 }
 
 func (c *call) decode(v any) reply {
+	if boundary, ok := c.multipartBoundary(); ok {
+		return c.decodeMultipart(boundary, v)
+	}
 	if len(bytes.TrimSpace(c.body)) == 0 {
 		return reply{}
 	}

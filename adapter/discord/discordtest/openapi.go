@@ -212,7 +212,7 @@ func (e *Emulator) checkSpec(req Request) {
 		for _, k := range qs {
 			add("unknown-query", k)
 		}
-		for _, k := range bodyFields(req.Body) {
+		for _, k := range bodyFields(jsonPart(req)) {
 			if op.props != nil && !op.props[k] && !allowed(req.Method+" "+templateOf(p), k) {
 				add("unknown-body-field", k)
 			}

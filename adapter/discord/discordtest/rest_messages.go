@@ -68,6 +68,9 @@ type msgBody struct {
 	Data             *msgBody           `json:"data"`    // interaction callbacks
 	Type             int                `json:"type"`    // interaction callbacks
 	Choices          *[]json.RawMessage `json:"choices"` // autocomplete results (callback type 8)
+	Attachments      *[]attachmentRef   `json:"attachments"`
+
+	hasFiles bool // the message carries files (set by the handler, not sent)
 }
 
 func (b *msgBody) content() string {
@@ -93,7 +96,7 @@ func validateContent(b *msgBody) reply {
 	if utf8.RuneCountInString(b.content()) > MaxContentLength {
 		return formError("content", "BASE_TYPE_MAX_LENGTH", fmt.Sprintf("Must be %d or fewer in length.", MaxContentLength))
 	}
-	if strings.TrimSpace(b.content()) == "" && len(b.Embeds) == 0 {
+	if strings.TrimSpace(b.content()) == "" && len(b.Embeds) == 0 && !b.hasFiles {
 		return errEmptyMessage()
 	}
 	return reply{}
@@ -144,12 +147,14 @@ func (e *Emulator) createMessage(c *call) reply {
 		return errMissingPerms()
 	}
 	var b msgBody
+	c.acceptFiles = true
 	if r := c.decode(&b); r.status != 0 {
 		return r
 	}
 	if r := e.mentionsLocked(c, b.AllowedMentions); r.status != 0 {
 		return r
 	}
+	b.hasFiles = len(c.uploads) > 0
 	if r := validateContent(&b); r.status != 0 {
 		return r
 	}
@@ -185,6 +190,10 @@ func (e *Emulator) createMessage(c *call) reply {
 		}
 	}
 	if r := e.prepareThreadSendLocked(ch); r.status != 0 {
+		return r
+	}
+	m.ChannelID = ch.ID
+	if r := e.attachUploadsLocked(c, &b, m); r.status != 0 {
 		return r
 	}
 	e.postLocked(ch, m)
@@ -313,14 +322,15 @@ func (e *Emulator) applyEditLocked(c *call, ch *Channel, m *Message) reply {
 		}
 		next.Components = rows
 	}
-	chk := msgBody{Content: &next.Content, Embeds: next.Embeds}
+	next.Attachments = keepAttachments(b.Attachments, m.Attachments)
+	chk := msgBody{Content: &next.Content, Embeds: next.Embeds, hasFiles: len(next.Attachments) > 0}
 	if r := validateContent(&chk); r.status != 0 {
 		return r
 	}
 	if next.Content != m.Content {
 		m.History = append(m.History, m.Content)
 	}
-	m.Content, m.Embeds, m.Components = next.Content, next.Embeds, next.Components
+	m.Content, m.Embeds, m.Components, m.Attachments = next.Content, next.Embeds, next.Components, next.Attachments
 	m.AllowedMentions = b.AllowedMentions // Discord recomputes mentions with the edit's allowances
 	if b.Flags != nil {
 		m.Flags = *b.Flags
