@@ -156,6 +156,23 @@ CREATE TABLE memory_state (
 	built boolean NOT NULL
 );
 `},
+	{name: "memory notes", sql: `
+CREATE TABLE notes (
+	id          text COLLATE "C" PRIMARY KEY,
+	scope       text NOT NULL,
+	about       text COLLATE "C" NOT NULL,
+	conv_key    text COLLATE "C" NOT NULL,
+	server      text COLLATE "C" NOT NULL,
+	at_s        bigint NOT NULL,
+	at_ns       integer NOT NULL,
+	message_ids text[] NOT NULL,
+	data        bytea NOT NULL
+);
+CREATE INDEX notes_by_about ON notes (about) WHERE scope = 'me';
+CREATE INDEX notes_by_conv ON notes (conv_key) WHERE scope = 'here';
+CREATE INDEX notes_by_server ON notes (server) WHERE scope = 'server';
+CREATE INDEX notes_by_message ON notes USING GIN (message_ids);
+`},
 }
 
 // ErrSchemaTooNew: the database was migrated by a newer binary.
