@@ -9,7 +9,7 @@ import (
 )
 
 // SchemaVersion is the schema this binary writes: len(migrations).
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // migrationLockKey is the pg_advisory_xact_lock key migrations run under, so
 // two processes starting together migrate one after the other. It is the
