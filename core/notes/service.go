@@ -125,7 +125,7 @@ func Display(scope Scope, text, id string) string {
 }
 
 func displayPrefix(scope Scope) string { return "📝 Noted (" + string(scope) + "): " }
-func displaySuffix(id string) string  { return " · note " + id }
+func displaySuffix(id string) string   { return " · note " + id }
 
 // Remember posts a note in the conversation actor's turn runs in and
 // records it once the platform confirmed the message. agentID is the
