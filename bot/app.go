@@ -642,7 +642,7 @@ func (a *App) serveHTTP(ctx context.Context) error {
 	mux.Handle("GET /backup", backupHandler(a.store, a.cfg.HTTP.Token))
 	console.New(console.Options{Store: a.store, Audit: a.auditor.Conversation, Location: a.cfg.HTTP.Location(), Token: a.cfg.HTTP.Token,
 		Status: func() console.State { return console.State{Ready: a.ready(), Started: a.started} },
-		Log:    a.log.With().Str("component", "console").Logger(), Memory: a.recall.console()}).Mount(mux) // read-only pages at /
+		Log:    a.log.With().Str("component", "console").Logger(), Memory: a.recall.console(), Notes: a.notes}).Mount(mux) // read-only pages at /
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("http.listen %s: %w", a.cfg.HTTP.Listen, err)

@@ -17,10 +17,11 @@ import (
 type notesSide struct {
 	on  atomic.Bool
 	svc *notes.Service
+	st  notes.Store
 }
 
 func newNotesSide(a *App) *notesSide {
-	n := &notesSide{}
+	n := &notesSide{st: a.store}
 	n.on.Store(a.cfg.Memory.NotesOn())
 	n.svc = notes.New(notes.Options{}, notes.Deps{
 		Store: a.store, Poster: a.outbound, Deleter: a.platforms, Changes: a.transcripts, Authority: a.auth, Places: a.places(),
@@ -51,7 +52,10 @@ func (a *App) eraseNotes(ctx context.Context, e transcript.Entry) error {
 // and stops giving notes to the turns that start after it.
 func (a *App) SetNotes(on bool) { a.notes.on.Store(on) }
 
-// Notes lists every note (the console's Memory page and tests).
-func (a *App) Notes(ctx context.Context) ([]notes.Note, error) {
-	return a.store.Notes(ctx, notes.Filter{})
+// Notes lists every note (tests).
+func (a *App) Notes(ctx context.Context) ([]notes.Note, error) { return a.notes.AllNotes(ctx) }
+
+// AllNotes lists every note, oldest first (the console's Memory page).
+func (n *notesSide) AllNotes(ctx context.Context) ([]notes.Note, error) {
+	return n.st.Notes(ctx, notes.Filter{})
 }
