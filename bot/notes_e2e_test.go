@@ -152,8 +152,11 @@ func (w *notesWorld) command(t *testing.T, channel, user, sub string, opts ...di
 	return ans.Content, inter.Responses[0].Ephemeral
 }
 
+// displayed reports whether channel shows a note (a bot message) holding text.
 func (w *notesWorld) displayed(channel, text string) bool {
-	return slices.ContainsFunc(w.emu.Messages(channel), func(x discordtest.Message) bool { return strings.Contains(x.Content, text) })
+	return slices.ContainsFunc(w.emu.Messages(channel), func(x discordtest.Message) bool {
+		return x.Author.ID == w.emu.BotUserID() && strings.HasPrefix(x.Content, "📝 Noted") && strings.Contains(x.Content, text)
+	})
 }
 
 // TestNotesE2E: a note is a displayed bot message (in the transcript:
@@ -218,13 +221,14 @@ func TestNotesE2E(t *testing.T) {
 	// Deleting a note's message (by anyone: a moderator here) forgets it.
 	var hereMsg string
 	for _, x := range w.emu.Messages(gen) {
-		if strings.Contains(x.Content, "note "+here) {
+		if strings.HasPrefix(x.Content, "📝 Noted") && strings.HasSuffix(x.Content, "note "+here) {
 			hereMsg = x.ID
 		}
 	}
 	if err := w.emu.DeleteMessage(hereMsg); err != nil {
 		t.Fatal(err)
 	}
+	w.ask(t, gen, alice, "barrier") // the gateway's events are handled in order: the deletion is recorded
 	if sys := w.system(t, gen, alice, "m-after-delete"); strings.Contains(sys, "metric") || !strings.Contains(sys, "oolong") {
 		t.Fatalf("after its message was deleted the note is still given:\n%s", sys)
 	}
