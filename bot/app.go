@@ -72,6 +72,7 @@ type App struct {
 	tools       *mcp.Hub // MCP servers; nil when none is configured
 	auditor     *audit.Auditor
 	recall      *recallSide
+	notes       *notesSide
 	started     time.Time
 	// recovered is closed once the outbox left by the previous run is
 	// finished (Discord connected, Outbound.Recover done).
@@ -157,7 +158,7 @@ func New(o Options, d Deps) (*App, error) {
 	}
 	a.metrics = metrics.New(a.reg, func() float64 { return float64(len(a.bindings.Active())) })
 	a.reg.MustRegister(leaderGauge(a))
-	a.transcripts = transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: d.Clock, Erasers: []transcript.Eraser{transcript.EraserFunc(a.eraseCopies)}})
+	a.transcripts = transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: d.Clock, Erasers: []transcript.Eraser{transcript.EraserFunc(a.eraseCopies), transcript.EraserFunc(a.eraseNotes)}})
 	a.router = delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: a.bindings})
 
 	if err := a.wire(o, d); err != nil {
@@ -232,6 +233,7 @@ func (a *App) wire(o Options, d Deps) error {
 	if a.recall, err = newRecallSide(cfg, st, a.auth, d, log.With().Str("component", "memory").Logger()); err != nil {
 		return err
 	}
+	a.notes = newNotesSide(a)
 	if a.acp, err = newACP(a); err != nil {
 		return err
 	}
@@ -257,7 +259,7 @@ func (a *App) newPlatforms(o Options, d Deps) error {
 		if err != nil {
 			return err
 		}
-		ps = append(ps, platform.Platform{Name: "discord", Sender: a.discord, Directory: a.discord, Threads: a.discord, Typist: a.discord,
+		ps = append(ps, platform.Platform{Name: "discord", Sender: a.discord, Directory: a.discord, Threads: a.discord, Typist: a.discord, Deleter: a.discord,
 			Commands: discord.CommandPlatform(cfg.Discord.ThreadBindings.Enabled)})
 	}
 	var err error
@@ -270,7 +272,7 @@ func (a *App) newPlatforms(o Options, d Deps) error {
 		if err := a.matrix.newThreads(outboundOf{a}); err != nil {
 			return err
 		}
-		ps = append(ps, platform.Platform{Name: "matrix", Sender: matrix.DeliverySender{Client: a.matrix.client},
+		ps = append(ps, platform.Platform{Name: "matrix", Sender: matrix.DeliverySender{Client: a.matrix.client}, Deleter: matrix.DeliverySender{Client: a.matrix.client},
 			Directory: matrix.NewDirectory(a.matrix.client), Threads: a.matrix.threads, Typist: matrix.NewTypist(a.matrix.client),
 			Commands: matrix.CommandPlatform(cfg.Discord.ThreadBindings.Enabled)})
 	}
@@ -311,7 +313,7 @@ func (a *App) newSessions(agents []session.Agent, d Deps) *authz.Gate {
 	if a.tools != nil {
 		toolbox = a.tools
 	}
-	toolbox = a.recall.toolbox(toolbox)
+	toolbox = a.notes.toolbox(a.recall.toolbox(toolbox))
 	var jobs session.Jobs
 	if a.sched != nil {
 		jobs = a.sched
@@ -335,7 +337,7 @@ func (a *App) newSessions(agents []session.Agent, d Deps) *authz.Gate {
 		Outbound: a.outbound, Router: observedRouter{a.router, a.metrics}, Bindings: a.bindings, Transcripts: a.transcripts,
 		Store: a.store, Threads: a.platforms, Typist: a.platforms, Fetcher: fetcher, After: d.TypingAfter, Turns: a.cluster.turnLocker(), Clock: d.Clock,
 		Log: a.log.With().Str("component", "sessions").Logger(), Authority: a.auth, Toolbox: toolbox, Budget: gate, Jobs: jobs, Usage: sessionMeter(a.usage, d.NoUsage), Places: a.places(),
-		External: acpExternal(a.acp),
+		External: acpExternal(a.acp), Notes: a.notes.svc,
 	})
 	return gate
 }
@@ -364,6 +366,7 @@ func (a *App) inbound(o Options, gate *authz.Gate) error {
 	commands := command.New(command.Options{Agents: agentChoices}, command.Deps{
 		Sessions: a.sessions, Bindings: a.bindings, Outbound: a.outbound, Threads: a.platforms, Authority: a.auth, Jobs: jobs, ACP: acpCmds, Agents: a.routes,
 		Once: commandOnce{st: a.store, clock: a.clock}, Usage: a.usage, Places: a.places(), Clock: a.clock, Memory: a.recall.commands(),
+		Notes: a.notes.commands(),
 	})
 	if a.discord != nil {
 		a.gateway = discord.NewGateway(discord.GatewayOptions{
@@ -639,7 +642,7 @@ func (a *App) serveHTTP(ctx context.Context) error {
 	mux.Handle("GET /backup", backupHandler(a.store, a.cfg.HTTP.Token))
 	console.New(console.Options{Store: a.store, Audit: a.auditor.Conversation, Location: a.cfg.HTTP.Location(), Token: a.cfg.HTTP.Token,
 		Status: func() console.State { return console.State{Ready: a.ready(), Started: a.started} },
-		Log:    a.log.With().Str("component", "console").Logger(), Memory: a.recall.console()}).Mount(mux) // read-only pages at /
+		Log:    a.log.With().Str("component", "console").Logger(), Memory: a.recall.console(), Notes: a.notes}).Mount(mux) // read-only pages at /
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("http.listen %s: %w", a.cfg.HTTP.Listen, err)

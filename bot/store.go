@@ -10,6 +10,7 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/memory"
+	"github.com/agentbot/agentbot/core/notes"
 	"github.com/agentbot/agentbot/core/session"
 	"github.com/agentbot/agentbot/core/transcript"
 	"github.com/agentbot/agentbot/internal/procs"
@@ -29,6 +30,7 @@ type Store interface {
 	procs.Store
 	modelusage.Store
 	memory.Feed // transcript changes for the recall index (memory.go)
+	notes.Store // memory's notes (notes.go)
 	PutWebhook(ctx context.Context, channelID, id, token string) error
 	Webhook(ctx context.Context, channelID string) (id, token string, ok bool, err error)
 	DeleteWebhook(ctx context.Context, channelID string) error

@@ -266,7 +266,13 @@ type MemoryConfig struct {
 	// next to the file; PostgreSQL: tables in the same database). Off (the default): no tool, and no
 	// index is kept (an existing one is removed at start).
 	Enabled bool `yaml:"enabled"`
+	// Notes offers the remember and forget tools and gives each turn the notes in its scope (a note is a
+	// visible message in its chat). Default true; only with Enabled.
+	Notes bool `yaml:"notes"`
 }
+
+// NotesOn reports whether notes are on: memory.enabled and memory.notes.
+func (m MemoryConfig) NotesOn() bool { return m.Enabled && m.Notes }
 
 // Location is the scheduler's timezone, UTC when Timezone is empty or (in a Config that was not
 // validated) unknown.
@@ -367,6 +373,7 @@ func Default() *Config {
 		Log:    LogConfig{Level: "info", Format: "console"},
 		ACP:    ACPConfig{PermissionTimeout: 5 * time.Minute, Agents: map[string]ACPAgentConfig{}},
 		Matrix: defaultMatrix(),
+		Memory: MemoryConfig{Notes: true},
 		Access: AccessConfig{DM: DMMembers, RateLimit: RateLimitConfig{Turns: 20, Per: time.Hour, GuildTurns: 200}, Budget: BudgetConfig{Per: 24 * time.Hour}},
 	}
 }

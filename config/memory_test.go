@@ -8,15 +8,19 @@ import (
 func TestMemoryConfig(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		yaml    string
-		enabled bool
-		err     string
+		yaml           string
+		enabled, notes bool
+		err            string
 	}{
 		{yaml: "", enabled: false},
-		{yaml: "memory: {enabled: true}\n", enabled: true},
+		{yaml: "memory: {enabled: true}\n", enabled: true, notes: true},
 		{yaml: "memory:\n  enabled: false\n", enabled: false},
 		{yaml: "memory: {enabeld: true}\n", err: "memory.enabeld"},
 		{yaml: "memory: {enabled: yes please}\n", err: "memory.enabled"},
+		{yaml: "memory: {enabled: true, notes: true}\n", enabled: true, notes: true},
+		{yaml: "memory: {enabled: true, notes: false}\n", enabled: true, notes: false},
+		{yaml: "memory: {enabled: false, notes: true}\n", enabled: false, notes: false},
+		{yaml: "memory: {enabled: true, notes: maybe}\n", err: "memory.notes"},
 	} {
 		cfg, err := LoadBytes("t.yaml", []byte(tc.yaml), envOf(nil))
 		if tc.err != "" {
@@ -25,8 +29,8 @@ func TestMemoryConfig(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || cfg.Memory.Enabled != tc.enabled {
-			t.Errorf("%q: enabled = %v, %v; want %v", tc.yaml, cfg != nil && cfg.Memory.Enabled, err, tc.enabled)
+		if err != nil || cfg.Memory.Enabled != tc.enabled || cfg.Memory.NotesOn() != tc.notes {
+			t.Errorf("%q: enabled, notes = %v, %v, %v; want %v, %v", tc.yaml, cfg != nil && cfg.Memory.Enabled, cfg != nil && cfg.Memory.NotesOn(), err, tc.enabled, tc.notes)
 		}
 	}
 }

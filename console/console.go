@@ -95,6 +95,8 @@ type Options struct {
 	BindingsTTL time.Duration
 	// Memory is the recall search of the Memory page (nil: memory is off).
 	Memory Searcher
+	// Notes lists the notes the Memory page shows per scope (nil: none).
+	Notes NoteLister
 }
 
 //go:embed templates/*.html

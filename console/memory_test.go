@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/memory"
+	"github.com/agentbot/agentbot/core/notes"
 )
 
 type fakeSearcher struct {
@@ -49,5 +50,31 @@ func TestMemoryPage(t *testing.T) {
 	mustContain(t, "memory off", body, "Memory is off")
 	if code != http.StatusOK || strings.Contains(body, `name="q"`) {
 		t.Fatalf("memory off: %d\n%s", code, body)
+	}
+}
+
+type fakeNotes []notes.Note
+
+func (f fakeNotes) AllNotes(context.Context) ([]notes.Note, error) { return f, nil }
+
+// TestMemoryPageNotes: the Memory page lists the notes per scope, newest
+// first, with where each is displayed; memory's search may be off.
+func TestMemoryPageNotes(t *testing.T) {
+	st := openStore(t)
+	at := time.Date(2026, 3, 10, 10, 0, 0, 0, time.UTC)
+	ns := fakeNotes{
+		{ID: "older", Scope: notes.ScopeHere, Text: "first <here>", Author: "alice", Conversation: binding.ConversationRef{Channel: "discord", ConversationID: "c1"},
+			SessionKey: "agent:main:discord:channel:c1", MessageIDs: []string{"m1"}, At: at},
+		{ID: "newer", Scope: notes.ScopeHere, Text: "second here", Author: "bob", Conversation: binding.ConversationRef{Channel: "discord", ConversationID: "c1"},
+			SessionKey: "agent:main:discord:channel:c1", MessageIDs: []string{"m2"}, At: at.Add(time.Minute)},
+		{ID: "srv", Scope: notes.ScopeServer, Text: "motto", Author: "olga", Server: "g1", Conversation: binding.ConversationRef{Channel: "discord", ConversationID: "c2"},
+			MessageIDs: []string{"m3"}, At: at},
+	}
+	c := New(Options{Store: st, Now: func() time.Time { return t0 }, Notes: ns})
+	code, body := get(t, c, http.MethodGet, "/memory")
+	mustContain(t, "notes", body, "Memory is off", "<h3>me</h3>", "no me notes", "<h3>here</h3>", "first &lt;here&gt;",
+		`href="/sessions/agent:main:discord:channel:c1"`, "<h3>server</h3>", "motto", "g1", "m3")
+	if code != http.StatusOK || strings.Index(body, "second here") > strings.Index(body, "first &lt;here&gt;") {
+		t.Fatalf("GET /memory = %d; want the newer note first\n%s", code, body)
 	}
 }

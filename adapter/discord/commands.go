@@ -67,9 +67,11 @@ func Commands() []*discordgo.ApplicationCommand {
 			sub("runs", "Recent runs of a job", opt(optString, "id", "Job id", true)),
 		}},
 		{Name: "reset", Description: "Start a new conversation with the agent in this chat"},
-		{Name: "memory", Description: "Recall earlier messages (memory.enabled)", Options: []*discordgo.ApplicationCommandOption{
+		{Name: "memory", Description: "Recall earlier messages and the agent's notes (memory.enabled)", Options: []*discordgo.ApplicationCommandOption{
 			sub("search", "Search earlier messages of the conversations you can view (only you see the answer)",
 				opt(optString, "query", "Words to look for", true)),
+			sub("list", "Notes in scope here: yours, this conversation's and this server's (only you see the answer)"),
+			sub("forget", "Forget a note: its message is deleted", opt(optString, "id", "Note id (/memory list shows them)", true)),
 		}},
 		{Name: "stop", Description: "Stop this conversation's running turn, or a subagent's run", Options: []*discordgo.ApplicationCommandOption{
 			opt(optString, "target", "Subagent label or session key (default: this conversation)", false),

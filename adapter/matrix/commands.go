@@ -57,6 +57,8 @@ var commandSpecs = map[string]cmdSpec{
 	"stop":  {rest: "target", opts: []optSpec{{name: "target"}}},
 	"memory": {subs: map[string]cmdSpec{
 		"search": {rest: "query", opts: []optSpec{{name: "query", required: true}}},
+		"list":   {},
+		"forget": {rest: "id", opts: []optSpec{{name: "id", required: true}}},
 	}},
 	// help lists the commands and the values their options take here
 	// (what Discord's autocomplete offers).

@@ -191,7 +191,8 @@ func reloadOnHUP(ctx context.Context, path string, a *bot.App, log zerolog.Logge
 			if !a.SetMemory(cfg.Memory.Enabled) {
 				log.Warn().Msg("memory.enabled: turning memory on takes a restart (no index is open)")
 			}
-			log.Info().Msg("config reloaded: token and memory.enabled applied; other changes take effect after a restart")
+			a.SetNotes(cfg.Memory.NotesOn())
+			log.Info().Msg("config reloaded: token, memory.enabled and memory.notes applied; other changes take effect after a restart")
 		}
 	}
 }

@@ -90,6 +90,8 @@ type Deps struct {
 	Clock  clock.Clock // nil: the real clock
 	// Memory is recall for /memory search (nil: memory is off).
 	Memory Memory
+	// Notes are memory's notes for /memory list and forget (nil: off).
+	Notes Notes
 }
 
 // Once is a durable record of the command events already run: a platform

@@ -26,8 +26,14 @@ const maxReply = 1900
 // with the caller's authority. Where every reply is public (a Matrix
 // room), only this conversation is searched: everyone here sees the answer.
 func (c *Commands) memory(ctx context.Context, v Invocation) (Reply, error) {
-	if v.Sub != "search" {
-		return Reply{}, userErrf("Unknown command %s %s: use %s search <query>.", v.Platform.Command("memory"), v.Sub, v.Platform.Command("memory"))
+	switch v.Sub {
+	case "list":
+		return c.noteList(ctx, v)
+	case "forget":
+		return c.noteForget(ctx, v)
+	case "search":
+	default:
+		return Reply{}, userErrf("Unknown command %s %s: use %s list, search <query> or forget <id>.", v.Platform.Command("memory"), v.Sub, v.Platform.Command("memory"))
 	}
 	if c.d.Memory == nil {
 		return Reply{}, userErrf("Memory is off here (memory.enabled in the bot's config).")

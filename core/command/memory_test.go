@@ -51,7 +51,7 @@ func TestMemorySearch(t *testing.T) {
 			want: "ERR the query is empty: say what to look for", called: "all:u1:deploy key"},
 		{name: "turned off", mem: &fakeMemory{err: ErrMemoryOff}, p: discordWords, sub: "search", want: "ERR Memory is off here (memory.enabled in the bot's config).", called: "all:u1:deploy key"},
 		{name: "off at start", p: discordWords, sub: "search", want: "ERR Memory is off here (memory.enabled in the bot's config)."},
-		{name: "unknown sub", mem: &fakeMemory{}, p: discordWords, sub: "list", want: "ERR Unknown command /memory list: use /memory search <query>."},
+		{name: "unknown sub", mem: &fakeMemory{}, p: discordWords, sub: "gc", want: "ERR Unknown command /memory gc: use /memory list, search <query> or forget <id>."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Deps{}

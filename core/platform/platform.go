@@ -26,6 +26,7 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/command"
 	"github.com/agentbot/agentbot/core/delivery"
+	"github.com/agentbot/agentbot/core/notes"
 	"github.com/agentbot/agentbot/core/session"
 )
 
@@ -37,6 +38,9 @@ type Platform struct {
 	Directory authz.Directory
 	Threads   session.Threads // nil: no threads there
 	Typist    session.Typist  // nil: no typing indicator there
+	// Deleter deletes the bot's messages there (a forgotten note); nil:
+	// the platform's messages cannot be deleted by the core.
+	Deleter notes.Deleter
 	// Commands is how command texts and job hints are worded there.
 	Commands command.Platform
 }
@@ -53,6 +57,7 @@ var (
 	_ authz.Directory     = (*Table)(nil)
 	_ session.Threads     = (*Table)(nil)
 	_ session.Typist      = (*Table)(nil)
+	_ notes.Deleter       = (*Table)(nil)
 )
 
 // New returns the table of ps; a later platform of the same name replaces
@@ -164,4 +169,14 @@ func (t *Table) Typing(ctx context.Context, conv binding.ConversationRef) error 
 		return p.Typist.Typing(ctx, conv)
 	}
 	return nil
+}
+
+// DeleteMessage deletes a bot message in conv on conv's platform; a
+// platform without deletion refuses with delivery.ErrRejected.
+func (t *Table) DeleteMessage(ctx context.Context, conv binding.ConversationRef, messageID string) error {
+	p, ok := t.Of(conv)
+	if !ok || p.Deleter == nil {
+		return fmt.Errorf("delete message on %q: this process cannot delete messages there: %w", conv.Normalize().Channel, delivery.ErrRejected)
+	}
+	return p.Deleter.DeleteMessage(ctx, conv, messageID)
 }

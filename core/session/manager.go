@@ -69,6 +69,8 @@ type Deps struct {
 	External External
 	// Toolbox offers the agents' MCP tools, to turns and subagents (nil: none).
 	Toolbox Toolbox
+	// Notes gives each turn the notes in its scope (core/notes; nil: none).
+	Notes Notes
 	// Authority decides where send_message may post (nil: nowhere but the
 	// turn's own conversation).
 	Authority Authority

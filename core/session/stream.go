@@ -72,7 +72,7 @@ func (m *Manager) streamTurn(ctx, wctx context.Context, end func(), unwatch func
 	run, _ := m.Running(t.key)
 	s := &stream{m: m, ctx: ctx, mctx: mctx, cancel: cancel, unwatch: unwatch, watching: true, lo: lo, agent: agent, t: t, run: run, stopTyping: stopTyping}
 	s.live = s.open()
-	req := model.Request{System: m.systemPrompt(agent, t.key), Messages: m.toMessages(ctx, t, history)}
+	req := model.Request{System: m.systemPrompt(agent, t.key) + m.notesFor(ctx, t), Messages: m.toMessages(ctx, t, history)}
 	if agent.MaxToolSteps > 0 {
 		req.Tools = append(turnTools(m.tools(t.key), t), m.toolboxTools(ctx, agent, t)...)
 	}

@@ -242,11 +242,21 @@ func (m *Manager) commitReply(key, author string, source transcript.Source, deli
 // watch of the turn's message; an error (the message changed first) ends
 // the attempt before the tool runs.
 func (m *Manager) complete(ctx context.Context, agent Agent, t turnInput, history []transcript.Entry, stand func() error) (string, error) {
-	req := model.Request{System: m.systemPrompt(agent, t.key), Messages: m.toMessages(ctx, t, history)}
+	req := model.Request{System: m.systemPrompt(agent, t.key) + m.notesFor(ctx, t), Messages: m.toMessages(ctx, t, history)}
 	if agent.MaxToolSteps > 0 {
 		req.Tools = append(turnTools(m.tools(t.key), t), m.toolboxTools(ctx, agent, t)...)
 	}
 	return m.toolLoop(ctx, agent, t, req, stand)
+}
+
+// notesFor is the notes section of a turn's system prompt: the notes in
+// scope of the user the turn acts for, read as the turn starts its model
+// call.
+func (m *Manager) notesFor(ctx context.Context, t turnInput) string {
+	if m.d.Notes == nil || t.requester == "" {
+		return ""
+	}
+	return m.d.Notes.Prompt(ctx, t.requester, t.conv)
 }
 
 // toolboxTools are the agent's MCP tools the turn's user may use.
@@ -352,7 +362,7 @@ func (m *Manager) toMessages(ctx context.Context, t turnInput, history []transcr
 func provenance(e transcript.Entry) string {
 	switch e.Source {
 	case transcript.SourceJob, transcript.SourceJobTrigger, transcript.SourceAlert, transcript.SourceAnnounce,
-		transcript.SourceMessageTool, transcript.SourceIntro, transcript.SourceFarewell, transcript.SourceNotice:
+		transcript.SourceMessageTool, transcript.SourceIntro, transcript.SourceFarewell, transcript.SourceNotice, transcript.SourceNote:
 		return "[" + describe(e) + "]"
 	}
 	return ""
@@ -369,6 +379,8 @@ func describe(e transcript.Entry) string {
 		return fmt.Sprintf("result of subagent %s (%s)", e.Meta["label"], e.Meta["subagent"])
 	case transcript.SourceMessageTool:
 		return "sent by the send_message tool"
+	case transcript.SourceNote:
+		return "a note posted by the remember tool"
 	case transcript.SourceUser:
 		return "from user " + e.Author
 	case transcript.SourceTurn:

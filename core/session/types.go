@@ -219,6 +219,13 @@ type Authority interface {
 	CanPost(ctx context.Context, userID string, conv binding.ConversationRef) error
 }
 
+// Notes is memory's notes (core/notes.Service): the section of a turn's
+// system prompt with the notes in scope of the user it acts for in its
+// conversation, "" for none (or notes off at the turn's start).
+type Notes interface {
+	Prompt(ctx context.Context, userID string, conv binding.ConversationRef) string
+}
+
 // Toolbox is the agents' tools beyond the bot's own: MCP servers'
 // (tools/mcp.Hub). Names never collide with the bot's tools (they hold
 // "__"). A user who may not use a tool is not offered it; Call checks again

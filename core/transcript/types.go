@@ -38,6 +38,7 @@ const (
 	SourceNotice      Source = "notice"
 	SourceCommand     Source = "command"
 	SourceSnapshot    Source = "snapshot"
+	SourceNote        Source = "note" // a note of memory's remember tool (core/notes)
 	// SourceEdit and SourceDeletion are change records (invariant 17): an
 	// edit record carries the new text of the entry Target, a deletion
 	// record says the entry Target left the display. History applies them

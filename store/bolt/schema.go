@@ -23,12 +23,14 @@ var (
 	bucketProcesses   = []byte("processes")        // host/pgid -> running child process group (procs.go)
 	bucketUsage       = []byte("usage")            // time+seq -> model call usage record (usage.go)
 	bucketMemChanges  = []byte("memory_changes")   // queued transcript changes for the recall index (changes.go)
+	bucketNotes       = []byte("notes")            // note id -> memory note record (notes.go)
+	bucketNoteMsgs    = []byte("note_messages")    // message id -> note id (notes.go)
 
 	keySchemaVersion = []byte("schemaVersion")
 )
 
 // SchemaVersion is the schema this binary writes: len(migrations).
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // A migration moves the schema from version i to i+1, where i is its index
 // in migrations. Migrations run in order inside one read-write transaction
@@ -68,6 +70,14 @@ var migrations = []migration{
 	{name: "recall change queue", fn: func(tx *bbolt.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(bucketMemChanges)
 		return err
+	}},
+	{name: "memory notes", fn: func(tx *bbolt.Tx) error {
+		for _, b := range [][]byte{bucketNotes, bucketNoteMsgs} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
 	}},
 }
 

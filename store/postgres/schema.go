@@ -9,7 +9,7 @@ import (
 )
 
 // SchemaVersion is the schema this binary writes: len(migrations).
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // migrationLockKey is the pg_advisory_xact_lock key migrations run under, so
 // two processes starting together migrate one after the other. It is the
@@ -155,6 +155,23 @@ CREATE TABLE memory_state (
 	id    integer PRIMARY KEY CHECK (id = 1),
 	built boolean NOT NULL
 );
+`},
+	{name: "memory notes", sql: `
+CREATE TABLE notes (
+	id          text COLLATE "C" PRIMARY KEY,
+	scope       text NOT NULL,
+	about       text COLLATE "C" NOT NULL,
+	conv_key    text COLLATE "C" NOT NULL,
+	server      text COLLATE "C" NOT NULL,
+	at_s        bigint NOT NULL,
+	at_ns       integer NOT NULL,
+	message_ids text[] NOT NULL,
+	data        bytea NOT NULL
+);
+CREATE INDEX notes_by_about ON notes (about) WHERE scope = 'me';
+CREATE INDEX notes_by_conv ON notes (conv_key) WHERE scope = 'here';
+CREATE INDEX notes_by_server ON notes (server) WHERE scope = 'server';
+CREATE INDEX notes_by_message ON notes USING GIN (message_ids);
 `},
 }
 
