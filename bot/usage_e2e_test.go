@@ -5,10 +5,13 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agentbot/agentbot/adapter/discord/discordtest"
 	"github.com/agentbot/agentbot/config"
@@ -113,6 +116,14 @@ func TestE2EBudgetHoldsAcrossRestart(t *testing.T) {
 		return msgs
 	}
 	say("one", 2)
+	// The reply's usage is written with its entry, a moment after the chat
+	// shows it; a stop waits for the turn to end.
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	in, err := h.emu.InvokeCommand(h.general.ID, h.alice.ID, "usage", discordtest.CommandOption{Name: "period", Value: "day"})
 	if err != nil {
 		t.Fatal(err)
@@ -190,12 +201,19 @@ func TestE2EDeadModelSkippedAndReported(t *testing.T) {
 	}
 	_, m := get("/metrics")
 	for _, want := range []string{`agentbot_model_breaker{model="default",state="open"} 1`, `agentbot_model_fallbacks_total{from="default",to="backup"} 4`,
-		`agentbot_model_calls_total{model="default",outcome="server"} 3`, `agentbot_tokens_total{agent="main",kind="input",model="backup"} 28`} {
+		`agentbot_model_calls_total{model="default",outcome="server"} 3`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
 	finishBot(t, h, h.general.ID)
+	// Tokens are counted when a turn's usage is written (with its reply
+	// entry, after the chat showed the reply): read once the bot stopped.
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(h.app.reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if want := `agentbot_tokens_total{agent="main",kind="input",model="backup"} 28`; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("metrics lack %s", want)
+	}
 }
 
 // TestE2EStreamedUsageFromBothSDKsSummedByUsage: streamed replies from
