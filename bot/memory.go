@@ -60,7 +60,7 @@ func newRecallSide(cfg *config.Config, st Store, auth *authz.Authority, d Deps, 
 			return nil, fmt.Errorf("memory.enabled: %w", err)
 		}
 		r.close = closeIdx
-		r.recall = memory.NewRecall(memory.RecallOptions{}, memory.RecallDeps{Index: idx, Entries: st, Viewer: auth, Clock: d.Clock})
+		r.recall = memory.NewRecall(memory.RecallOptions{}, memory.RecallDeps{Index: idx, Entries: st, Viewer: auth, Owners: recallOwners{st}, Clock: d.Clock})
 	} else {
 		r.remove = func(ctx context.Context) error {
 			switch s := st.(type) {

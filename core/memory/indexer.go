@@ -9,7 +9,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
 )
 
@@ -123,14 +122,6 @@ func (x *Indexer) Step(ctx context.Context) (int, error) {
 	return len(cs), nil
 }
 
-// Indexed reports whether session key's entries are searchable: those of a
-// conversation's own session (its conversation is in the key, for the
-// view check). Subagent and job-run sessions are not.
-func Indexed(key string) bool {
-	_, _, ok := sessionkey.ConversationOf(key)
-	return ok
-}
-
 // derive returns the updates that make the documents of the entries that
 // changes at seqs touch match the store now.
 func (x *Indexer) derive(ctx context.Context, key string, seqs []uint64) ([]Update, error) {
@@ -168,8 +159,12 @@ func (x *Indexer) derive(ctx context.Context, key string, seqs []uint64) ([]Upda
 
 // fold returns, for each entry of window in targets (all when targets is
 // nil), its document as the chat displays it now (the latest edit record's
-// text), or its removal when the chat no longer displays it.
+// text), or its removal when the chat no longer displays it. A subagent's
+// or job run's entry that was never displayed (a user or assistant entry
+// without a message id) is its owner's alone: its document's key carries
+// OwnedSuffix.
 func fold(key string, window []transcript.Entry, targets map[uint64]bool) []Update {
+	own := owned(key)
 	want := func(seq uint64) bool { return targets == nil || targets[seq] }
 	edited := map[uint64]string{}
 	deleted := map[uint64]bool{}
@@ -193,10 +188,18 @@ func fold(key string, window []transcript.Entry, targets map[uint64]bool) []Upda
 		if !ok {
 			text = e.Text
 		}
-		if e.Deleted || deleted[e.Seq] || text == "" || len(e.MessageIDs) == 0 {
+		ownOnly := own && len(e.MessageIDs) == 0 && (e.Role == transcript.RoleUser || e.Role == transcript.RoleAssistant)
+		if e.Deleted || deleted[e.Seq] || text == "" || (len(e.MessageIDs) == 0 && !ownOnly) {
 			if targets != nil { // a full build starts empty: nothing to remove
 				ups = append(ups, Update{Delete: true, Doc: Doc{Key: key, Seq: e.Seq}})
+				if own {
+					ups = append(ups, Update{Delete: true, Doc: Doc{Key: key + OwnedSuffix, Seq: e.Seq}})
+				}
 			}
+			continue
+		}
+		if ownOnly {
+			ups = append(ups, Update{Doc: Doc{Key: key + OwnedSuffix, Seq: e.Seq, Role: e.Role, Author: e.Author, Text: text, At: e.At}})
 			continue
 		}
 		ups = append(ups, Update{Doc: Doc{Key: key, Seq: e.Seq, Role: e.Role, Author: e.Author, Text: text, At: e.At, MessageID: e.MessageIDs[0]}})

@@ -43,7 +43,10 @@ type RecallDeps struct {
 	Index   Index
 	Entries Entries
 	Viewer  Viewer
-	Clock   clock.Clock // nil: the real clock
+	// Owners says whose subagent and job-run sessions are (nil: nobody's,
+	// their entries are found only by SearchAll).
+	Owners Owners
+	Clock  clock.Clock // nil: the real clock
 }
 
 // Recall searches the index with the authority of one user.
@@ -82,35 +85,78 @@ type Found struct {
 	Conversation binding.ConversationRef
 }
 
-// Visible returns the session keys whose conversations userID may view
-// now: the authority's view check per conversation (a DM only its own
-// user's). A failed check is a refusal (fail closed).
+// Visible returns the index keys (session keys, OwnedSuffix for a
+// subagent's or job run's undisplayed entries) userID may search now: a
+// conversation's if userID may view it (the authority's view check; a DM
+// only its own user's); a subagent's or job run's if userID ran it, and its
+// displayed entries also if userID may view where they were displayed. A
+// failed check is a refusal (fail closed).
 func (r *Recall) Visible(ctx context.Context, userID string) ([]string, error) {
+	v, err := r.visible(ctx, userID, nil)
+	if err != nil {
+		return nil, err
+	}
+	return v.keys, nil
+}
+
+// view is what one search may look at: index keys, and where each owned
+// session displays (for its results' place).
+type view struct {
+	keys   []string
+	owners map[string]Owner
+}
+
+// visible is Visible, limited to conversation only when it is set.
+func (r *Recall) visible(ctx context.Context, userID string, only *binding.ConversationRef) (view, error) {
 	if userID == "" {
-		return nil, &authz.Refusal{Msg: "no user's authority stands behind this search"}
+		return view{}, &authz.Refusal{Msg: "no user's authority stands behind this search"}
 	}
 	keys, err := r.d.Entries.Sessions(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("recall: list sessions: %w", err)
+		return view{}, fmt.Errorf("recall: list sessions: %w", err)
 	}
 	seen := map[string]bool{} // conversation key -> viewable
-	var out []string
-	for _, key := range keys {
-		_, conv, ok := sessionkey.ConversationOf(key)
-		if !ok {
-			continue
+	may := func(conv binding.ConversationRef) bool {
+		conv = conv.Normalize()
+		if only != nil && conv.Key() != only.Normalize().Key() {
+			return false
 		}
 		ck := conv.Key()
-		may, known := seen[ck]
+		ok, known := seen[ck]
 		if !known {
-			may = r.mayView(ctx, userID, conv)
-			seen[ck] = may
+			ok = r.mayView(ctx, userID, conv)
+			seen[ck] = ok
 		}
-		if may {
-			out = append(out, key)
+		return ok
+	}
+	var v view
+	var ownedKeys []string
+	for _, key := range keys {
+		if _, conv, ok := sessionkey.ConversationOf(key); ok {
+			if may(conv) {
+				v.keys = append(v.keys, key)
+			}
+		} else if owned(key) {
+			ownedKeys = append(ownedKeys, key)
 		}
 	}
-	return out, nil
+	if len(ownedKeys) == 0 || r.d.Owners == nil {
+		return v, nil
+	}
+	if v.owners, err = r.d.Owners.Owners(ctx, ownedKeys); err != nil {
+		return view{}, fmt.Errorf("recall: owners of %d sessions: %w", len(ownedKeys), err)
+	}
+	for _, key := range ownedKeys {
+		o, ok := v.owners[key]
+		switch {
+		case !ok:
+		case only == nil && o.User == userID:
+			v.keys = append(v.keys, key, key+OwnedSuffix)
+		case slices.ContainsFunc(o.Shown, may):
+			v.keys = append(v.keys, key)
+		}
+	}
+	return v, nil
 }
 
 // mayView is the authority's view check, a recent refusal reused.
@@ -142,26 +188,23 @@ func (r *Recall) mayView(ctx context.Context, userID string, conv binding.Conver
 // transcript store: one whose entry is erased is dropped (the index may
 // lag an erasure; deleted text is never shown).
 func (r *Recall) Search(ctx context.Context, userID, text string, limit int) ([]Found, error) {
-	keys, err := r.Visible(ctx, userID)
+	v, err := r.visible(ctx, userID, nil)
 	if err != nil {
 		return nil, err
 	}
-	return r.search(ctx, keys, text, limit)
+	return r.search(ctx, v, text, limit)
 }
 
 // SearchIn is Search within one conversation (if userID may view it): for
 // answers everyone in that conversation sees (a Matrix room's command
-// replies are public).
+// replies are public). A subagent's or job run's entries displayed there
+// are included; their undisplayed ones are not.
 func (r *Recall) SearchIn(ctx context.Context, userID string, conv binding.ConversationRef, text string, limit int) ([]Found, error) {
-	keys, err := r.Visible(ctx, userID)
+	v, err := r.visible(ctx, userID, &conv)
 	if err != nil {
 		return nil, err
 	}
-	keys = slices.DeleteFunc(keys, func(k string) bool {
-		_, c, _ := sessionkey.ConversationOf(k)
-		return c.Key() != conv.Normalize().Key()
-	})
-	return r.search(ctx, keys, text, limit)
+	return r.search(ctx, v, text, limit)
 }
 
 // SearchAll is Search over every conversation, for whoever already reads
@@ -171,11 +214,28 @@ func (r *Recall) SearchAll(ctx context.Context, text string, limit int) ([]Found
 	if err != nil {
 		return nil, fmt.Errorf("recall: list sessions: %w", err)
 	}
-	return r.search(ctx, slices.DeleteFunc(keys, func(k string) bool { return !Indexed(k) }), text, limit)
+	var v view
+	var ownedKeys []string
+	for _, k := range keys {
+		switch {
+		case owned(k):
+			ownedKeys = append(ownedKeys, k)
+			v.keys = append(v.keys, k, k+OwnedSuffix)
+		case Indexed(k):
+			v.keys = append(v.keys, k)
+		}
+	}
+	if len(ownedKeys) > 0 && r.d.Owners != nil {
+		if v.owners, err = r.d.Owners.Owners(ctx, ownedKeys); err != nil {
+			return nil, fmt.Errorf("recall: owners of %d sessions: %w", len(ownedKeys), err)
+		}
+	}
+	return r.search(ctx, v, text, limit)
 }
 
-// search searches the sessions keys.
-func (r *Recall) search(ctx context.Context, keys []string, text string, limit int) ([]Found, error) {
+// search searches the index keys of v.
+func (r *Recall) search(ctx context.Context, v view, text string, limit int) ([]Found, error) {
+	keys := v.keys
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return nil, &authz.Refusal{Msg: "the query is empty: say what to look for"}
@@ -199,6 +259,7 @@ func (r *Recall) search(ctx context.Context, keys []string, text string, limit i
 		if !slices.Contains(keys, h.Doc.Key) {
 			return nil, fmt.Errorf("recall: the index returned %s, outside the conversations searched", h.Doc.Key)
 		}
+		h.Doc.Key = SessionOf(h.Doc.Key)
 		es, err := r.d.Entries.Range(ctx, h.Doc.Key, h.Doc.Seq, 1)
 		if err != nil {
 			return nil, fmt.Errorf("recall: re-read %s: %w", h.Doc.ID(), err)
@@ -206,7 +267,10 @@ func (r *Recall) search(ctx context.Context, keys []string, text string, limit i
 		if len(es) == 0 || es[0].Seq != h.Doc.Seq || es[0].Deleted {
 			continue
 		}
-		_, conv, _ := sessionkey.ConversationOf(h.Doc.Key)
+		_, conv, ok := sessionkey.ConversationOf(h.Doc.Key)
+		if o := v.owners[h.Doc.Key]; !ok && len(o.Shown) > 0 {
+			conv = o.Shown[0]
+		}
 		h.Snippet = Snippet(h.Doc.Text, text, 200)
 		out = append(out, Found{Hit: h, Conversation: conv})
 	}
@@ -228,8 +292,15 @@ func Format(fs []Found) string {
 		if author == "" {
 			author = string(f.Doc.Role)
 		}
+		place := Place(f.Conversation)
+		switch k := sessionkey.KindOf(f.Doc.Key); {
+		case k == sessionkey.KindSubagent && f.Doc.MessageID == "":
+			place = "a subagent's run (not displayed)"
+		case k == sessionkey.KindJobRun && f.Doc.MessageID == "":
+			place = "a background job's run (not displayed)"
+		}
 		fmt.Fprintf(&b, "[%d] %s · %s · %s: %s", i+1, f.Doc.At.UTC().Format(time.DateTime+" UTC"),
-			Place(f.Conversation), author, f.Snippet)
+			place, author, f.Snippet)
 		if f.Doc.MessageID != "" {
 			fmt.Fprintf(&b, " (message %s)", f.Doc.MessageID)
 		}
