@@ -266,6 +266,8 @@ type MemoryConfig struct {
 	// next to the file; PostgreSQL: tables in the same database). Off (the default): no tool, and no
 	// index is kept (an existing one is removed at start).
 	Enabled bool `yaml:"enabled"`
+	// Embeddings adds meaning to recall's ranking (memory_embeddings.go).
+	Embeddings EmbeddingsConfig `yaml:"embeddings"`
 }
 
 // Location is the scheduler's timezone, UTC when Timezone is empty or (in a Config that was not
