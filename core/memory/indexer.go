@@ -24,6 +24,8 @@ type IndexerOptions struct {
 	Batch int
 	// Poll is how long Run waits when the queue is empty (0: 200ms).
 	Poll time.Duration
+	// EmbedBatch is how many texts one embeddings request carries (0: 64).
+	EmbedBatch int
 }
 
 // IndexerDeps are what the Indexer works with. A nil Index makes an
@@ -32,7 +34,14 @@ type IndexerDeps struct {
 	Feed    Feed
 	Entries Entries
 	Index   Index
-	Log     zerolog.Logger
+	// Vectors and Embedder (both or neither) add embeddings: each indexed
+	// document is queued for a vector, computed by Run's second loop,
+	// never on the reply's path; a failing endpoint is logged, recorded
+	// in Health and retried, and keyword indexing goes on.
+	Vectors  Vectors
+	Embedder Embedder
+	Health   *Health // nil: not recorded
+	Log      zerolog.Logger
 }
 
 // Indexer keeps an Index in step with the transcripts, off the reply's
@@ -51,6 +60,9 @@ func NewIndexer(o IndexerOptions, d IndexerDeps) *Indexer {
 	if o.Poll <= 0 {
 		o.Poll = 200 * time.Millisecond
 	}
+	if o.EmbedBatch <= 0 {
+		o.EmbedBatch = 64
+	}
 	return &Indexer{opt: o, d: d}
 }
 
@@ -63,11 +75,30 @@ func (x *Indexer) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("memory index: %w", err)
 		}
+		if built && x.embeds() {
+			// Vectors of another model (or none yet) are rebuilt.
+			m, err := x.d.Vectors.Model(ctx)
+			if err != nil {
+				return fmt.Errorf("memory index: %w", err)
+			}
+			if m != x.d.Embedder.Model() {
+				x.d.Log.Info().Str("was", m).Str("model", x.d.Embedder.Model()).Msg("memory index: the embedding model changed; rebuilding")
+				built = false
+			}
+		}
 		if !built {
 			if _, err := x.Rebuild(ctx); err != nil {
 				return err
 			}
 		}
+	}
+	if x.embeds() {
+		done := make(chan struct{})
+		defer func() { <-done }()
+		go func() {
+			defer close(done)
+			x.embedLoop(ctx)
+		}()
 	}
 	t := time.NewTicker(x.opt.Poll)
 	defer t.Stop()
@@ -109,6 +140,11 @@ func (x *Indexer) Step(ctx context.Context) (int, error) {
 		if len(ups) > 0 {
 			if err := x.d.Index.Apply(ctx, ups); err != nil {
 				return 0, fmt.Errorf("memory index: apply %d updates: %w", len(ups), err)
+			}
+			if x.embeds() {
+				if err := x.d.Vectors.Want(ctx, ups); err != nil {
+					return 0, fmt.Errorf("memory index: queue %d updates for embedding: %w", len(ups), err)
+				}
 			}
 		}
 	}
@@ -218,6 +254,11 @@ func (x *Indexer) Rebuild(ctx context.Context) (int, error) {
 	if err := x.d.Index.Reset(ctx); err != nil {
 		return 0, fmt.Errorf("memory index: reset: %w", err)
 	}
+	if x.embeds() {
+		if err := x.d.Vectors.Reset(ctx, x.d.Embedder.Model()); err != nil {
+			return 0, fmt.Errorf("memory index: reset: %w", err)
+		}
+	}
 	keys, err := x.d.Entries.Sessions(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("memory index: list sessions: %w", err)
@@ -230,6 +271,11 @@ func (x *Indexer) Rebuild(ctx context.Context) (int, error) {
 		}
 		if err := x.d.Index.Apply(ctx, ups); err != nil {
 			return fmt.Errorf("memory index: rebuild: %w", err)
+		}
+		if x.embeds() {
+			if err := x.d.Vectors.Want(ctx, ups); err != nil {
+				return fmt.Errorf("memory index: rebuild: %w", err)
+			}
 		}
 		n += len(ups)
 		ups = ups[:0]
@@ -257,4 +303,54 @@ func (x *Indexer) Rebuild(ctx context.Context) (int, error) {
 		return n, fmt.Errorf("memory index: mark built: %w", err)
 	}
 	return n, nil
+}
+
+// embeds reports whether the index keeps embeddings.
+func (x *Indexer) embeds() bool {
+	return x.d.Index != nil && x.d.Vectors != nil && x.d.Embedder != nil
+}
+
+// EmbedStep embeds one batch of queued documents and reports how many.
+func (x *Indexer) EmbedStep(ctx context.Context) (int, error) {
+	if !x.embeds() {
+		return 0, nil
+	}
+	return embedStep(ctx, x.d.Vectors, x.d.Embedder, x.opt.EmbedBatch)
+}
+
+// embedLoop embeds queued documents until ctx ends. A failure (the
+// endpoint down, a bad answer) is logged once per change of state and
+// retried after a back-off doubling from Poll to a minute; the documents
+// stay queued and keyword search is unaffected.
+func (x *Indexer) embedLoop(ctx context.Context) {
+	wait := x.opt.Poll
+	for {
+		n, err := x.EmbedStep(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if x.d.Health != nil && x.d.Health.set(err, time.Now()) {
+			if err != nil {
+				x.d.Log.Warn().Err(err).Str("model", x.d.Embedder.Model()).Msg("memory: the embeddings endpoint fails; recall ranks by keywords alone until it answers")
+			} else {
+				x.d.Log.Info().Str("model", x.d.Embedder.Model()).Msg("memory: the embeddings endpoint answers again")
+			}
+		}
+		switch {
+		case err != nil:
+			wait = min(2*wait, time.Minute)
+		case n == x.opt.EmbedBatch:
+			wait = x.opt.Poll
+			continue
+		default:
+			wait = x.opt.Poll
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/rs/zerolog"
+
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
@@ -28,6 +30,12 @@ type RecallOptions struct {
 	DefaultLimit, MaxLimit int
 	// MaxQuery caps the query's length in bytes (0: 500).
 	MaxQuery int
+	// EmbedTimeout bounds embedding a query (0: 5s); past it the search
+	// ranks by keywords alone.
+	EmbedTimeout time.Duration
+	// MinSimilarity is the cosine similarity a document needs to be a
+	// semantic match (0: 0.35; negative: any).
+	MinSimilarity float64
 	// RefusalTTL is how long a refused view check is reused for the same
 	// user and conversation (0: a minute; negative: never). Only refusals
 	// are reused: a stale one hides, never shows; it spares the platform a
@@ -46,7 +54,14 @@ type RecallDeps struct {
 	// Owners says whose subagent and job-run sessions are (nil: nobody's,
 	// their entries are found only by SearchAll).
 	Owners Owners
-	Clock  clock.Clock // nil: the real clock
+	// Vectors and Embedder (both or neither) rank by meaning too: the
+	// query's vector's nearest documents in the view are fused with the
+	// keyword hits. A failing endpoint degrades a search to keywords.
+	Vectors  Vectors
+	Embedder Embedder
+	Health   *Health // nil: not recorded
+	Log      zerolog.Logger
+	Clock    clock.Clock // nil: the real clock
 }
 
 // Recall searches the index with the authority of one user.
@@ -68,6 +83,12 @@ func NewRecall(o RecallOptions, d RecallDeps) *Recall {
 	}
 	if o.MaxQuery <= 0 {
 		o.MaxQuery = 500
+	}
+	if o.EmbedTimeout <= 0 {
+		o.EmbedTimeout = 5 * time.Second
+	}
+	if o.MinSimilarity == 0 {
+		o.MinSimilarity = 0.35
 	}
 	if o.RefusalTTL == 0 {
 		o.RefusalTTL = time.Minute
@@ -250,9 +271,9 @@ func (r *Recall) search(ctx context.Context, v view, text string, limit int) ([]
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	hits, err := r.d.Index.Search(ctx, Query{Text: text, Keys: keys, Limit: limit})
+	hits, err := r.hybrid(ctx, keys, text, limit)
 	if err != nil {
-		return nil, fmt.Errorf("recall: search: %w", err)
+		return nil, err
 	}
 	out := make([]Found, 0, len(hits))
 	for _, h := range hits {
@@ -275,6 +296,53 @@ func (r *Recall) search(ctx context.Context, v view, text string, limit int) ([]
 		out = append(out, Found{Hit: h, Conversation: conv})
 	}
 	return out, nil
+}
+
+// hybrid is the keyword search, fused with the semantic one when
+// embeddings are on and the endpoint answers.
+func (r *Recall) hybrid(ctx context.Context, keys []string, text string, limit int) ([]Hit, error) {
+	if r.d.Vectors == nil || r.d.Embedder == nil {
+		hits, err := r.d.Index.Search(ctx, Query{Text: text, Keys: keys, Limit: limit})
+		if err != nil {
+			return nil, fmt.Errorf("recall: search: %w", err)
+		}
+		return hits, nil
+	}
+	deep := max(3*limit, 20) // each list's depth for the fusion
+	kw, err := r.d.Index.Search(ctx, Query{Text: text, Keys: keys, Limit: deep})
+	if err != nil {
+		return nil, fmt.Errorf("recall: search: %w", err)
+	}
+	sem, err := r.semantic(ctx, keys, text, deep)
+	if err != nil {
+		r.d.Log.Warn().Err(err).Msg("recall: semantic search failed; these results are ranked by keywords alone")
+		return kw[:min(len(kw), limit)], nil
+	}
+	return fuse(kw, sem, limit), nil
+}
+
+// semantic returns the documents of keys nearest to text's vector.
+func (r *Recall) semantic(ctx context.Context, keys []string, text string, limit int) ([]Hit, error) {
+	ectx, cancel := context.WithTimeout(ctx, r.opt.EmbedTimeout)
+	defer cancel()
+	vecs, err := r.d.Embedder.Embed(ectx, []string{text})
+	if err == nil && len(vecs) != 1 {
+		err = fmt.Errorf("embeddings: %d vectors for one query", len(vecs))
+	}
+	if r.d.Health != nil {
+		r.d.Health.set(err, r.d.Clock.Now())
+	}
+	if err != nil {
+		return nil, err
+	}
+	hits, err := r.d.Vectors.Nearest(ctx, keys, vecs[0], limit)
+	if err != nil {
+		return nil, err
+	}
+	if r.opt.MinSimilarity > 0 {
+		hits = slices.DeleteFunc(hits, func(h Hit) bool { return h.Score < r.opt.MinSimilarity })
+	}
+	return hits, nil
 }
 
 // Format renders results for the model and for /memory search: one line
