@@ -57,7 +57,7 @@ func newRecallSide(cfg *config.Config, st Store, auth *authz.Authority, d Deps, 
 		r.remove = func(ctx context.Context) error {
 			switch s := st.(type) {
 			case *bolt.Store:
-				return errors.Join(bleveindex.Remove(bleveindex.Dir(s.Path())), removeRecallVectors(st))
+				return errors.Join(bleveindex.Remove(bleveindex.Dir(s.Path())), removeRecallVectors(ctx, st))
 			case *postgres.Store:
 				return s.RecallIndex().Reset(ctx)
 			}
@@ -80,12 +80,11 @@ func newRecallSide(cfg *config.Config, st Store, auth *authz.Authority, d Deps, 
 	rd := memory.RecallDeps{Index: idx, Entries: st, Viewer: auth, Owners: recallOwners{st}, Clock: d.Clock, Log: log}
 	id := memory.IndexerDeps{Feed: st, Entries: st, Index: idx, Log: log}
 	if emb != nil {
-		r.close = func() error { return errors.Join(emb.Close(), closeIdx()) }
 		h := &memory.Health{}
 		rd.Vectors, rd.Embedder, rd.Health = emb.Vectors, emb.Embedder, h
 		id.Vectors, id.Embedder, id.Health = emb.Vectors, emb.Embedder, h
 	} else {
-		r.removeVectors = func(context.Context) error { return removeRecallVectors(st) }
+		r.removeVectors = func(ctx context.Context) error { return removeRecallVectors(ctx, st) }
 	}
 	r.recall = memory.NewRecall(memory.RecallOptions{}, rd)
 	r.indexer = memory.NewIndexer(memory.IndexerOptions{}, id)

@@ -8,23 +8,19 @@ import (
 
 	"github.com/agentbot/agentbot/config"
 	"github.com/agentbot/agentbot/core/memory"
-	"github.com/agentbot/agentbot/memory/bleveindex"
 	"github.com/agentbot/agentbot/memory/embed"
-	"github.com/agentbot/agentbot/memory/vecfile"
 	"github.com/agentbot/agentbot/store/bolt"
 )
 
-// RecallEmbeddings is hybrid recall's side: the vectors file beside the
-// bleve index and the embeddings client of memory.embeddings.model.
+// RecallEmbeddings is hybrid recall's side: the vectors in the bbolt store
+// and the embeddings client of memory.embeddings.model.
 type RecallEmbeddings struct {
 	Vectors  memory.Vectors
 	Embedder memory.Embedder
-	Close    func() error
 }
 
-// OpenRecallEmbeddings opens the vectors beside st's recall index and the
-// embeddings client, or returns nil when memory.embeddings is off. It does
-// no network I/O.
+// OpenRecallEmbeddings returns st's recall vectors and the embeddings
+// client, or nil when memory.embeddings is off. It does no I/O.
 func OpenRecallEmbeddings(cfg *config.Config, st Store) (*RecallEmbeddings, error) {
 	m, ok := cfg.EmbeddingModel()
 	if !ok {
@@ -38,18 +34,14 @@ func OpenRecallEmbeddings(cfg *config.Config, st Store) (*RecallEmbeddings, erro
 	if err != nil {
 		return nil, fmt.Errorf("memory.embeddings: %w", err)
 	}
-	vf, err := vecfile.Open(vecfile.Path(bleveindex.Dir(s.Path())))
-	if err != nil {
-		return nil, fmt.Errorf("memory.embeddings: %w", err)
-	}
-	return &RecallEmbeddings{Vectors: vf, Embedder: cl, Close: vf.Close}, nil
+	return &RecallEmbeddings{Vectors: s.RecallVectors(), Embedder: cl}, nil
 }
 
-// removeRecallVectors deletes the vectors file of a bbolt store (memory or
+// removeRecallVectors drops the vectors of a bbolt store (memory or
 // embeddings off: nothing derived is kept).
-func removeRecallVectors(st Store) error {
+func removeRecallVectors(ctx context.Context, st Store) error {
 	if s, ok := st.(*bolt.Store); ok {
-		return vecfile.Remove(vecfile.Path(bleveindex.Dir(s.Path())))
+		return s.DropRecallVectors(ctx)
 	}
 	return nil
 }

@@ -54,7 +54,6 @@ func cmdReindex(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	deps := memory.IndexerDeps{Feed: st, Entries: st, Index: idx, Log: zerolog.Nop()}
 	if emb != nil {
-		defer emb.Close() //nolint:errcheck // its writes are committed
 		deps.Vectors, deps.Embedder = emb.Vectors, emb.Embedder
 	}
 	start := time.Now()
@@ -126,7 +125,6 @@ func recallReport(ctx context.Context, cfg *config.Config, st bot.Store, now tim
 	if err != nil || emb == nil {
 		return err
 	}
-	defer emb.Close() //nolint:errcheck // read only
 	waiting, err := emb.Vectors.Pending(ctx)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package vecfile
+package bolt
 
 import (
 	"bytes"
@@ -7,64 +7,86 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/bbolt"
 
-	"github.com/agentbot/agentbot/core/memory"
+	recall "github.com/agentbot/agentbot/core/memory"
 	"github.com/agentbot/agentbot/core/transcript"
 )
 
-var _ memory.Vectors = (*File)(nil)
+// Recall's embedding vectors (recall.Vectors), kept in the store file
+// under bucketMemVectors: "vec" holds one unit vector per document, keyed
+// by session key, NUL, seq (a session's documents are one range), "todo"
+// the documents waiting for one, "meta" the model.
+//
+// Invariants: a vector is kept only for a document's current text (a put
+// of other text drops it and queues the document; a delete drops vector
+// and queued text: deleted text is not kept here either); Nearest is
+// exact, cosine similarity over every vector of the keys searched, so the
+// view is applied before the limit. The buckets are created by the first
+// write (recall.embeddings off: none exist, or DropRecallVectors removed
+// them).
+
+var bucketMemVectors = []byte("memory_vectors")
 
 var (
-	bucketVec  = []byte("vec")
-	bucketTodo = []byte("todo")
-	bucketMeta = []byte("meta")
-	keyModel   = []byte("model")
+	bucketVec   = []byte("vec")
+	bucketTodo  = []byte("todo")
+	bucketVMeta = []byte("meta")
+	keyModel    = []byte("model")
 )
 
-// Path is the vectors file of the recall index directory dir.
-func Path(dir string) string { return dir + ".vectors" }
+var _ recall.Vectors = RecallVectors{}
 
-// File is the vectors in one bbolt file. Safe for concurrent use.
-type File struct{ db *bolt.DB }
+// RecallVectors is recall's vectors in the store file.
+type RecallVectors struct{ s *Store }
 
-// Open opens (creating) the file at path.
-func Open(path string) (*File, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("recall vectors %s: %w", path, err)
+// RecallVectors returns the recall vectors kept in the store file.
+func (s *Store) RecallVectors() RecallVectors { return RecallVectors{s} }
+
+// DropRecallVectors removes every vector (recall.embeddings is off).
+func (s *Store) DropRecallVectors(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketVec, bucketTodo, bucketMeta} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
+	return s.commit.do(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketMemVectors) == nil {
+			return nil
 		}
-		return nil
+		return tx.DeleteBucket(bucketMemVectors)
 	})
-	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("recall vectors %s: %w", path, err)
-	}
-	return &File{db: db}, nil
 }
 
-// Close closes the file.
-func (f *File) Close() error { return f.db.Close() }
-
-// Remove deletes the vectors file at path (memory is off).
-func Remove(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("recall vectors: %w", err)
+// vbuckets returns the sub-buckets, creating them in a writable tx; in a
+// read-only one before the first write they are nil.
+func vbuckets(tx *bbolt.Tx) (vec, todo, meta *bbolt.Bucket, err error) {
+	root := tx.Bucket(bucketMemVectors)
+	if root == nil {
+		if !tx.Writable() {
+			return nil, nil, nil, nil
+		}
+		if root, err = tx.CreateBucket(bucketMemVectors); err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	return nil
+	get := func(name []byte) (*bbolt.Bucket, error) {
+		if b := root.Bucket(name); b != nil || !tx.Writable() {
+			return b, nil
+		}
+		return root.CreateBucket(name)
+	}
+	if vec, err = get(bucketVec); err != nil {
+		return nil, nil, nil, err
+	}
+	if todo, err = get(bucketTodo); err != nil {
+		return nil, nil, nil, err
+	}
+	meta, err = get(bucketVMeta)
+	return vec, todo, meta, err
 }
 
 // docKey is session key, NUL, seq big-endian: a session's documents are
@@ -86,12 +108,12 @@ type stored struct {
 	Msg    string    `json:"m,omitempty"`
 }
 
-func toStored(d memory.Doc) stored {
+func toStored(d recall.Doc) stored {
 	return stored{Key: d.Key, Seq: d.Seq, Role: string(d.Role), Author: d.Author, Text: d.Text, At: d.At, Msg: d.MessageID}
 }
 
-func (s stored) doc() memory.Doc {
-	return memory.Doc{Key: s.Key, Seq: s.Seq, Role: roleOf(s.Role), Author: s.Author, Text: s.Text, At: s.At, MessageID: s.Msg}
+func (s stored) doc() recall.Doc {
+	return recall.Doc{Key: s.Key, Seq: s.Seq, Role: transcript.Role(s.Role), Author: s.Author, Text: s.Text, At: s.At, MessageID: s.Msg}
 }
 
 // A vector value is: dims (uint32), dims float32 (little-endian), the
@@ -118,9 +140,12 @@ func splitVec(v []byte) (vec []byte, doc []byte, ok bool) {
 
 // Want queues puts for embedding (keeping a vector of the same text) and
 // drops deleted documents' vectors and queued text.
-func (f *File) Want(_ context.Context, ups []memory.Update) error {
-	err := f.db.Update(func(tx *bolt.Tx) error {
-		vb, tb := tx.Bucket(bucketVec), tx.Bucket(bucketTodo)
+func (f RecallVectors) Want(_ context.Context, ups []recall.Update) error {
+	err := f.s.commit.do(func(tx *bbolt.Tx) error {
+		vb, tb, _, err := vbuckets(tx)
+		if err != nil {
+			return err
+		}
 		for _, u := range ups {
 			k := docKey(u.Doc.Key, u.Doc.Seq)
 			if u.Delete {
@@ -162,10 +187,14 @@ func (f *File) Want(_ context.Context, ups []memory.Update) error {
 }
 
 // Todo returns up to limit queued documents.
-func (f *File) Todo(_ context.Context, limit int) ([]memory.Doc, error) {
-	var out []memory.Doc
-	err := f.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketTodo).Cursor()
+func (f RecallVectors) Todo(_ context.Context, limit int) ([]recall.Doc, error) {
+	var out []recall.Doc
+	err := f.s.db.View(func(tx *bbolt.Tx) error {
+		_, tb, _, _ := vbuckets(tx)
+		if tb == nil {
+			return nil
+		}
+		c := tb.Cursor()
 		for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
 			var s stored
 			if err := json.Unmarshal(v, &s); err != nil {
@@ -183,9 +212,12 @@ func (f *File) Todo(_ context.Context, limit int) ([]memory.Doc, error) {
 
 // Put stores each document's vector (normalised to unit length) if the
 // document is still queued with the same text, and unqueues it.
-func (f *File) Put(_ context.Context, docs []memory.Doc, vecs [][]float32) error {
-	err := f.db.Update(func(tx *bolt.Tx) error {
-		vb, tb := tx.Bucket(bucketVec), tx.Bucket(bucketTodo)
+func (f RecallVectors) Put(_ context.Context, docs []recall.Doc, vecs [][]float32) error {
+	err := f.s.commit.do(func(tx *bbolt.Tx) error {
+		vb, tb, _, err := vbuckets(tx)
+		if err != nil {
+			return err
+		}
 		for i, d := range docs {
 			k := docKey(d.Key, d.Seq)
 			q := tb.Get(k)
@@ -225,14 +257,18 @@ func unit(v []float32) []float32 {
 }
 
 // Nearest scans the vectors of keys and returns the limit most similar.
-func (f *File) Nearest(_ context.Context, keys []string, vec []float32, limit int) ([]memory.Hit, error) {
+func (f RecallVectors) Nearest(_ context.Context, keys []string, vec []float32, limit int) ([]recall.Hit, error) {
 	if limit <= 0 || len(vec) == 0 {
 		return nil, nil
 	}
 	q := unit(vec)
 	top := &minHeap{}
-	err := f.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketVec).Cursor()
+	err := f.s.db.View(func(tx *bbolt.Tx) error {
+		vb, _, _, _ := vbuckets(tx)
+		if vb == nil {
+			return nil
+		}
+		c := vb.Cursor()
 		for _, key := range keys {
 			prefix := append([]byte(key), 0)
 			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
@@ -261,15 +297,15 @@ func (f *File) Nearest(_ context.Context, keys []string, vec []float32, limit in
 	if err != nil {
 		return nil, fmt.Errorf("recall vectors: %w", err)
 	}
-	out := make([]memory.Hit, 0, top.Len())
+	out := make([]recall.Hit, 0, top.Len())
 	for _, c := range *top {
 		var s stored
 		if err := json.Unmarshal(c.doc, &s); err != nil {
 			return nil, fmt.Errorf("recall vectors: a stored document: %w", err)
 		}
-		out = append(out, memory.Hit{Doc: s.doc(), Score: float64(c.score)})
+		out = append(out, recall.Hit{Doc: s.doc(), Score: float64(c.score)})
 	}
-	slices.SortStableFunc(out, func(a, b memory.Hit) int {
+	slices.SortStableFunc(out, func(a, b recall.Hit) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
 		}
@@ -297,27 +333,30 @@ func (h *minHeap) Pop() any {
 }
 
 // Model is the model whose vectors are kept ("" for none yet).
-func (f *File) Model(context.Context) (string, error) {
+func (f RecallVectors) Model(context.Context) (string, error) {
 	var m string
-	err := f.db.View(func(tx *bolt.Tx) error {
-		m = string(tx.Bucket(bucketMeta).Get(keyModel))
+	err := f.s.db.View(func(tx *bbolt.Tx) error {
+		if _, _, meta, _ := vbuckets(tx); meta != nil {
+			m = string(meta.Get(keyModel))
+		}
 		return nil
 	})
 	return m, err
 }
 
 // Reset empties the vectors and the queue and records model.
-func (f *File) Reset(_ context.Context, model string) error {
-	err := f.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketVec, bucketTodo} {
-			if err := tx.DeleteBucket(b); err != nil {
-				return err
-			}
-			if _, err := tx.CreateBucket(b); err != nil {
+func (f RecallVectors) Reset(_ context.Context, model string) error {
+	err := f.s.commit.do(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketMemVectors) != nil {
+			if err := tx.DeleteBucket(bucketMemVectors); err != nil {
 				return err
 			}
 		}
-		return tx.Bucket(bucketMeta).Put(keyModel, []byte(model))
+		_, _, meta, err := vbuckets(tx)
+		if err != nil {
+			return err
+		}
+		return meta.Put(keyModel, []byte(model))
 	})
 	if err != nil {
 		return fmt.Errorf("recall vectors: reset: %w", err)
@@ -326,13 +365,13 @@ func (f *File) Reset(_ context.Context, model string) error {
 }
 
 // Pending counts the queued documents.
-func (f *File) Pending(context.Context) (int, error) {
+func (f RecallVectors) Pending(context.Context) (int, error) {
 	var n int
-	err := f.db.View(func(tx *bolt.Tx) error {
-		n = tx.Bucket(bucketTodo).Stats().KeyN
+	err := f.s.db.View(func(tx *bbolt.Tx) error {
+		if _, tb, _, _ := vbuckets(tx); tb != nil {
+			n = tb.Stats().KeyN
+		}
 		return nil
 	})
 	return n, err
 }
-
-func roleOf(s string) transcript.Role { return transcript.Role(s) }

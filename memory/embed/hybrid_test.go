@@ -1,4 +1,4 @@
-package vecfile_test
+package embed_test
 
 import (
 	"path/filepath"
@@ -16,14 +16,13 @@ import (
 	"github.com/agentbot/agentbot/memory/bleveindex"
 	"github.com/agentbot/agentbot/memory/embed"
 	"github.com/agentbot/agentbot/memory/embed/embedtest"
-	"github.com/agentbot/agentbot/memory/vecfile"
-	storemem "github.com/agentbot/agentbot/store/memory"
+	"github.com/agentbot/agentbot/store/bolt"
 )
 
 type hybrid struct {
 	t      *testing.T
-	st     *storemem.Store
-	vf     *vecfile.File
+	st     *bolt.Store
+	vf     bolt.RecallVectors
 	svc    *transcript.Service
 	ix     *memory.Indexer
 	rc     *memory.Recall
@@ -33,21 +32,22 @@ type hybrid struct {
 }
 
 func newHybrid(t *testing.T, srv *embedtest.Server) *hybrid {
-	dir := filepath.Join(t.TempDir(), "bot.db.recall")
-	idx, err := bleveindex.Open(dir)
+	path := filepath.Join(t.TempDir(), "bot.db")
+	st, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	vf, err := vecfile.Open(vecfile.Path(dir))
+	idx, err := bleveindex.Open(bleveindex.Dir(path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = idx.Close(); _ = vf.Close() })
+	t.Cleanup(func() { _ = idx.Close(); _ = st.Close() })
+	vf := st.RecallVectors()
 	cl, err := embed.New(embed.Config{BaseURL: srv.URL, Model: "fake-embed", Timeout: 10 * time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &hybrid{t: t, st: storemem.New(), vf: vf, health: &memory.Health{}, clock: clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))}
+	h := &hybrid{t: t, st: st, vf: vf, health: &memory.Health{}, clock: clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))}
 	h.svc = transcript.New(transcript.Options{}, transcript.Deps{Store: h.st, Clock: h.clock})
 	h.ix = memory.NewIndexer(memory.IndexerOptions{}, memory.IndexerDeps{Feed: h.st, Entries: h.st, Index: idx,
 		Vectors: vf, Embedder: cl, Health: h.health, Log: zerolog.Nop()})
