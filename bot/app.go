@@ -116,6 +116,9 @@ type Deps struct {
 	// BindingEnded, if set, sees every binding that ends, after the
 	// sessions and ACP agents did (tests).
 	BindingEnded func(binding.Record)
+	// IndexLag, if set, sees each transcript change the recall indexer
+	// applies: how long after its entry was written (the load harness).
+	IndexLag func(time.Duration)
 }
 
 // New opens the store and builds every component. It connects to

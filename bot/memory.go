@@ -78,7 +78,7 @@ func newRecallSide(cfg *config.Config, st Store, auth *authz.Authority, d Deps, 
 		return nil, err
 	}
 	rd := memory.RecallDeps{Index: idx, Entries: st, Viewer: auth, Owners: recallOwners{st}, Clock: d.Clock, Log: log}
-	id := memory.IndexerDeps{Feed: st, Entries: st, Index: idx, Log: log}
+	id := memory.IndexerDeps{Feed: st, Entries: st, Index: idx, Log: log, Lag: d.IndexLag}
 	if emb != nil {
 		h := &memory.Health{}
 		rd.Vectors, rd.Embedder, rd.Health = emb.Vectors, emb.Embedder, h

@@ -41,7 +41,11 @@ type IndexerDeps struct {
 	Vectors  Vectors
 	Embedder Embedder
 	Health   *Health // nil: not recorded
-	Log      zerolog.Logger
+	// Lag, if set, sees each applied change of an entry still in the
+	// store: the time from the entry's write (its At) to now, after the
+	// index has it (the load harness's index lag).
+	Lag func(time.Duration)
+	Log zerolog.Logger
 }
 
 // Indexer keeps an Index in step with the transcripts, off the reply's
@@ -124,6 +128,7 @@ func (x *Indexer) Step(ctx context.Context) (int, error) {
 	if err != nil || len(cs) == 0 {
 		return 0, err
 	}
+	var written []time.Time // the changed entries' times, for Lag
 	if x.d.Index != nil {
 		bySession := map[string][]uint64{}
 		for _, c := range cs {
@@ -131,12 +136,14 @@ func (x *Indexer) Step(ctx context.Context) (int, error) {
 		}
 		var ups []Update
 		for _, key := range slices.Sorted(maps.Keys(bySession)) {
-			u, err := x.derive(ctx, key, bySession[key])
+			u, at, err := x.derive(ctx, key, bySession[key])
 			if err != nil {
 				return 0, err
 			}
 			ups = append(ups, u...)
+			written = append(written, at...)
 		}
+
 		if len(ups) > 0 {
 			if err := x.d.Index.Apply(ctx, ups); err != nil {
 				return 0, fmt.Errorf("memory index: apply %d updates: %w", len(ups), err)
@@ -155,19 +162,33 @@ func (x *Indexer) Step(ctx context.Context) (int, error) {
 	if err := x.d.Feed.Done(ctx, pos); err != nil {
 		return 0, fmt.Errorf("memory index: mark %d changes done: %w", len(pos), err)
 	}
+	if x.d.Lag != nil {
+		now := time.Now()
+		for _, at := range written {
+			x.d.Lag(now.Sub(at))
+		}
+	}
 	return len(cs), nil
 }
 
 // derive returns the updates that make the documents of the entries that
 // changes at seqs touch match the store now.
-func (x *Indexer) derive(ctx context.Context, key string, seqs []uint64) ([]Update, error) {
+func (x *Indexer) derive(ctx context.Context, key string, seqs []uint64) ([]Update, []time.Time, error) {
 	if !Indexed(key) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	from := slices.Min(seqs)
 	window, err := x.d.Entries.Range(ctx, key, from, 0)
 	if err != nil {
-		return nil, fmt.Errorf("memory index: read %s from %d: %w", key, from, err)
+		return nil, nil, fmt.Errorf("memory index: read %s from %d: %w", key, from, err)
+	}
+	var written []time.Time
+	if x.d.Lag != nil {
+		for _, e := range window {
+			if slices.Contains(seqs, e.Seq) {
+				written = append(written, e.At)
+			}
+		}
 	}
 	// The entries the changes are about: a change record's target, which
 	// may come before the window.
@@ -183,14 +204,14 @@ func (x *Indexer) derive(ctx context.Context, key string, seqs []uint64) ([]Upda
 		}
 	}
 	if len(targets) == 0 {
-		return nil, nil
+		return nil, written, nil
 	}
 	if first := slices.Min(slices.Collect(maps.Keys(targets))); first < from {
 		if window, err = x.d.Entries.Range(ctx, key, first, 0); err != nil {
-			return nil, fmt.Errorf("memory index: read %s from %d: %w", key, first, err)
+			return nil, nil, fmt.Errorf("memory index: read %s from %d: %w", key, first, err)
 		}
 	}
-	return fold(key, window, targets), nil
+	return fold(key, window, targets), written, nil
 }
 
 // fold returns, for each entry of window in targets (all when targets is

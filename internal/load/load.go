@@ -62,6 +62,9 @@ type Profile struct {
 	// first model fails every call after this long (a timeout), with the
 	// bot's circuit breaker (issue 30's measure).
 	DeadPrimary time.Duration
+	// Memory turns memory.enabled on: the recall indexer follows every
+	// transcript write, and its lag (entry written -> indexed) is measured.
+	Memory bool
 }
 
 // Result is one run's figures.
@@ -80,6 +83,10 @@ type Result struct {
 	// FsyncP50/P99 are a probe's write+fdatasync times on the store's disk
 	// during the window (one every 50 ms): each turn waits for several.
 	FsyncP50, FsyncP99 time.Duration
+	// IndexLagP50/P99 (Memory): entry written -> in the recall index, over
+	// the entries written in the window; IndexLagN counts them.
+	IndexLagP50, IndexLagP99 time.Duration
+	IndexLagN                int
 }
 
 // loadRun is the driver's state for one run.
@@ -96,6 +103,22 @@ type loadRun struct {
 	measure atomic.Bool
 	hot     atomic.Bool // conversation 0's channel answers only 429 now
 	model   *loadModel
+
+	lagMu   sync.Mutex
+	lagFrom time.Time // the window: entries written from lagFrom to lagTo
+	lagTo   time.Time
+	lags    []time.Duration
+}
+
+// indexLag is the recall indexer's hook (bot.Deps.IndexLag): one applied
+// change, lag after its entry was written.
+func (r *loadRun) indexLag(lag time.Duration) {
+	written := time.Now().Add(-lag)
+	r.lagMu.Lock()
+	defer r.lagMu.Unlock()
+	if !r.lagFrom.IsZero() && !written.Before(r.lagFrom) && (r.lagTo.IsZero() || written.Before(r.lagTo)) {
+		r.lags = append(r.lags, lag)
+	}
 }
 
 type loadConv struct {
@@ -369,6 +392,9 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (Result, erro
 	probeStop := make(chan struct{})
 	probeDone := make(chan []time.Duration, 1)
 	go func() { probeDone <- fsyncProbe(r.w.Cfg.Store.Path+".probe", probeStop) }()
+	r.lagMu.Lock()
+	r.lagFrom = time.Now()
+	r.lagMu.Unlock()
 	r.measure.Store(true)
 	start := time.Now()
 	interval := time.Duration(float64(time.Second) / r.p.Rate)
@@ -403,6 +429,9 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (Result, erro
 			}
 		}
 	}
+	r.lagMu.Lock()
+	r.lagTo = time.Now()
+	r.lagMu.Unlock()
 	idleErr := r.waitIdle(ctx, 10*time.Second)
 	elapsed := time.Since(start)
 	r.measure.Store(false)
@@ -435,6 +464,9 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (Result, erro
 		res.CPUPerTurn = (cpu1 - cpu0) / time.Duration(len(lat))
 		res.AllocsPerTurn = float64(allocs1-allocs0) / float64(len(lat))
 		res.BytesPerTurn = float64(bytes1-bytes0) / float64(len(lat))
+	}
+	if r.p.Memory {
+		r.indexLags(ctx, &res)
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -558,9 +590,46 @@ func PrintTable(w io.Writer, rs []Result) {
 			float64(r.CPUPerTurn)/float64(time.Millisecond), r.AllocsPerTurn, r.BytesPerTurn/1024, mib(r.HeapInuse), mib(r.RSS), r.Status429, r.Lost,
 			ms(r.FsyncP50), ms(r.FsyncP99))
 	}
+	for _, r := range rs {
+		if r.Profile.Memory {
+			fmt.Fprintf(w, "%-22s recall index lag (entry written -> indexed): p50 %s ms, p99 %s ms over %d entries\n",
+				r.Profile.Name, ms(r.IndexLagP50), ms(r.IndexLagP99), r.IndexLagN)
+		}
+	}
 	fmt.Fprintln(w, "latency: bot-added (MESSAGE_CREATE handed to the gateway -> reply POST leaving the bot, minus model time);")
 	fmt.Fprintln(w, "cpu, allocs, heap, rss: the whole process (bot + emulator + driver); fsync: a probe's write+fdatasync on the store's disk;")
 	fmt.Fprintln(w, "see the README's performance section.")
+}
+
+// indexLags waits (up to 30 s) for the indexer to catch up with the
+// window's writes, then sets res's index lag figures.
+func (r *loadRun) indexLags(ctx context.Context, res *Result) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.Now().Add(30 * time.Second)
+	last := -1
+	for time.Now().Before(deadline) {
+		r.lagMu.Lock()
+		n := len(r.lags)
+		r.lagMu.Unlock()
+		if n == last && n > 0 {
+			break // nothing new in the last tick: caught up
+		}
+		last = n
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	r.lagMu.Lock()
+	lags := slices.Clone(r.lags)
+	r.lagMu.Unlock()
+	slices.Sort(lags)
+	res.IndexLagN = len(lags)
+	if len(lags) > 0 {
+		res.IndexLagP50, res.IndexLagP99 = pct(lags, 50), pct(lags, 99)
+	}
 }
 
 // StandardProfiles are what `make load` runs.
