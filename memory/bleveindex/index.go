@@ -171,12 +171,13 @@ func (x *Index) Search(ctx context.Context, q recall.Query) ([]recall.Hit, error
 		}
 		req = bleve.NewSearchRequestOptions(bleve.NewDocIDQuery(slices.Collect(maps.Keys(scores))), len(scores), 0, false)
 	} else {
-		if req, err = x.viewMatches(ctx, match, q); err != nil {
-			return nil, err
+		keys := make([]query.Query, len(q.Keys))
+		for i, k := range q.Keys {
+			t := bleve.NewTermQuery(k)
+			t.SetField("key")
+			keys[i] = t
 		}
-		if req == nil {
-			return nil, nil
-		}
+		req = bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(match, bleve.NewDisjunctionQuery(keys...)), max(3*q.Limit, 30), 0, false)
 	}
 	req.Fields = []string{"key", "seq", "role", "author", "msg", "at", "text"}
 	res, err = x.idx.SearchInContext(ctx, req)
@@ -202,45 +203,6 @@ func (x *Index) Search(ctx context.Context, q recall.Query) ([]recall.Hit, error
 		return b.Doc.At.Compare(a.Doc.At)
 	})
 	return out[:min(len(out), q.Limit)], nil
-}
-
-// viewCap is how many of the view's matches are listed unscored before
-// they are ranked; past it the view's filter and the ranking run in one
-// scored search.
-const viewCap = 50_000
-
-// viewMatches returns the request that ranks the view's matches of match.
-// First the matches in the view are listed without scoring (score "none":
-// bleve intersects the word's and the keys' postings as bitmaps, the
-// cheap part), then only those are scored: the expensive part, scoring,
-// no longer runs over matches outside the view nor per key term. nil: the
-// view holds no match.
-func (x *Index) viewMatches(ctx context.Context, match query.Query, q recall.Query) (*bleve.SearchRequest, error) {
-	keys := make([]query.Query, len(q.Keys))
-	for i, k := range q.Keys {
-		t := bleve.NewTermQuery(k)
-		t.SetField("key")
-		keys[i] = t
-	}
-	inView := bleve.NewConjunctionQuery(match, bleve.NewDisjunctionQuery(keys...))
-	size := max(3*q.Limit, 30)
-	pre := bleve.NewSearchRequestOptions(inView, viewCap+1, 0, false)
-	pre.Score = bleve.ScoreNone
-	res, err := x.idx.SearchInContext(ctx, pre)
-	if err != nil {
-		return nil, fmt.Errorf("recall index: search: %w", err)
-	}
-	if len(res.Hits) > viewCap {
-		return bleve.NewSearchRequestOptions(inView, size, 0, false), nil
-	}
-	if len(res.Hits) == 0 {
-		return nil, nil
-	}
-	ids := make([]string, len(res.Hits))
-	for i, h := range res.Hits {
-		ids[i] = h.ID
-	}
-	return bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(match, bleve.NewDocIDQuery(ids)), size, 0, false), nil
 }
 
 // matches counts the postings of q's words in the text field: an upper
