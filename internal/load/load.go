@@ -392,11 +392,7 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (Result, erro
 	probeStop := make(chan struct{})
 	probeDone := make(chan []time.Duration, 1)
 	go func() { probeDone <- fsyncProbe(r.w.Cfg.Store.Path+".probe", probeStop) }()
-	r.lagMu.Lock()
-	r.lagFrom = time.Now()
-	r.lagMu.Unlock()
-	r.measure.Store(true)
-	start := time.Now()
+	start := r.startMeasure()
 	interval := time.Duration(float64(time.Second) / r.p.Rate)
 	next, sent, cursor := 0, 0, 0
 	tick := time.NewTicker(min(interval, 5*time.Millisecond))
@@ -429,12 +425,9 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (Result, erro
 			}
 		}
 	}
-	r.lagMu.Lock()
-	r.lagTo = time.Now()
-	r.lagMu.Unlock()
 	idleErr := r.waitIdle(ctx, 10*time.Second)
 	elapsed := time.Since(start)
-	r.measure.Store(false)
+	r.stopMeasure()
 	if cpuProfile != nil {
 		pprof.StopCPUProfile()
 	}
@@ -465,9 +458,7 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (Result, erro
 		res.AllocsPerTurn = float64(allocs1-allocs0) / float64(len(lat))
 		res.BytesPerTurn = float64(bytes1-bytes0) / float64(len(lat))
 	}
-	if r.p.Memory {
-		r.indexLags(ctx, &res)
-	}
+	r.indexLags(ctx, &res)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	res.HeapInuse = ms.HeapInuse
@@ -601,9 +592,30 @@ func PrintTable(w io.Writer, rs []Result) {
 	fmt.Fprintln(w, "see the README's performance section.")
 }
 
-// indexLags waits (up to 30 s) for the indexer to catch up with the
+// startMeasure opens the measured window (replies and, with Memory, the
+// entries whose index lag counts) and returns its start.
+func (r *loadRun) startMeasure() time.Time {
+	r.lagMu.Lock()
+	r.lagFrom = time.Now()
+	r.lagMu.Unlock()
+	r.measure.Store(true)
+	return time.Now()
+}
+
+// stopMeasure closes the measured window.
+func (r *loadRun) stopMeasure() {
+	r.lagMu.Lock()
+	r.lagTo = time.Now()
+	r.lagMu.Unlock()
+	r.measure.Store(false)
+}
+
+// indexLags (Memory) waits up to 30 s for the indexer to catch up with the
 // window's writes, then sets res's index lag figures.
 func (r *loadRun) indexLags(ctx context.Context, res *Result) {
+	if !r.p.Memory {
+		return
+	}
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	deadline := time.Now().Add(30 * time.Second)
