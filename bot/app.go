@@ -120,6 +120,9 @@ type Deps struct {
 	// NoUsage switches usage accounting off for model calls (the load
 	// harness measures its cost against a run with it; no config key).
 	NoUsage bool
+	// IndexLag, if set, sees each transcript change the recall indexer
+	// applies: how long after its entry was written (the load harness).
+	IndexLag func(time.Duration)
 }
 
 // New opens the store and builds every component. It connects to

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -24,11 +25,13 @@ import (
 // off it keeps no index (an existing one is removed) and only drains the
 // queue, so it does not grow.
 type recallSide struct {
-	on      atomic.Bool
-	close   func() error
-	remove  func(context.Context) error // memory off: drop the index
-	indexer *memory.Indexer
-	recall  *memory.Recall
+	on     atomic.Bool
+	close  func() error
+	remove func(context.Context) error // memory off: drop the index
+	// removeVectors drops the vectors of embeddings turned off.
+	removeVectors func(context.Context) error
+	indexer       *memory.Indexer
+	recall        *memory.Recall
 }
 
 // OpenRecallIndex opens the store's recall index: a bleve directory beside
@@ -50,29 +53,41 @@ func OpenRecallIndex(st Store) (memory.Index, func() error, error) {
 func newRecallSide(cfg *config.Config, st Store, auth *authz.Authority, d Deps, log zerolog.Logger) (*recallSide, error) {
 	r := &recallSide{close: func() error { return nil }}
 	r.on.Store(cfg.Memory.Enabled)
-	var idx memory.Index // nil: memory is off
-	if cfg.Memory.Enabled {
-		var (
-			closeIdx func() error
-			err      error
-		)
-		if idx, closeIdx, err = OpenRecallIndex(st); err != nil {
-			return nil, fmt.Errorf("memory.enabled: %w", err)
-		}
-		r.close = closeIdx
-		r.recall = memory.NewRecall(memory.RecallOptions{}, memory.RecallDeps{Index: idx, Entries: st, Viewer: auth, Clock: d.Clock})
-	} else {
+	if !cfg.Memory.Enabled {
 		r.remove = func(ctx context.Context) error {
 			switch s := st.(type) {
 			case *bolt.Store:
-				return bleveindex.Remove(bleveindex.Dir(s.Path()))
+				return errors.Join(bleveindex.Remove(bleveindex.Dir(s.Path())), removeRecallVectors(ctx, st))
 			case *postgres.Store:
 				return s.RecallIndex().Reset(ctx)
 			}
 			return nil
 		}
+		// No index: the indexer only drains the queue.
+		r.indexer = memory.NewIndexer(memory.IndexerOptions{}, memory.IndexerDeps{Feed: st, Entries: st, Log: log})
+		return r, nil
 	}
-	r.indexer = memory.NewIndexer(memory.IndexerOptions{}, memory.IndexerDeps{Feed: st, Entries: st, Index: idx, Log: log})
+	idx, closeIdx, err := OpenRecallIndex(st)
+	if err != nil {
+		return nil, fmt.Errorf("memory.enabled: %w", err)
+	}
+	r.close = closeIdx
+	emb, err := OpenRecallEmbeddings(cfg, st)
+	if err != nil {
+		_ = closeIdx()
+		return nil, err
+	}
+	rd := memory.RecallDeps{Index: idx, Entries: st, Viewer: auth, Owners: recallOwners{st}, Clock: d.Clock, Log: log}
+	id := memory.IndexerDeps{Feed: st, Entries: st, Index: idx, Log: log, Lag: d.IndexLag}
+	if emb != nil {
+		h := &memory.Health{}
+		rd.Vectors, rd.Embedder, rd.Health = emb.Vectors, emb.Embedder, h
+		id.Vectors, id.Embedder, id.Health = emb.Vectors, emb.Embedder, h
+	} else {
+		r.removeVectors = func(ctx context.Context) error { return removeRecallVectors(ctx, st) }
+	}
+	r.recall = memory.NewRecall(memory.RecallOptions{}, rd)
+	r.indexer = memory.NewIndexer(memory.IndexerOptions{}, id)
 	return r, nil
 }
 
@@ -143,6 +158,11 @@ func (r *recallSide) Run(ctx context.Context) error {
 	if r.remove != nil {
 		if err := r.remove(ctx); err != nil {
 			return fmt.Errorf("memory is off, but its index could not be removed: %w", err)
+		}
+	}
+	if r.removeVectors != nil {
+		if err := r.removeVectors(ctx); err != nil {
+			return fmt.Errorf("memory.embeddings is off, but the vectors could not be removed: %w", err)
 		}
 	}
 	return r.indexer.Run(ctx)

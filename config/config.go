@@ -269,6 +269,8 @@ type MemoryConfig struct {
 	// Notes offers the remember and forget tools and gives each turn the notes in its scope (a note is a
 	// visible message in its chat). Default true; only with Enabled.
 	Notes bool `yaml:"notes"`
+	// Embeddings adds meaning to recall's ranking (memory_embeddings.go).
+	Embeddings EmbeddingsConfig `yaml:"embeddings"`
 }
 
 // NotesOn reports whether notes are on: memory.enabled and memory.notes.

@@ -19,7 +19,7 @@ func (c *Config) Validate() error {
 	for _, check := range []func() *Error{
 		c.validateDiscord, c.validateModels, c.validateAgents, c.validateSubagents,
 		c.validateScheduler, c.validateStore, c.validateHTTP, c.validateLog, c.validateMCP, c.validateACP, c.validateMatrix,
-		c.validateAudit,
+		c.validateAudit, c.validateEmbeddings,
 	} {
 		if err := check(); err != nil {
 			return err

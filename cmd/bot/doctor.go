@@ -32,6 +32,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fmt.Fprintln(stdout, "✔ config is valid")
 	problems := bot.DoctorACP(ctx, cfg, stdout)
 	problems += bot.DoctorMCP(ctx, cfg, stdout)
+	problems += bot.DoctorEmbeddings(ctx, cfg, stdout)
 	if *live {
 		if err := cfg.ValidateForRun(); err != nil {
 			fmt.Fprintln(stderr, "bot:", err)

@@ -19,7 +19,7 @@ import (
 func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	profile := fs.String("profile", "standard", "standard | saturation | hot429 | deadmodel | custom | guilds | store")
+	profile := fs.String("profile", "standard", "standard | saturation | hot429 | deadmodel | memory | custom | guilds | store")
 	conv := fs.Int("conversations", 500, "custom: conversations")
 	guilds := fs.Int("guilds", 25, "custom: guilds")
 	rate := fs.Float64("rate", 100, "custom: turns offered per second")
@@ -139,6 +139,11 @@ func loadProfiles(name string, conv, guilds int, rate float64, dur, modelLat tim
 		off := on
 		off.Name, off.NoUsage = "usage-off", true
 		return []load.Profile{on, off, off, on}, true
+	case "memory":
+		return []load.Profile{
+			{Name: "memory-off", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur},
+			{Name: "memory-on", Conversations: 500, Guilds: 25, Rate: 100, Duration: dur, Memory: true},
+		}, true
 	case "custom":
 		return []load.Profile{{Name: "custom", Conversations: conv, Guilds: guilds, Rate: rate, Duration: dur, ModelLatency: modelLat}}, true
 	}

@@ -47,8 +47,17 @@ func cmdReindex(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitProblems
 	}
 	defer closeIdx() //nolint:errcheck // read-only use after the rebuild
+	emb, err := bot.OpenRecallEmbeddings(cfg, st)
+	if err != nil {
+		fmt.Fprintln(stderr, "bot: reindex:", err)
+		return exitProblems
+	}
+	deps := memory.IndexerDeps{Feed: st, Entries: st, Index: idx, Log: zerolog.Nop()}
+	if emb != nil {
+		deps.Vectors, deps.Embedder = emb.Vectors, emb.Embedder
+	}
 	start := time.Now()
-	ix := memory.NewIndexer(memory.IndexerOptions{}, memory.IndexerDeps{Feed: st, Entries: st, Index: idx, Log: zerolog.Nop()})
+	ix := memory.NewIndexer(memory.IndexerOptions{}, deps)
 	n, err := ix.Rebuild(ctx)
 	for err == nil {
 		var k int
@@ -66,6 +75,9 @@ func cmdReindex(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitProblems
 	}
 	fmt.Fprintf(stdout, "reindexed %d entries in %s: %d documents, %d bytes\n", n, time.Since(start).Round(time.Millisecond), stats.Docs, stats.Bytes)
+	if emb != nil {
+		fmt.Fprintf(stdout, "%d documents queued for embeddings: the bot computes them when it runs (keyword search meanwhile)\n", n)
+	}
 	return exitOK
 }
 
@@ -109,5 +121,14 @@ func recallReport(ctx context.Context, cfg *config.Config, st bot.Store, now tim
 		}
 	}
 	fmt.Fprintf(w, "✔ recall index: %d documents, %s; lag: %s\n", stats.Docs, humanBytes(stats.Bytes), lag)
+	emb, err := bot.OpenRecallEmbeddings(cfg, st)
+	if err != nil || emb == nil {
+		return err
+	}
+	waiting, err := emb.Vectors.Pending(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "✔ recall embeddings (%s): %d documents waiting for a vector\n", emb.Embedder.Model(), waiting)
 	return nil
 }

@@ -24,4 +24,12 @@
 //     user; a job run acts for its creator, a subagent for its spawner):
 //     the view is given to the index's search, which applies it before it
 //     takes the limit, and Recall drops any hit outside it as an error.
+//   - A subagent's or job run's session is its owner's (Owners: the
+//     spawner, the job's creator); its displayed entries are also found by
+//     whoever may view where they were displayed; its undisplayed ones
+//     (index key with OwnedSuffix) by its owner alone.
+//   - Embeddings (optional) never sit on the reply's path: the Indexer
+//     queues each document it indexes for a vector in the same step, and
+//     its own loop embeds the queue; a failing endpoint degrades recall to
+//     keyword ranking, never fails it.
 package memory

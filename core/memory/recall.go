@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/rs/zerolog"
+
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/clock"
@@ -28,6 +30,12 @@ type RecallOptions struct {
 	DefaultLimit, MaxLimit int
 	// MaxQuery caps the query's length in bytes (0: 500).
 	MaxQuery int
+	// EmbedTimeout bounds embedding a query (0: 5s); past it the search
+	// ranks by keywords alone.
+	EmbedTimeout time.Duration
+	// MinSimilarity is the cosine similarity a document needs to be a
+	// semantic match (0: 0.35; negative: any).
+	MinSimilarity float64
 	// RefusalTTL is how long a refused view check is reused for the same
 	// user and conversation (0: a minute; negative: never). Only refusals
 	// are reused: a stale one hides, never shows; it spares the platform a
@@ -43,7 +51,17 @@ type RecallDeps struct {
 	Index   Index
 	Entries Entries
 	Viewer  Viewer
-	Clock   clock.Clock // nil: the real clock
+	// Owners says whose subagent and job-run sessions are (nil: nobody's,
+	// their entries are found only by SearchAll).
+	Owners Owners
+	// Vectors and Embedder (both or neither) rank by meaning too: the
+	// query's vector's nearest documents in the view are fused with the
+	// keyword hits. A failing endpoint degrades a search to keywords.
+	Vectors  Vectors
+	Embedder Embedder
+	Health   *Health // nil: not recorded
+	Log      zerolog.Logger
+	Clock    clock.Clock // nil: the real clock
 }
 
 // Recall searches the index with the authority of one user.
@@ -66,6 +84,12 @@ func NewRecall(o RecallOptions, d RecallDeps) *Recall {
 	if o.MaxQuery <= 0 {
 		o.MaxQuery = 500
 	}
+	if o.EmbedTimeout <= 0 {
+		o.EmbedTimeout = 5 * time.Second
+	}
+	if o.MinSimilarity == 0 {
+		o.MinSimilarity = 0.35
+	}
 	if o.RefusalTTL == 0 {
 		o.RefusalTTL = time.Minute
 	}
@@ -82,35 +106,78 @@ type Found struct {
 	Conversation binding.ConversationRef
 }
 
-// Visible returns the session keys whose conversations userID may view
-// now: the authority's view check per conversation (a DM only its own
-// user's). A failed check is a refusal (fail closed).
+// Visible returns the index keys (session keys, OwnedSuffix for a
+// subagent's or job run's undisplayed entries) userID may search now: a
+// conversation's if userID may view it (the authority's view check; a DM
+// only its own user's); a subagent's or job run's if userID ran it, and its
+// displayed entries also if userID may view where they were displayed. A
+// failed check is a refusal (fail closed).
 func (r *Recall) Visible(ctx context.Context, userID string) ([]string, error) {
+	v, err := r.visible(ctx, userID, nil)
+	if err != nil {
+		return nil, err
+	}
+	return v.keys, nil
+}
+
+// view is what one search may look at: index keys, and where each owned
+// session displays (for its results' place).
+type view struct {
+	keys   []string
+	owners map[string]Owner
+}
+
+// visible is Visible, limited to conversation only when it is set.
+func (r *Recall) visible(ctx context.Context, userID string, only *binding.ConversationRef) (view, error) {
 	if userID == "" {
-		return nil, &authz.Refusal{Msg: "no user's authority stands behind this search"}
+		return view{}, &authz.Refusal{Msg: "no user's authority stands behind this search"}
 	}
 	keys, err := r.d.Entries.Sessions(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("recall: list sessions: %w", err)
+		return view{}, fmt.Errorf("recall: list sessions: %w", err)
 	}
 	seen := map[string]bool{} // conversation key -> viewable
-	var out []string
-	for _, key := range keys {
-		_, conv, ok := sessionkey.ConversationOf(key)
-		if !ok {
-			continue
+	may := func(conv binding.ConversationRef) bool {
+		conv = conv.Normalize()
+		if only != nil && conv.Key() != only.Normalize().Key() {
+			return false
 		}
 		ck := conv.Key()
-		may, known := seen[ck]
+		ok, known := seen[ck]
 		if !known {
-			may = r.mayView(ctx, userID, conv)
-			seen[ck] = may
+			ok = r.mayView(ctx, userID, conv)
+			seen[ck] = ok
 		}
-		if may {
-			out = append(out, key)
+		return ok
+	}
+	var v view
+	var ownedKeys []string
+	for _, key := range keys {
+		if _, conv, ok := sessionkey.ConversationOf(key); ok {
+			if may(conv) {
+				v.keys = append(v.keys, key)
+			}
+		} else if owned(key) {
+			ownedKeys = append(ownedKeys, key)
 		}
 	}
-	return out, nil
+	if len(ownedKeys) == 0 || r.d.Owners == nil {
+		return v, nil
+	}
+	if v.owners, err = r.d.Owners.Owners(ctx, ownedKeys); err != nil {
+		return view{}, fmt.Errorf("recall: owners of %d sessions: %w", len(ownedKeys), err)
+	}
+	for _, key := range ownedKeys {
+		o, ok := v.owners[key]
+		switch {
+		case !ok:
+		case only == nil && o.User == userID:
+			v.keys = append(v.keys, key, key+OwnedSuffix)
+		case slices.ContainsFunc(o.Shown, may):
+			v.keys = append(v.keys, key)
+		}
+	}
+	return v, nil
 }
 
 // mayView is the authority's view check, a recent refusal reused.
@@ -142,26 +209,23 @@ func (r *Recall) mayView(ctx context.Context, userID string, conv binding.Conver
 // transcript store: one whose entry is erased is dropped (the index may
 // lag an erasure; deleted text is never shown).
 func (r *Recall) Search(ctx context.Context, userID, text string, limit int) ([]Found, error) {
-	keys, err := r.Visible(ctx, userID)
+	v, err := r.visible(ctx, userID, nil)
 	if err != nil {
 		return nil, err
 	}
-	return r.search(ctx, keys, text, limit)
+	return r.search(ctx, v, text, limit)
 }
 
 // SearchIn is Search within one conversation (if userID may view it): for
 // answers everyone in that conversation sees (a Matrix room's command
-// replies are public).
+// replies are public). A subagent's or job run's entries displayed there
+// are included; their undisplayed ones are not.
 func (r *Recall) SearchIn(ctx context.Context, userID string, conv binding.ConversationRef, text string, limit int) ([]Found, error) {
-	keys, err := r.Visible(ctx, userID)
+	v, err := r.visible(ctx, userID, &conv)
 	if err != nil {
 		return nil, err
 	}
-	keys = slices.DeleteFunc(keys, func(k string) bool {
-		_, c, _ := sessionkey.ConversationOf(k)
-		return c.Key() != conv.Normalize().Key()
-	})
-	return r.search(ctx, keys, text, limit)
+	return r.search(ctx, v, text, limit)
 }
 
 // SearchAll is Search over every conversation, for whoever already reads
@@ -171,11 +235,28 @@ func (r *Recall) SearchAll(ctx context.Context, text string, limit int) ([]Found
 	if err != nil {
 		return nil, fmt.Errorf("recall: list sessions: %w", err)
 	}
-	return r.search(ctx, slices.DeleteFunc(keys, func(k string) bool { return !Indexed(k) }), text, limit)
+	var v view
+	var ownedKeys []string
+	for _, k := range keys {
+		switch {
+		case owned(k):
+			ownedKeys = append(ownedKeys, k)
+			v.keys = append(v.keys, k, k+OwnedSuffix)
+		case Indexed(k):
+			v.keys = append(v.keys, k)
+		}
+	}
+	if len(ownedKeys) > 0 && r.d.Owners != nil {
+		if v.owners, err = r.d.Owners.Owners(ctx, ownedKeys); err != nil {
+			return nil, fmt.Errorf("recall: owners of %d sessions: %w", len(ownedKeys), err)
+		}
+	}
+	return r.search(ctx, v, text, limit)
 }
 
-// search searches the sessions keys.
-func (r *Recall) search(ctx context.Context, keys []string, text string, limit int) ([]Found, error) {
+// search searches the index keys of v.
+func (r *Recall) search(ctx context.Context, v view, text string, limit int) ([]Found, error) {
+	keys := v.keys
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return nil, &authz.Refusal{Msg: "the query is empty: say what to look for"}
@@ -190,15 +271,16 @@ func (r *Recall) search(ctx context.Context, keys []string, text string, limit i
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	hits, err := r.d.Index.Search(ctx, Query{Text: text, Keys: keys, Limit: limit})
+	hits, err := r.hybrid(ctx, keys, text, limit)
 	if err != nil {
-		return nil, fmt.Errorf("recall: search: %w", err)
+		return nil, err
 	}
 	out := make([]Found, 0, len(hits))
 	for _, h := range hits {
 		if !slices.Contains(keys, h.Doc.Key) {
 			return nil, fmt.Errorf("recall: the index returned %s, outside the conversations searched", h.Doc.Key)
 		}
+		h.Doc.Key = SessionOf(h.Doc.Key)
 		es, err := r.d.Entries.Range(ctx, h.Doc.Key, h.Doc.Seq, 1)
 		if err != nil {
 			return nil, fmt.Errorf("recall: re-read %s: %w", h.Doc.ID(), err)
@@ -206,11 +288,61 @@ func (r *Recall) search(ctx context.Context, keys []string, text string, limit i
 		if len(es) == 0 || es[0].Seq != h.Doc.Seq || es[0].Deleted {
 			continue
 		}
-		_, conv, _ := sessionkey.ConversationOf(h.Doc.Key)
+		_, conv, ok := sessionkey.ConversationOf(h.Doc.Key)
+		if o := v.owners[h.Doc.Key]; !ok && len(o.Shown) > 0 {
+			conv = o.Shown[0]
+		}
 		h.Snippet = Snippet(h.Doc.Text, text, 200)
 		out = append(out, Found{Hit: h, Conversation: conv})
 	}
 	return out, nil
+}
+
+// hybrid is the keyword search, fused with the semantic one when
+// embeddings are on and the endpoint answers.
+func (r *Recall) hybrid(ctx context.Context, keys []string, text string, limit int) ([]Hit, error) {
+	if r.d.Vectors == nil || r.d.Embedder == nil {
+		hits, err := r.d.Index.Search(ctx, Query{Text: text, Keys: keys, Limit: limit})
+		if err != nil {
+			return nil, fmt.Errorf("recall: search: %w", err)
+		}
+		return hits, nil
+	}
+	deep := max(3*limit, 20) // each list's depth for the fusion
+	kw, err := r.d.Index.Search(ctx, Query{Text: text, Keys: keys, Limit: deep})
+	if err != nil {
+		return nil, fmt.Errorf("recall: search: %w", err)
+	}
+	sem, err := r.semantic(ctx, keys, text, deep)
+	if err != nil {
+		r.d.Log.Warn().Err(err).Msg("recall: semantic search failed; these results are ranked by keywords alone")
+		return kw[:min(len(kw), limit)], nil
+	}
+	return fuse(kw, sem, limit), nil
+}
+
+// semantic returns the documents of keys nearest to text's vector.
+func (r *Recall) semantic(ctx context.Context, keys []string, text string, limit int) ([]Hit, error) {
+	ectx, cancel := context.WithTimeout(ctx, r.opt.EmbedTimeout)
+	defer cancel()
+	vecs, err := r.d.Embedder.Embed(ectx, []string{text})
+	if err == nil && len(vecs) != 1 {
+		err = fmt.Errorf("embeddings: %d vectors for one query", len(vecs))
+	}
+	if r.d.Health != nil {
+		r.d.Health.set(err, r.d.Clock.Now())
+	}
+	if err != nil {
+		return nil, err
+	}
+	hits, err := r.d.Vectors.Nearest(ctx, keys, vecs[0], limit)
+	if err != nil {
+		return nil, err
+	}
+	if r.opt.MinSimilarity > 0 {
+		hits = slices.DeleteFunc(hits, func(h Hit) bool { return h.Score < r.opt.MinSimilarity })
+	}
+	return hits, nil
 }
 
 // Format renders results for the model and for /memory search: one line
@@ -228,8 +360,15 @@ func Format(fs []Found) string {
 		if author == "" {
 			author = string(f.Doc.Role)
 		}
+		place := Place(f.Conversation)
+		switch k := sessionkey.KindOf(f.Doc.Key); {
+		case k == sessionkey.KindSubagent && f.Doc.MessageID == "":
+			place = "a subagent's run (not displayed)"
+		case k == sessionkey.KindJobRun && f.Doc.MessageID == "":
+			place = "a background job's run (not displayed)"
+		}
 		fmt.Fprintf(&b, "[%d] %s · %s · %s: %s", i+1, f.Doc.At.UTC().Format(time.DateTime+" UTC"),
-			Place(f.Conversation), author, f.Snippet)
+			place, author, f.Snippet)
 		if f.Doc.MessageID != "" {
 			fmt.Fprintf(&b, " (message %s)", f.Doc.MessageID)
 		}

@@ -65,6 +65,9 @@ type Profile struct {
 	// NoUsage runs the bot without usage accounting (its cost is the
 	// difference to the same profile with it).
 	NoUsage bool
+	// Memory turns memory.enabled on: the recall indexer follows every
+	// transcript write, and its lag (entry written -> indexed) is measured.
+	Memory bool
 }
 
 // Result is one run's figures.
@@ -83,6 +86,10 @@ type Result struct {
 	// FsyncP50/P99 are a probe's write+fdatasync times on the store's disk
 	// during the window (one every 50 ms): each turn waits for several.
 	FsyncP50, FsyncP99 time.Duration
+	// IndexLagP50/P99 (Memory): entry written -> in the recall index, over
+	// the entries written in the window; IndexLagN counts them.
+	IndexLagP50, IndexLagP99 time.Duration
+	IndexLagN                int
 }
 
 // loadRun is the driver's state for one run.
@@ -99,6 +106,22 @@ type loadRun struct {
 	measure atomic.Bool
 	hot     atomic.Bool // conversation 0's channel answers only 429 now
 	model   *loadModel
+
+	lagMu   sync.Mutex
+	lagFrom time.Time // the window: entries written from lagFrom to lagTo
+	lagTo   time.Time
+	lags    []time.Duration
+}
+
+// indexLag is the recall indexer's hook (bot.Deps.IndexLag): one applied
+// change, lag after its entry was written.
+func (r *loadRun) indexLag(lag time.Duration) {
+	written := time.Now().Add(-lag)
+	r.lagMu.Lock()
+	defer r.lagMu.Unlock()
+	if !r.lagFrom.IsZero() && !written.Before(r.lagFrom) && (r.lagTo.IsZero() || written.Before(r.lagTo)) {
+		r.lags = append(r.lags, lag)
+	}
 }
 
 type loadConv struct {
@@ -372,8 +395,7 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (Result, erro
 	probeStop := make(chan struct{})
 	probeDone := make(chan []time.Duration, 1)
 	go func() { probeDone <- fsyncProbe(r.w.Cfg.Store.Path+".probe", probeStop) }()
-	r.measure.Store(true)
-	start := time.Now()
+	start := r.startMeasure()
 	interval := time.Duration(float64(time.Second) / r.p.Rate)
 	next, sent, cursor := 0, 0, 0
 	tick := time.NewTicker(min(interval, 5*time.Millisecond))
@@ -408,7 +430,7 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (Result, erro
 	}
 	idleErr := r.waitIdle(ctx, 10*time.Second)
 	elapsed := time.Since(start)
-	r.measure.Store(false)
+	r.stopMeasure()
 	if cpuProfile != nil {
 		pprof.StopCPUProfile()
 	}
@@ -439,6 +461,7 @@ func (r *loadRun) drive(ctx context.Context, cpuProfile io.Writer) (Result, erro
 		res.AllocsPerTurn = float64(allocs1-allocs0) / float64(len(lat))
 		res.BytesPerTurn = float64(bytes1-bytes0) / float64(len(lat))
 	}
+	r.indexLags(ctx, &res)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	res.HeapInuse = ms.HeapInuse
@@ -561,9 +584,67 @@ func PrintTable(w io.Writer, rs []Result) {
 			float64(r.CPUPerTurn)/float64(time.Millisecond), r.AllocsPerTurn, r.BytesPerTurn/1024, mib(r.HeapInuse), mib(r.RSS), r.Status429, r.Lost,
 			ms(r.FsyncP50), ms(r.FsyncP99))
 	}
+	for _, r := range rs {
+		if r.Profile.Memory {
+			fmt.Fprintf(w, "%-22s recall index lag (entry written -> indexed): p50 %s ms, p99 %s ms over %d entries\n",
+				r.Profile.Name, ms(r.IndexLagP50), ms(r.IndexLagP99), r.IndexLagN)
+		}
+	}
 	fmt.Fprintln(w, "latency: bot-added (MESSAGE_CREATE handed to the gateway -> reply POST leaving the bot, minus model time);")
 	fmt.Fprintln(w, "cpu, allocs, heap, rss: the whole process (bot + emulator + driver); fsync: a probe's write+fdatasync on the store's disk;")
 	fmt.Fprintln(w, "see the README's performance section.")
+}
+
+// startMeasure opens the measured window (replies and, with Memory, the
+// entries whose index lag counts) and returns its start.
+func (r *loadRun) startMeasure() time.Time {
+	r.lagMu.Lock()
+	r.lagFrom = time.Now()
+	r.lagMu.Unlock()
+	r.measure.Store(true)
+	return time.Now()
+}
+
+// stopMeasure closes the measured window.
+func (r *loadRun) stopMeasure() {
+	r.lagMu.Lock()
+	r.lagTo = time.Now()
+	r.lagMu.Unlock()
+	r.measure.Store(false)
+}
+
+// indexLags (Memory) waits up to 30 s for the indexer to catch up with the
+// window's writes, then sets res's index lag figures.
+func (r *loadRun) indexLags(ctx context.Context, res *Result) {
+	if !r.p.Memory {
+		return
+	}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.Now().Add(30 * time.Second)
+	last := -1
+	for time.Now().Before(deadline) {
+		r.lagMu.Lock()
+		n := len(r.lags)
+		r.lagMu.Unlock()
+		if n == last && n > 0 {
+			break // nothing new in the last tick: caught up
+		}
+		last = n
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	r.lagMu.Lock()
+	lags := slices.Clone(r.lags)
+	r.lagMu.Unlock()
+	slices.Sort(lags)
+	res.IndexLagN = len(lags)
+	if len(lags) > 0 {
+		res.IndexLagP50, res.IndexLagP99 = pct(lags, 50), pct(lags, 99)
+	}
 }
 
 // StandardProfiles are what `make load` runs.

@@ -63,12 +63,13 @@ func newLoadBot(dir string, emu *discordtest.Emulator, g discordtest.Guild, r *l
 		// The turn budget would refuse a load test's users.
 		c.Discord.Access.RateLimit = config.RateLimitConfig{}
 		c.Discord.ThreadBindings.SpawnSubagentSessions = false
+		c.Memory.Enabled = r.p.Memory
 	}}, emu, g, discordtest.Channel{}, discordtest.User{})
 	if err != nil {
 		return nil, nil, err
 	}
 	a, err := bot.New(bot.Options{Config: w.Cfg, RetryBackoff: 10 * time.Millisecond},
-		bot.Deps{Log: log, Provider: provider, BaseTransport: &loadTransport{base: http.DefaultTransport, run: r}, NoUsage: r.p.NoUsage})
+		bot.Deps{Log: log, Provider: provider, BaseTransport: &loadTransport{base: http.DefaultTransport, run: r}, NoUsage: r.p.NoUsage, IndexLag: r.indexLag})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) Pair, opts ...Option) {
 		{Name: "RebuildMatchesFollowing", Fn: testRebuild},
 		{Name: "OnlyWhatTheUserMayView", Fn: testView},
 		{Name: "OnlyDisplayedConversationEntries", Fn: testNotIndexed},
+		{Name: "SubagentAndJobRunEntriesByOwnerAndViewers", Fn: testOwned},
 		{Name: "QueuedChangesSurviveRestart", Fn: testRestart},
 	})
 }
@@ -98,7 +99,32 @@ type fixture struct {
 	msg   int
 }
 
-var dir = Directory{"general": {"alice", "bob"}, "secret": {"bob"}}
+var dir = Directory{"general": {"alice", "bob"}, "secret": {"bob"}, "t1": {"alice"}}
+
+// owners is a fake session registry: whose each subagent and job run is.
+type owners map[string]memory.Owner
+
+func (o owners) Owners(_ context.Context, keys []string) (map[string]memory.Owner, error) {
+	out := map[string]memory.Owner{}
+	for _, k := range keys {
+		if v, ok := o[k]; ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+var (
+	subagentKey = sessionkey.Subagent("main", "s1")
+	jobRunKey   = sessionkey.CronRun("main", "j1", "r1")
+	orphanKey   = sessionkey.Subagent("main", "s2") // its record is gone
+	sessOwners  = owners{
+		// carol spawned it from general; it displays in thread t1.
+		subagentKey: {User: "carol", Shown: []binding.ConversationRef{{Channel: "discord", ConversationID: "t1", ParentConversationID: "general"}}},
+		// alice's job, posting into secret.
+		jobRunKey: {User: "alice", Shown: []binding.ConversationRef{{Channel: "discord", ConversationID: "secret"}}},
+	}
+)
 
 func newFixture(t *testing.T, h *storetest.Harness[Pair], p Pair) *fixture {
 	f := &fixture{t: t, ctx: h.Ctx, clock: clock.NewFake(time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC))}
@@ -110,7 +136,7 @@ func (f *fixture) use(p Pair) {
 	f.p = p
 	f.svc = transcript.New(transcript.Options{}, transcript.Deps{Store: p.Store, Clock: f.clock})
 	f.ix = memory.NewIndexer(memory.IndexerOptions{Batch: 3}, memory.IndexerDeps{Feed: p.Store, Entries: p.Store, Index: p.Index, Log: zerolog.Nop()})
-	f.rc = memory.NewRecall(memory.RecallOptions{}, memory.RecallDeps{Index: p.Index, Entries: p.Store, Viewer: authz.New(authz.Config{}, dir)})
+	f.rc = memory.NewRecall(memory.RecallOptions{}, memory.RecallDeps{Index: p.Index, Entries: p.Store, Viewer: authz.New(authz.Config{}, dir), Owners: sessOwners})
 }
 
 // say appends a displayed entry and returns its message id.
@@ -353,11 +379,8 @@ func testView(t *testing.T, h *storetest.Harness[Pair]) {
 
 func testNotIndexed(t *testing.T, h *storetest.Harness[Pair]) {
 	f := newFixture(t, h, h.Open(t))
-	// Not displayed (no message id), and a subagent's session.
+	// Not displayed (no message id) in a conversation's session.
 	if _, err := f.svc.Append(f.ctx, Channel("general"), transcript.Entry{Role: transcript.RoleSystem, Text: "mango system text", Source: transcript.SourceSnapshot}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.svc.Append(f.ctx, sessionkey.Subagent("main", "s1"), transcript.Entry{Role: transcript.RoleUser, Text: "mango task", MessageIDs: []string{"x1"}}); err != nil {
 		t.Fatal(err)
 	}
 	f.drain()
@@ -365,6 +388,47 @@ func testNotIndexed(t *testing.T, h *storetest.Harness[Pair]) {
 	if n, err := f.ix.Rebuild(f.ctx); err != nil || n != 0 {
 		t.Fatalf("rebuild = %d, %v; want no document", n, err)
 	}
+}
+
+// testOwned: a subagent's and a job run's entries are found by who ran it,
+// and the displayed ones by who may view where they were displayed.
+func testOwned(t *testing.T, h *storetest.Harness[Pair]) {
+	f := newFixture(t, h, h.Open(t))
+	add := func(key string, e transcript.Entry) {
+		t.Helper()
+		f.clock.Advance(time.Minute)
+		if _, err := f.svc.Append(f.ctx, key, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(subagentKey, transcript.Entry{Role: transcript.RoleUser, Author: "carol", Text: "mango task brief"})
+	add(subagentKey, transcript.Entry{Role: transcript.RoleAssistant, Text: "mango thread reply", MessageIDs: []string{"x1"}})
+	add(subagentKey, transcript.Entry{Role: transcript.RoleSystem, Text: "mango system note"})
+	add(jobRunKey, transcript.Entry{Role: transcript.RoleUser, Author: "scheduler", Text: "papaya prompt", Source: transcript.SourceJobTrigger})
+	add(jobRunKey, transcript.Entry{Role: transcript.RoleAssistant, Text: "papaya result", Source: transcript.SourceTurn})
+	add(orphanKey, transcript.Entry{Role: transcript.RoleAssistant, Text: "mango orphan", MessageIDs: []string{"x2"}})
+	f.drain()
+	f.want("carol", "mango", "mango thread reply", "mango task brief")
+	f.want("alice", "mango", "mango thread reply") // views the thread, did not spawn it
+	f.want("bob", "mango")                         // views the parent channel, not the thread
+	f.want("alice", "papaya", "papaya result", "papaya prompt")
+	f.want("bob", "papaya") // views where it posts, but nothing of the run itself was displayed
+	f.want("mallory", "mango")
+	fs, err := f.rc.Search(f.ctx, "alice", "thread reply", 1)
+	if err != nil || len(fs) != 1 || fs[0].Conversation.ConversationID != "t1" || fs[0].Doc.Key != subagentKey {
+		t.Fatalf("alice's hit = %+v, %v; want the subagent's entry in thread t1", fs, err)
+	}
+	// The erasure of a displayed entry reaches its document.
+	if err := f.p.Store.Erase(f.ctx, subagentKey, []uint64{2}); err != nil {
+		t.Fatal(err)
+	}
+	f.drain()
+	f.want("carol", "mango", "mango task brief")
+	if n, err := f.ix.Rebuild(f.ctx); err != nil || n != 4 {
+		t.Fatalf("rebuild = %d, %v; want 4 documents (task, prompt, result, orphan)", n, err)
+	}
+	f.want("carol", "mango", "mango task brief")
+	f.want("alice", "papaya", "papaya result", "papaya prompt")
 }
 
 func testRestart(t *testing.T, h *storetest.Harness[Pair]) {
