@@ -86,7 +86,7 @@ func (s *session) commandChanged(c *command) {
 	if sc == nil {
 		t.text = nil
 		// A Kill button while it runs (Manager.Choose: whoever may approve).
-		kill := []delivery.Button{{CustomID: killPrefix + c.ID, Label: "Kill", Style: delivery.ButtonDanger}}
+		kill := []delivery.Button{{CustomID: killPrefix + c.ID, Label: "Kill", Style: delivery.ButtonDanger, Optional: true}}
 		sc = &shownCmd{c: c, lm: t.newMsg("", kill), dir: s.shownDir(c.Cwd)}
 		t.cmds[c.ID] = sc
 	}

@@ -78,8 +78,8 @@ const liveBudget = MaxContentBytes - 4096
 // PostLive posts part `part` of live delivery d showing text, as the bot (Matrix live messages are the bot's own:
 // the core streams no persona's reply). Its transaction id and delivery mark are those of Send's part `part`, so
 // the homeserver dedupes a repeated post, and a resend after a restart (d.Resend) finds the part an earlier
-// attempt posted instead of posting it again. Matrix messages have no buttons: the Stop control is left out (the
-// room's text command stops a run); other buttons are refused.
+// attempt posted instead of posting it again. Matrix messages have no buttons: the Stop control and optional
+// buttons are left out (the room's text commands do the same); other buttons are refused.
 func (s DeliverySender) PostLive(ctx context.Context, d delivery.Delivery, part int, text string, c delivery.Controls) (string, error) {
 	m, err := liveMessage(d, c)
 	if err == nil {
@@ -126,7 +126,7 @@ func (DeliverySender) SplitLive(text string) []string {
 
 // liveMessage maps a live delivery onto a Message, refusing what a Matrix live message cannot show.
 func liveMessage(d delivery.Delivery, c delivery.Controls) (Message, error) {
-	if len(c.Buttons) > 0 {
+	if slices.ContainsFunc(c.Buttons, func(b delivery.Button) bool { return !b.Optional }) {
 		return Message{}, fmt.Errorf("matrix: live %s: %w: Matrix messages have no buttons", d.ID, ErrRejected)
 	}
 	if d.ViaWebhook {

@@ -26,6 +26,11 @@ type Button struct {
 	CustomID string
 	Label    string
 	Style    ButtonStyle
+	// Optional: a platform without buttons (Matrix) leaves it out, as it
+	// leaves out the Stop button, instead of refusing the message: a text
+	// command does the same (an ACP command's Kill: !stop ends the turn
+	// and its commands).
+	Optional bool
 }
 
 // ButtonStyle is how a button looks (Discord's styles).

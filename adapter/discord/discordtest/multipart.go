@@ -27,7 +27,7 @@ type upload struct {
 
 var filePart = regexp.MustCompile(`^files\[(\d+)\]$`)
 
-// isMultipart reports whether the request body is multipart/form-data
+// multipartBoundary reports whether the request body is multipart/form-data
 // (and its boundary).
 func (c *call) multipartBoundary() (string, bool) {
 	mt, params, err := mime.ParseMediaType(c.r.Header.Get("Content-Type"))
