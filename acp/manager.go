@@ -52,8 +52,14 @@ type AgentConfig struct {
 // delivery of its own: posted with its buttons, edited paced, its text
 // recorded in the outbox before every request, and its transcript entry
 // written once by Finish (or by Outbound.Recover after a crash).
+//
+// Hold takes the conversation's send lock for the turn (Outbound.Hold):
+// held from the turn's first post until its last entry is written, so
+// nothing else is displayed or written in the thread in between and the
+// transcript keeps display order (Rule 1), as a single live message does.
 type Live interface {
 	Live(ctx context.Context, d delivery.Delivery, opt delivery.LiveOptions) *delivery.Live
+	Hold(ref binding.ConversationRef) (release func())
 }
 
 // Notifier posts one message that Outbound writes into the conversation's
