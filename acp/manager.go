@@ -357,9 +357,16 @@ func (m *Manager) HandleMessage(ctx context.Context, rec binding.Record, msg Mes
 			if s.noteRefused(msg.AuthorID) {
 				text := fmt.Sprintf("ℹ️ <@%s>: only <@%s>, operators and the users %s lists can talk to **%s** here; your messages are not sent to it.",
 					msg.AuthorID, s.rec.BoundBy, "acp.agents."+s.ac.Name, s.ac.Name)
-				if err := m.d.Notices.Notify(ctx, msg.Conversation, "acp-refused:"+msg.MessageID, text, transcript.SourceNotice, s.ac.Name); err != nil {
-					m.log.Warn().Err(err).Str("session", s.rec.Key).Msg("acp refusal notice not posted")
-				}
+				// Posted on its own: a running turn holds the thread
+				// (Outbound.Hold), and the caller's event lane must not
+				// wait for it (the notice follows the turn's messages).
+				m.wg.Add(1)
+				go func() {
+					defer m.wg.Done()
+					if err := m.d.Notices.Notify(context.WithoutCancel(ctx), msg.Conversation, "acp-refused:"+msg.MessageID, text, transcript.SourceNotice, s.ac.Name); err != nil {
+						m.log.Warn().Err(err).Str("session", s.rec.Key).Msg("acp refusal notice not posted")
+					}
+				}()
 			}
 			return nil
 		}

@@ -225,8 +225,17 @@ func (o *Outbound) Delivered(ctx context.Context, id string) (bool, error) {
 }
 
 // WithConversation runs fn under the conversation's send lock, so an entry
-// fn writes (a turn's user message) keeps its place in display order.
+// fn writes (a turn's user message) keeps its place in display order. A
+// conversation an owner holds (Hold: an ACP turn, which may wait minutes
+// on a person) is not waited for: fn runs at once. Its owner writes its
+// own entries when it ends, and a user message's entry is ordered among
+// users' entries only, so nothing fn writes can land out of order; a
+// deletion's barrier or a user's message then never stalls behind a turn
+// waiting on a click (nor a graceful stop's drain behind it).
 func (o *Outbound) WithConversation(ref binding.ConversationRef, fn func() error) error {
+	if o.heldConv(ref) {
+		return fn()
+	}
 	unlock := o.locks.lock(ref.Normalize().Key())
 	defer unlock()
 	return fn()
