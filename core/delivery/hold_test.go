@@ -95,3 +95,24 @@ func TestRecoverSkipsHeldConversation(t *testing.T) {
 		t.Errorf("held conversation's entries %+v", es)
 	}
 }
+
+// WithConversation (a user message's entry, a deletion's barrier) does
+// not wait for a conversation an owner holds: the owner may wait minutes
+// on a person, and the caller is a gateway's event lane.
+func TestWithConversationDoesNotWaitForHold(t *testing.T) {
+	f := newFixture(t)
+	release := f.out.Hold(conv("held"))
+	defer release()
+	ran := make(chan error, 1)
+	go func() { ran <- f.out.WithConversation(conv("held"), func() error { return nil }) }()
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		// A failure bound only: it returns at once unless it waits.
+		release()
+		t.Fatal("WithConversation waited for the held conversation")
+	}
+}
