@@ -63,7 +63,8 @@
 //     before it starts the next one, Finish in display order. A recovery
 //     pass leaves a held conversation's unfinished deliveries to a later
 //     pass rather than wait for its owner, and WithConversation (a user
-//     entry, a deletion's barrier) does not wait for it either.
+//     entry, a deletion's barrier) and EraseEntry do not wait for it
+//     either.
 //   - A delivery whose Producer.Session is set writes its entry into that
 //     session, wherever the conversation routes when it is confirmed (an
 //     ACP turn's messages: the session that owned the turn).
