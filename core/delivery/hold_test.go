@@ -116,3 +116,33 @@ func TestWithConversationDoesNotWaitForHold(t *testing.T) {
 		t.Fatal("WithConversation waited for the held conversation")
 	}
 }
+
+// Erasing a deleted message's copy (a deleted thread's) does not wait for
+// a conversation an owner holds: the binding that would end the owner's
+// turn ends only after the erasure.
+func TestEraseDoesNotWaitForHold(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	res, err := f.out.Deliver(ctx, delivery.Delivery{ID: "intro", Target: conv("held"), Text: "an intro",
+		Producer: delivery.Producer{Source: transcript.SourceIntro}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := f.out.Hold(conv("held"))
+	defer release()
+	ran := make(chan error, 1)
+	go func() { ran <- f.out.EraseEntry(ctx, res.Entry) }()
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		// A failure bound only: it returns at once unless it waits.
+		release()
+		t.Fatal("EraseEntry waited for the held conversation")
+	}
+	if rec, _, _ := f.store.GetDelivery(ctx, "intro"); rec.Delivery.Text != "" {
+		t.Errorf("the record keeps the text %q", rec.Delivery.Text)
+	}
+}
