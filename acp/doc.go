@@ -41,9 +41,14 @@
 //     live message: posted with its buttons, edited paced while the turn
 //     runs, its text in the outbox before every request; when the turn
 //     ends each is finished in display order and its entry written once
-//     with its final displayed text and ids. After a bot crash mid-turn,
-//     Outbound.Recover finishes and records every message the turn had
-//     shown.
+//     with its final displayed text and ids, into the session that owned
+//     the turn when it started (a /focus mid-turn moves what follows, not
+//     the turn). The turn holds the thread's send lock (Outbound.Hold)
+//     from its first post until its last entry is written: another bot
+//     message there (a notice, the new session's after a /focus) comes
+//     after the turn's messages, on the screen and in the transcript.
+//     After a bot crash mid-turn, Outbound.Recover finishes and records
+//     every message the turn had shown.
 //   - Only the binder or an operator answers a permission request; no answer
 //     within the timeout is a reject.
 package acp

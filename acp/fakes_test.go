@@ -81,8 +81,41 @@ var (
 	_ delivery.LiveSender = (*fakeLive)(nil)
 )
 
-func (f *fakeLive) Send(context.Context, delivery.Delivery) (delivery.Receipt, error) {
-	return delivery.Receipt{}, fmt.Errorf("the ACP turn sends live messages only: %w", delivery.ErrRejected)
+// Send displays a whole message (a notice another part of the bot posts
+// in the thread through the same Outbound).
+func (f *fakeLive) Send(_ context.Context, d delivery.Delivery) (delivery.Receipt, error) {
+	f.mu.Lock()
+	f.n++
+	m := &shownMsg{id: fmt.Sprintf("m%03d", f.n), delivery: d.ID, text: d.Text, texts: []string{d.Text}}
+	f.msgs = append(f.msgs, m)
+	f.mu.Unlock()
+	f.h.changed()
+	return delivery.Receipt{MessageIDs: []string{m.id}}, nil
+}
+
+// attempts is the Outbound's redactor: it changes nothing and records
+// every text Outbound is about to send (a Deliver records its text before
+// it waits for the conversation's send lock).
+type attempts struct {
+	h  *hub
+	mu sync.Mutex
+	ts []string
+}
+
+func (a *attempts) String(s string) string {
+	a.mu.Lock()
+	a.ts = append(a.ts, s)
+	a.mu.Unlock()
+	a.h.changed()
+	return s
+}
+
+func (a *attempts) Unfinished(string) int { return 0 }
+
+func (a *attempts) seen(sub string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.ContainsFunc(a.ts, func(s string) bool { return strings.Contains(s, sub) })
 }
 
 func (f *fakeLive) SplitLive(text string) []string {
@@ -324,6 +357,8 @@ type fixture struct {
 	h       *hub
 	live    *fakeLive
 	notices *fakeNotices
+	out     *delivery.Outbound // the turn's live messages; other sends in the thread
+	sent    *attempts          // every text out was about to send
 	tr      *transcript.Service
 	store   *memory.Store
 	binds   *fakeBindings
@@ -369,9 +404,12 @@ func newFixture(t *testing.T, opts ...fixOpt) *fixture {
 func (f *fixture) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel, f.done = cancel, make(chan struct{})
+	f.sent = &attempts{h: f.h}
+	f.out = delivery.NewOutbound(delivery.OutboundOptions{}, delivery.OutboundDeps{Sender: f.live, Outbox: f.store, Transcripts: notifyingAppender{f.h, f.tr},
+		Bindings: touchless{f.binds}, Clock: f.timers.clk, Log: zerolog.New(f.logs), Redact: f.sent})
 	f.m = acp.New(acp.Options{Agents: []acp.AgentConfig{f.ac}, PermissionTimeout: permTimeout, CancelGrace: cancelGrace, EditInterval: f.editInterval,
 		Grace: 200 * time.Millisecond, KillAfter: 200 * time.Millisecond, Backoff: func(int) time.Duration { return 0 }, After: f.timers.After},
-		acp.Deps{Live: delivery.NewOutbound(delivery.OutboundOptions{}, delivery.OutboundDeps{Sender: f.live, Outbox: f.store, Transcripts: notifyingAppender{f.h, f.tr}, Bindings: touchless{f.binds}, Clock: f.timers.clk, Log: zerolog.New(f.logs)}), Notices: f.notices, Transcripts: notifyingAppender{f.h, f.tr}, Bindings: f.binds, Threads: &fakeThreads{},
+		acp.Deps{Live: f.out, Notices: f.notices, Transcripts: notifyingAppender{f.h, f.tr}, Bindings: f.binds, Threads: &fakeThreads{},
 			Authority: fakeAuthority{}, Clock: &tickClock{}, Log: zerolog.New(f.logs), Procs: f.procs})
 	go func() { _ = f.m.Run(ctx); close(f.done) }()
 	f.t.Cleanup(f.stop)

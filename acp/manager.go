@@ -52,8 +52,14 @@ type AgentConfig struct {
 // delivery of its own: posted with its buttons, edited paced, its text
 // recorded in the outbox before every request, and its transcript entry
 // written once by Finish (or by Outbound.Recover after a crash).
+//
+// Hold takes the conversation's send lock for the turn (Outbound.Hold):
+// held from the turn's first post until its last entry is written, so
+// nothing else is displayed or written in the thread in between and the
+// transcript keeps display order (Rule 1), as a single live message does.
 type Live interface {
 	Live(ctx context.Context, d delivery.Delivery, opt delivery.LiveOptions) *delivery.Live
+	Hold(ref binding.ConversationRef) (release func())
 }
 
 // Notifier posts one message that Outbound writes into the conversation's
@@ -351,9 +357,16 @@ func (m *Manager) HandleMessage(ctx context.Context, rec binding.Record, msg Mes
 			if s.noteRefused(msg.AuthorID) {
 				text := fmt.Sprintf("ℹ️ <@%s>: only <@%s>, operators and the users %s lists can talk to **%s** here; your messages are not sent to it.",
 					msg.AuthorID, s.rec.BoundBy, "acp.agents."+s.ac.Name, s.ac.Name)
-				if err := m.d.Notices.Notify(ctx, msg.Conversation, "acp-refused:"+msg.MessageID, text, transcript.SourceNotice, s.ac.Name); err != nil {
-					m.log.Warn().Err(err).Str("session", s.rec.Key).Msg("acp refusal notice not posted")
-				}
+				// Posted on its own: a running turn holds the thread
+				// (Outbound.Hold), and the caller's event lane must not
+				// wait for it (the notice follows the turn's messages).
+				m.wg.Add(1)
+				go func() {
+					defer m.wg.Done()
+					if err := m.d.Notices.Notify(context.WithoutCancel(ctx), msg.Conversation, "acp-refused:"+msg.MessageID, text, transcript.SourceNotice, s.ac.Name); err != nil {
+						m.log.Warn().Err(err).Str("session", s.rec.Key).Msg("acp refusal notice not posted")
+					}
+				}()
 			}
 			return nil
 		}

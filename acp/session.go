@@ -518,6 +518,7 @@ type turn struct {
 	s         *session
 	p         prompt
 	seq       string
+	key       string // the session that owns the turn (its entries go there, whatever the thread routes to later)
 	mu        sync.Mutex
 	msgs      []*liveMsg
 	text      *liveMsg // the answer segment chunks go to
@@ -526,6 +527,7 @@ type turn struct {
 	perms     map[string]*pendingPerm
 	cmds      map[string]*shownCmd // the commands it ran, by terminal id
 	pacer     *delivery.Pacer      // one edit per EditInterval among the turn's messages
+	release   func()               // ends the turn's hold on the thread's send lock (nil: not held)
 	conn      *conn
 	cancelled bool
 	closed    bool           // finishing: no new permission requests
@@ -540,7 +542,7 @@ func newTurn(s *session, p prompt) *turn {
 	if seq == "" {
 		seq = newID()
 	}
-	return &turn{s: s, p: p, seq: seq, tools: map[sdk.ToolCallId]*liveMsg{}, perms: map[string]*pendingPerm{}, pacer: delivery.NewPacer(), killed: make(chan struct{}), ended: make(chan struct{})}
+	return &turn{s: s, p: p, seq: seq, key: s.rec.Key, tools: map[sdk.ToolCallId]*liveMsg{}, perms: map[string]*pendingPerm{}, pacer: delivery.NewPacer(), killed: make(chan struct{}), ended: make(chan struct{})}
 }
 
 func (t *turn) setConn(c *conn) {

@@ -53,8 +53,13 @@ func (t *turn) show(ctx context.Context, lm *liveMsg) {
 	}
 	t.posted(ctx)
 	m := t.s.m
+	if t.release == nil {
+		// The turn owns the thread's send lock from its first post until
+		// its entries are written (finish).
+		t.release = m.d.Live.Hold(t.s.rec.Conversation)
+	}
 	d := delivery.Delivery{ID: t.deliveryID(lm.n), Target: t.s.rec.Conversation, Files: lm.files,
-		Producer: delivery.Producer{Source: transcript.SourceTurn, AgentID: t.s.ac.Name, Meta: map[string]string{"acpAgent": t.s.ac.Name}}}
+		Producer: delivery.Producer{Source: transcript.SourceTurn, AgentID: t.s.ac.Name, Session: t.key, Meta: map[string]string{"acpAgent": t.s.ac.Name}}}
 	lm.live = m.d.Live.Live(ctx, d, delivery.LiveOptions{Controls: delivery.Controls{Buttons: lm.buttons}, NoSendLock: true,
 		Interval: m.opt.EditInterval, After: m.opt.After, Pacer: t.pacer})
 	lm.live.Update(lm.text)
@@ -182,6 +187,12 @@ func (t *turn) finish(ctx context.Context) error {
 		}
 	}
 	m := t.s.m
+	defer func() {
+		if t.release != nil {
+			t.release()
+			t.release = nil
+		}
+	}()
 	var first error
 	for _, lm := range t.msgs {
 		if lm.live == nil {

@@ -58,8 +58,16 @@
 //     so transcript order is display order. Code that must act mid-stream
 //     (a cancel) must not wait for that lock first. With
 //     LiveOptions.NoSendLock (an ACP turn: several live messages at once)
-//     the caller orders them: Posted before it starts the next one, Finish
-//     in display order.
+//     the caller holds the lock for all of them (Outbound.Hold, from the
+//     first post until the last entry is written) and orders them: Posted
+//     before it starts the next one, Finish in display order. A recovery
+//     pass leaves a held conversation's unfinished deliveries to a later
+//     pass rather than wait for its owner, and WithConversation (a user
+//     entry, a deletion's barrier) and EraseEntry do not wait for it
+//     either.
+//   - A delivery whose Producer.Session is set writes its entry into that
+//     session, wherever the conversation routes when it is confirmed (an
+//     ACP turn's messages: the session that owned the turn).
 //   - Before every post or edit the outbox record holds the text each part
 //     is about to show (Record.LiveParts) and the ids already posted; after
 //     a post, the new id. Recover finishes a live delivery a crash left:

@@ -25,8 +25,13 @@ func (o *Outbound) EraseEntry(ctx context.Context, e transcript.Entry) error {
 		}
 		return err
 	}
-	unlock := o.locks.lock(prev.Delivery.Target.Key())
-	defer unlock()
+	if !o.heldConv(prev.Delivery.Target) {
+		// A held conversation (Hold: an ACP turn, which may wait on a
+		// person) has no other delivery finishing there, and the
+		// holder's own have no entry yet: nothing to wait for.
+		unlock := o.locks.lock(prev.Delivery.Target.Key())
+		defer unlock()
+	}
 	rec, found, err := o.outbox.GetDelivery(ctx, e.DeliveryID)
 	if err != nil {
 		return fmt.Errorf("erase delivery %s: %w", e.DeliveryID, err)

@@ -68,11 +68,11 @@ type LiveOptions struct {
 	// Controls are carried by the last part while the message is live
 	// (SetControls changes them).
 	Controls Controls
-	// NoSendLock: the Live does not hold its conversation's send lock. For
+	// NoSendLock: the Live does not take its conversation's send lock. For
 	// a caller that shows several live messages in one conversation at
-	// once and orders them itself (an ACP turn: Posted before the next
-	// message, Finish in display order); other sends there are not held
-	// back while it is live.
+	// once: it holds the lock for all of them itself (Outbound.Hold, from
+	// the first post until the last entry is written) and orders them (an
+	// ACP turn: Posted before the next message, Finish in display order).
 	NoSendLock bool
 	// Commit writes a turn reply's entry (see CommitFunc); nil lets
 	// Outbound write it.

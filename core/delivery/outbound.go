@@ -98,6 +98,9 @@ type Outbound struct {
 	// Recover leaves them alone (invariant 19).
 	activeMu sync.Mutex
 	active   map[string]int
+	// heldConvs counts the conversations an owner of several live
+	// messages holds (Hold), by conversation key.
+	heldConvs map[string]int
 
 	recoverers map[transcript.Source]RecoverFunc
 }
@@ -222,11 +225,56 @@ func (o *Outbound) Delivered(ctx context.Context, id string) (bool, error) {
 }
 
 // WithConversation runs fn under the conversation's send lock, so an entry
-// fn writes (a turn's user message) keeps its place in display order.
+// fn writes (a turn's user message) keeps its place in display order. A
+// conversation an owner holds (Hold: an ACP turn, which may wait minutes
+// on a person) is not waited for: fn runs at once. Its owner writes its
+// own entries when it ends, and a user message's entry is ordered among
+// users' entries only, so nothing fn writes can land out of order; a
+// deletion's barrier or a user's message then never stalls behind a turn
+// waiting on a click (nor a graceful stop's drain behind it).
 func (o *Outbound) WithConversation(ref binding.ConversationRef, fn func() error) error {
+	if o.heldConv(ref) {
+		return fn()
+	}
 	unlock := o.locks.lock(ref.Normalize().Key())
 	defer unlock()
 	return fn()
+}
+
+// Hold takes the conversation's send lock for an owner of several live
+// messages there (LiveOptions.NoSendLock: an ACP turn) until release is
+// called: from its first post until its last entry is written nothing
+// else is displayed or written in the conversation, so transcript order
+// stays display order, as for a single Live. While it is held, Recover
+// leaves the conversation's unfinished deliveries for a later pass (their
+// owner is alive; a pass must not wait on a turn that waits on a person).
+func (o *Outbound) Hold(ref binding.ConversationRef) (release func()) {
+	key := ref.Normalize().Key()
+	unlock := o.locks.lock(key)
+	o.activeMu.Lock()
+	if o.heldConvs == nil {
+		o.heldConvs = map[string]int{}
+	}
+	o.heldConvs[key]++
+	o.activeMu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			o.activeMu.Lock()
+			if o.heldConvs[key]--; o.heldConvs[key] <= 0 {
+				delete(o.heldConvs, key)
+			}
+			o.activeMu.Unlock()
+			unlock()
+		})
+	}
+}
+
+// heldConv reports whether an owner holds the conversation (Hold).
+func (o *Outbound) heldConv(ref binding.ConversationRef) bool {
+	o.activeMu.Lock()
+	defer o.activeMu.Unlock()
+	return o.heldConvs[ref.Normalize().Key()] > 0
 }
 
 // Deliver sends d once and writes its transcript entry once. Calling it
@@ -420,6 +468,10 @@ func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, comm
 	}
 	receipt.Text, receipt.Recovered, receipt.DisplayedIn = text, recovered, d.Target.ConversationID
 	key, b, bound := o.SessionFor(d.Target)
+	if d.Producer.Session != "" && d.Producer.Session != key {
+		// Its owner's: the route moved after the turn began.
+		key, bound = d.Producer.Session, false
+	}
 	res := Result{MessageIDs: slices.Clone(rec.MessageIDs)}
 	if bound {
 		o.bindings.Touch(b.ID, o.clock.Now())

@@ -41,8 +41,10 @@ func (o *Outbound) Recover(ctx context.Context, before time.Time) (recovered int
 	}
 	slices.SortFunc(todo, func(a, b Record) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	for _, rec := range todo {
-		if o.busy(rec.Delivery.ID) {
-			// Its owner is this process, still at work on it.
+		if o.busy(rec.Delivery.ID) || o.heldConv(rec.Delivery.Target) {
+			// Its owner is this process, still at work on it; or the
+			// conversation is held by a live owner (an ACP turn): the
+			// next pass takes it, without waiting on that turn here.
 			continue
 		}
 		if rec.Live && rec.State == StatePending {

@@ -27,6 +27,11 @@ type Producer struct {
 	// AgentID is the agent speaking; a destination routed to another agent's
 	// session gets no transcript entry (a warn diagnostic instead).
 	AgentID string `json:"agentId,omitempty"`
+	// Session, if set, is the session the entry is written to whatever the
+	// conversation routes to when the send is confirmed: the owner of a
+	// message displayed before the route moved (an ACP turn's messages go
+	// to the session that owned the turn when it started).
+	Session string `json:"session,omitempty"`
 	// Meta is copied onto the transcript entry (job id, subagent key, ...).
 	Meta map[string]string `json:"meta,omitempty"`
 }
