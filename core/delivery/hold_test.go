@@ -146,3 +146,42 @@ func TestEraseDoesNotWaitForHold(t *testing.T) {
 		t.Errorf("the record keeps the text %q", rec.Delivery.Text)
 	}
 }
+
+// A delivery finished before is found again where its entry was written: a
+// repeated Deliver of its id (a catch-up after a restart hands the same
+// message again) after the conversation's route moved writes nothing into
+// the new route (soak seed 101: a refusal notice in two transcripts).
+func TestRedeliveredIDKeepsItsSession(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	first := "agent:script:acp:t2"
+	f.bindings.bound["t2"] = binding.Record{ID: "b-t2", TargetSessionKey: first}
+	d := delivery.Delivery{ID: "acp-refused:m1", Target: conv("t2"), Text: "you may not talk to this agent",
+		Producer: delivery.Producer{Source: transcript.SourceNotice}}
+	if res, err := f.out.Deliver(ctx, d, nil); err != nil || res.SessionKey != first {
+		t.Fatalf("first deliver: %+v, %v", res, err)
+	}
+	delete(f.bindings.bound, "t2") // the binding ended: the thread routes to its own session now
+	res, err := f.out.Deliver(ctx, d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SessionKey != first {
+		t.Errorf("repeated deliver wrote to %q, want %q (where the entry is)", res.SessionKey, first)
+	}
+	keys, err := f.store.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for _, k := range keys {
+		for _, e := range f.entries(t, k) {
+			if e.DeliveryID == d.ID {
+				held++
+			}
+		}
+	}
+	if held != 1 {
+		t.Errorf("the delivery is in %d entries, want 1", held)
+	}
+}

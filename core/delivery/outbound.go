@@ -473,6 +473,17 @@ func (o *Outbound) commit(ctx context.Context, rec Record, receipt Receipt, comm
 		key, bound = d.Producer.Session, false
 	}
 	res := Result{MessageIDs: slices.Clone(rec.MessageIDs)}
+	if rec.State == StateDelivered {
+		// Finished before: its entry is in the session it was written to
+		// (found there again by its delivery id), or it was an exception.
+		// A route that moved since never gets it a second time.
+		if rec.SessionKey == "" {
+			res.SkipReason = rec.Reason
+			o.observe(rec)
+			return res, nil
+		}
+		key, bound = rec.SessionKey, false
+	}
 	if bound {
 		o.bindings.Touch(b.ID, o.clock.Now())
 	}
