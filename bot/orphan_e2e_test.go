@@ -96,7 +96,8 @@ log: {level: debug, format: json}
 	if !waitUntil("the grandchild to be reaped", func() bool { return !alive(grandchild) }) {
 		t.Fatalf("the server's child %d still runs after the restart\nlogs:\n%s", grandchild, logs.String())
 	}
-	if !strings.Contains(logs.String(), "a previous run of the bot left running") {
+	// The kill comes first, its log line after it.
+	if !waitUntil("the kill's log line", func() bool { return strings.Contains(logs.String(), "a previous run of the bot left running") }) {
 		t.Errorf("the kill is not reported in a log line:\n%s", logs.String())
 	}
 }
