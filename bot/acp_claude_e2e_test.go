@@ -80,7 +80,7 @@ func TestE2EClaudeCodeACP(t *testing.T) {
 		}
 	})
 	adSay(t, h, thread.ID, "Please run the probe.")
-	acpMessage(t, h, thread.ID, "Running the probe.")
+	acpFirstAnswer(t, h, thread.ID, "Running the probe.")
 	// Claude Code asks first (its own permission), then the bot (approve: ask).
 	clicked := map[string]bool{}
 	var ours bool

@@ -1,10 +1,12 @@
 package bot
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -79,6 +81,30 @@ func acpMessage(t *testing.T, h *harness, channel, sub string) discordtest.Messa
 		return false
 	})
 	return found
+}
+
+// agentStartBound bounds the wait for a real agent program's first answer:
+// node starting a large program inside the sandbox takes seconds alone and
+// far longer beside the whole suite (a failure bound, not a pace).
+const agentStartBound = 2 * time.Minute
+
+// acpFirstAnswer is acpMessage for a real agent's first answer, within
+// agentStartBound.
+func acpFirstAnswer(t *testing.T, h *harness, channel, sub string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), agentStartBound)
+	defer cancel()
+	err := h.world.Emu.Wait(ctx, func() bool {
+		for _, m := range h.emu.Messages(channel) {
+			if m.Author.ID == h.emu.BotUserID() && strings.Contains(m.Content, sub) {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("waiting for the agent's first answer %q: %v", sub, err)
+	}
 }
 
 // acpClick has user click the button labelled label and returns the bot's answer.

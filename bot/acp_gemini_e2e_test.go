@@ -181,7 +181,7 @@ func TestE2EGeminiCLI(t *testing.T) {
 	fake.setPath(file)
 
 	adSay(t, h, thread.ID, "Please write the notes file.")
-	acpMessage(t, h, thread.ID, "Sure, I will write the notes file now.")
+	acpFirstAnswer(t, h, thread.ID, "Sure, I will write the notes file now.")
 	perm := acpMessage(t, h, thread.ID, "asks permission")
 	waitUntil(t, h, "the permission buttons", func() bool {
 		m, _ := h.emu.Message(perm.ID)
