@@ -212,11 +212,7 @@ func (a *App) wire(o Options, d Deps) error {
 	// matrix.operators (user ids of either platform).
 	a.auth = authz.New(authz.Config{OperatorUsers: slices.Concat(cfg.Discord.Operators.Users, cfg.Matrix.Operators), OperatorRoles: cfg.Discord.Operators.Roles},
 		a.platforms)
-	locators := map[string]agentroute.Locator{}
-	if a.discord != nil {
-		locators["discord"] = a.discord
-	}
-	if a.routes, err = agentRoutes(cfg, locators); err != nil {
+	if a.routes, err = agentRoutes(cfg, a.platforms); err != nil {
 		return err
 	}
 	a.outbound = delivery.NewOutbound(delivery.OutboundOptions{
@@ -271,7 +267,7 @@ func (a *App) newPlatforms(o Options, d Deps) error {
 			return err
 		}
 		ps = append(ps, platform.Platform{Name: "discord", Sender: a.discord, Directory: a.discord, Threads: a.discord, Typist: a.discord,
-			Commands: discord.CommandPlatform(cfg.Discord.ThreadBindings.Enabled)})
+			Commands: discord.CommandPlatform(cfg.Discord.ThreadBindings.Enabled), Locator: a.discord})
 	}
 	var err error
 	if a.matrix, err = newMatrixClient(cfg.Matrix, log); err != nil {

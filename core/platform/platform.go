@@ -1,9 +1,11 @@
 // Package platform is the table of the chat platforms one process serves
 // ("discord", "matrix"): per platform its sender, permission directory,
-// thread maker, typing indicator and command wording, filled once at
-// wiring. The core asks it by conversation (binding.ConversationRef's
-// Channel): the Table is the Sender Outbound posts with, the Directory the
-// authority asks, the Threads and the Typist the sessions use.
+// thread maker, typing indicator, command wording and places (where a
+// conversation sits, for agents[].channels), filled once at wiring. The
+// core asks it by conversation (binding.ConversationRef's Channel): the
+// Table is the Sender Outbound posts with, the Directory the authority
+// asks, the Threads and the Typist the sessions use, the Locator the agent
+// routes ask.
 //
 // Invariants (tests in this package):
 //   - A conversation is served by its own platform only: a platform the
@@ -22,6 +24,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentbot/agentbot/core/agentroute"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/command"
@@ -39,6 +42,9 @@ type Platform struct {
 	Typist    session.Typist  // nil: no typing indicator there
 	// Commands is how command texts and job hints are worded there.
 	Commands command.Platform
+	// Locator says where its conversations sit (category, server) for
+	// agents[].channels; nil: matched by their own ids (Matrix rooms).
+	Locator agentroute.Locator
 }
 
 // Table is the platforms of a process, by name.
@@ -53,6 +59,7 @@ var (
 	_ authz.Directory     = (*Table)(nil)
 	_ session.Threads     = (*Table)(nil)
 	_ session.Typist      = (*Table)(nil)
+	_ agentroute.Locator  = (*Table)(nil)
 )
 
 // New returns the table of ps; a later platform of the same name replaces
@@ -164,4 +171,13 @@ func (t *Table) Typing(ctx context.Context, conv binding.ConversationRef) error 
 		return p.Typist.Typing(ctx, conv)
 	}
 	return nil
+}
+
+// Place asks the Locator of conv's platform where conv sits; a platform
+// without one, or one the table lacks, knows nothing (the zero Place).
+func (t *Table) Place(conv binding.ConversationRef) agentroute.Place {
+	if p, ok := t.Of(conv); ok && p.Locator != nil {
+		return p.Locator.Place(conv)
+	}
+	return agentroute.Place{}
 }
