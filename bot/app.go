@@ -2,9 +2,7 @@ package bot
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -12,9 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/agentbot/agentbot/acp"
 	"github.com/agentbot/agentbot/adapter/discord"
@@ -38,7 +34,6 @@ import (
 	"github.com/agentbot/agentbot/model"
 	"github.com/agentbot/agentbot/model/fallback"
 	"github.com/agentbot/agentbot/scheduler"
-	"github.com/agentbot/agentbot/store/bolt"
 	"github.com/agentbot/agentbot/tools/mcp"
 )
 
@@ -73,7 +68,16 @@ type App struct {
 	auditor     *audit.Auditor
 	recall      *recallSide
 	notes       *notesSide
-	started     time.Time
+	started     time.Time // when Run opened the store
+
+	opts Options // what New was given; Run builds from them
+	deps Deps
+	// up is closed once Run opened the store and built every component:
+	// from then on the components are set and never replaced.
+	up chan struct{}
+	// connected is closed once the Discord gateway's session is up (at
+	// once, after up, on a bot without Discord).
+	connected chan struct{}
 	// recovered is closed once the outbox left by the previous run is
 	// finished (Discord connected, Outbound.Recover done).
 	recovered chan struct{}
@@ -123,12 +127,17 @@ type Deps struct {
 	// IndexLag, if set, sees each transcript change the recall indexer
 	// applies: how long after its entry was written (the load harness).
 	IndexLag func(time.Duration)
+	// wired, if set, sees the built app before its components run (this
+	// package's tests replace a component with a faulty one).
+	wired func(*App)
 }
 
-// New opens the store and builds every component. It connects to
-// nothing: Run does.
+// New checks what can be checked without I/O and returns the App unbuilt:
+// it opens nothing and connects to nothing. Run opens the store (and, on
+// PostgreSQL, the cluster's connections) and builds every component over
+// it before running them; Started says when that is done.
 func New(o Options, d Deps) (*App, error) {
-	cfg, log := o.Config, d.Log
+	cfg := o.Config
 	if d.Clock == nil {
 		d.Clock = clock.Real{}
 	}
@@ -141,14 +150,22 @@ func New(o Options, d Deps) (*App, error) {
 			return nil, fmt.Errorf("%w (%w)", err, config.ErrInvalid)
 		}
 	}
-	octx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	return &App{opts: o, deps: d, cfg: cfg, log: d.Log, clock: d.Clock, httpAddr: make(chan string, 1),
+		up: make(chan struct{}), connected: make(chan struct{}), recovered: make(chan struct{}), resumed: make(chan struct{})}, nil
+}
+
+// open is the start step Run performs first: it opens the store and the
+// cluster's connections and builds every component over them. On an error
+// it closes what it opened.
+func (a *App) open(ctx context.Context) error {
+	o, d, cfg, log := a.opts, a.deps, a.cfg, a.log
+	octx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	st, err := OpenStore(octx, cfg.Store, time.Second)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	a := &App{cfg: cfg, log: log, clock: d.Clock, store: st, reg: prometheus.NewRegistry(), started: d.Clock.Now(), httpAddr: make(chan string, 1),
-		recovered: make(chan struct{}), resumed: make(chan struct{})}
+	a.store, a.reg, a.started = st, prometheus.NewRegistry(), d.Clock.Now()
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	a.observeEnded = d.BindingEnded
@@ -157,7 +174,7 @@ func New(o Options, d Deps) (*App, error) {
 		binding.Deps{Store: st, Clock: d.Clock, Log: log.With().Str("component", "bindings").Logger(), OnEnded: a.bindingEnded})
 	if a.cluster, err = newCluster(octx, st, a.bindings, log.With().Str("component", "cluster").Logger()); err != nil {
 		st.Close()
-		return nil, err
+		return err
 	}
 	a.metrics = metrics.New(a.reg, func() float64 { return float64(len(a.bindings.Active())) })
 	a.reg.MustRegister(leaderGauge(a))
@@ -165,14 +182,13 @@ func New(o Options, d Deps) (*App, error) {
 	a.router = delivery.NewRouter(delivery.RouterOptions{}, delivery.RouterDeps{Bindings: a.bindings})
 
 	if err := a.wire(o, d); err != nil {
-		if a.recall != nil {
-			_ = a.recall.close()
-		}
-		a.cluster.close()
-		st.Close()
-		return nil, err
+		a.release()
+		return err
 	}
-	return a, nil
+	if d.wired != nil {
+		d.wired(a)
+	}
+	return nil
 }
 
 // wire builds every component over the opened store, each once, in one
@@ -181,7 +197,7 @@ func New(o Options, d Deps) (*App, error) {
 // each other (the scheduler runs jobs as turns, the sessions offer job
 // tools; the transcripts erase copies in the outbox built over them), the
 // earlier one is given a function reaching the later one through a, called
-// only once New has returned.
+// only once every component is built.
 func (a *App) wire(o Options, d Deps) error {
 	cfg, log, st := a.cfg, a.log, a.store
 	models, err := buildModels(cfg, d.HTTPClient, d.Clock, a.metrics, log.With().Str("component", "models").Logger())
@@ -203,11 +219,7 @@ func (a *App) wire(o Options, d Deps) error {
 	// matrix.operators (user ids of either platform).
 	a.auth = authz.New(authz.Config{OperatorUsers: slices.Concat(cfg.Discord.Operators.Users, cfg.Matrix.Operators), OperatorRoles: cfg.Discord.Operators.Roles},
 		a.platforms)
-	locators := map[string]agentroute.Locator{}
-	if a.discord != nil {
-		locators["discord"] = a.discord
-	}
-	if a.routes, err = agentRoutes(cfg, locators); err != nil {
+	if a.routes, err = agentRoutes(cfg, a.platforms); err != nil {
 		return err
 	}
 	a.outbound = delivery.NewOutbound(delivery.OutboundOptions{
@@ -263,7 +275,7 @@ func (a *App) newPlatforms(o Options, d Deps) error {
 			return err
 		}
 		ps = append(ps, platform.Platform{Name: "discord", Sender: a.discord, Directory: a.discord, Threads: a.discord, Typist: a.discord, Deleter: a.discord,
-			Commands: discord.CommandPlatform(cfg.Discord.ThreadBindings.Enabled)})
+			Commands: discord.CommandPlatform(cfg.Discord.ThreadBindings.Enabled), Locator: a.discord})
 	}
 	var err error
 	if a.matrix, err = newMatrixClient(cfg.Matrix, log); err != nil {
@@ -464,126 +476,6 @@ func buildAgents(cfg *config.Config, models *fallback.Set) []session.Agent {
 	return out
 }
 
-// Run loads state, recovers unfinished deliveries, and runs every
-// component under one errgroup until ctx ends; then everything stops
-// within bounded time and the store is closed.
-func (a *App) Run(ctx context.Context) error {
-	defer a.Close()
-	if err := a.bindings.Load(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting: a clean stop
-		}
-		return err
-	}
-	if err := a.sessions.Load(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	if n, err := a.procs.Reap(ctx); err != nil {
-		a.log.Error().Err(err).Msg("child processes a previous run left could not be checked")
-	} else if n > 0 {
-		a.log.Warn().Int("groups", n).Msg("killed child process groups a previous run left running")
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	// Shutdown order: the adapter and the scheduler stop taking work and
-	// finish what they accepted; then sessions drain their queues; then
-	// bindings flush their last activity; the store closes last (deferred).
-	sessCtx, stopSessions := context.WithCancel(context.WithoutCancel(ctx))
-	bindCtx, stopBindings := context.WithCancel(context.WithoutCancel(ctx))
-	var producers sync.WaitGroup
-	producers.Add(1) // the recovery and the scheduler, below
-	if a.matrix != nil {
-		producers.Add(1)
-		g.Go(func() error {
-			defer producers.Done()
-			// The /sync loop starts once the previous run's deliveries were
-			// recovered and its turns resumed: an event handed again (its
-			// token was not saved) then finds its command's reply sent and
-			// its turn known, never a half-finished state.
-			select {
-			case <-gctx.Done():
-				return nil
-			case <-a.resumed:
-			}
-			return a.matrix.Run(gctx)
-		})
-	}
-	go func() { producers.Wait(); stopSessions() }()
-	// MCP servers stop after the sessions drained (a draining turn may call a tool).
-	toolsCtx, stopTools := context.WithCancel(context.WithoutCancel(ctx))
-	g.Go(func() error { defer stopBindings(); defer stopTools(); return a.sessions.Run(sessCtx) })
-	if a.tools != nil {
-		g.Go(func() error { return a.tools.Run(toolsCtx) })
-	}
-	if a.acp != nil {
-		g.Go(func() error { return a.acp.Run(sessCtx) })
-	}
-	g.Go(func() error { return a.bindings.Run(bindCtx) })
-	if a.cluster != nil {
-		// Other processes' binding changes, within a second.
-		g.Go(func() error { return a.cluster.listener.Run(gctx) })
-	}
-	now := make(chan struct{})
-	close(now)
-	var connected <-chan struct{} = now // Matrix's REST needs no connection first
-	if a.gateway != nil {
-		producers.Add(1)
-		g.Go(func() error { defer producers.Done(); return a.gateway.Run(gctx) })
-		connected = a.gateway.Connected()
-	}
-	g.Go(func() error {
-		defer producers.Done()
-		// Finish deliveries a previous process left pending, once connected.
-		select {
-		case <-gctx.Done():
-			return nil
-		case <-connected:
-		}
-		n, err := a.outbound.Recover(context.WithoutCancel(gctx), a.started)
-		close(a.recovered)
-		if err != nil {
-			a.log.Error().Err(err).Msg("recover deliveries")
-		} else if n > 0 {
-			a.log.Info().Int("deliveries", n).Msg("finished deliveries left by the previous run")
-		}
-		if turns, runs := a.sessions.Resume(context.WithoutCancel(gctx)); turns+runs > 0 {
-			a.log.Info().Int("turns", turns).Int("subagentRuns", runs).Msg("resumed work left by the previous run")
-		}
-		close(a.resumed)
-		return a.runLed(gctx) // the scheduler; with several processes, in the leader only
-	})
-	if a.cfg.HTTP.Enabled() {
-		g.Go(func() error { return a.serveHTTP(gctx) })
-	}
-	if p, ok := a.store.(deliveryPruner); ok && a.cfg.Store.DeliveryRetention() > 0 {
-		g.Go(func() error { a.pruneDeliveries(gctx, p, time.NewTicker(time.Hour).C); return nil })
-	}
-	if a.cfg.Store.DeliveryRetention() > 0 {
-		g.Go(func() error { a.pruneUsage(gctx, time.NewTicker(time.Hour).C); return nil })
-	}
-	err := g.Wait()
-	if errors.Is(err, context.Canceled) {
-		err = nil
-	}
-	return err
-}
-
-// Close releases what New opened: the cluster's connections, then the
-// store. Run closes them when it returns; Close is for an App that is
-// never run, and a second call does nothing.
-func (a *App) Close() error {
-	a.closeOnce.Do(func() {
-		if a.recall != nil {
-			_ = a.recall.close() // before the store
-		}
-		a.cluster.close()
-		a.closeErr = a.store.Close()
-	})
-	return a.closeErr
-}
-
 // SetToken applies a rotated bot token: every later REST call uses it, and
 // the gateway re-identifies with it.
 func (a *App) SetToken(token string) {
@@ -592,16 +484,9 @@ func (a *App) SetToken(token string) {
 	}
 }
 
-// Connected is closed once the Discord gateway's session is up; at once
-// on a bot without Discord.
-func (a *App) Connected() <-chan struct{} {
-	if a.gateway == nil {
-		now := make(chan struct{})
-		close(now)
-		return now
-	}
-	return a.gateway.Connected()
-}
+// Connected is closed once the Discord gateway's session is up; on a bot
+// without Discord, as soon as Run started.
+func (a *App) Connected() <-chan struct{} { return a.connected }
 
 // Scheduler is the job scheduler (nil with scheduler.enabled off); tools
 // read its jobs.
@@ -619,79 +504,3 @@ func (a *App) HTTPAddr() <-chan string { return a.httpAddr }
 // ready: the Discord gateway's session is ready (a Matrix-only process has
 // no connection to wait for: its /sync loop retries on its own).
 func (a *App) ready() bool { return a.gateway == nil || a.gateway.Ready() }
-
-func (a *App) serveHTTP(ctx context.Context) error {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !a.ready() {
-			http.Error(w, "gateway not ready", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ready\n"))
-		// Degraded, not unready: their fallbacks answer, or a notice says why.
-		for _, d := range a.models.Degraded() {
-			_, _ = w.Write([]byte("model " + d + "\n"))
-		}
-		if a.tools != nil {
-			// Degraded, not unready: the bot still answers without them.
-			for _, f := range a.tools.Failing() {
-				_, _ = w.Write([]byte("mcp " + redact.String(f) + "\n"))
-			}
-		}
-	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
-	mux.Handle("GET /inspect/{what}", inspectHandler(inspector{a.store, redact.New(a.cfg.Secrets()...)}))
-	mux.Handle("GET /backup", backupHandler(a.store, a.cfg.HTTP.Token))
-	console.New(console.Options{Store: a.store, Audit: a.auditor.Conversation, Location: a.cfg.HTTP.Location(), Token: a.cfg.HTTP.Token,
-		Status: func() console.State { return console.State{Ready: a.ready(), Started: a.started} },
-		Log:    a.log.With().Str("component", "console").Logger(), Memory: a.recall.console(), Notes: a.notes}).Mount(mux) // read-only pages at /
-	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)
-	if err != nil {
-		return fmt.Errorf("http.listen %s: %w", a.cfg.HTTP.Listen, err)
-	}
-	a.httpAddr <- ln.Addr().String()
-	// Every path, probes included, passes the Host check; everything but
-	// the probes needs the token when one is set (/metrics included).
-	guarded := console.Guard(console.GuardOptions{Listen: a.cfg.HTTP.Listen, Token: a.cfg.HTTP.Token,
-		Open: []string{"/healthz", "/readyz"}}, mux)
-	srv := &http.Server{Handler: guarded, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	a.log.Info().Str("addr", ln.Addr().String()).Msg("serving /healthz /readyz /metrics and the console at /")
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("http: %w", err)
-	}
-	return nil
-}
-
-// deliveryPruner is a store that deletes old finished outbox records
-// (bbolt; PostgreSQL does not yet).
-type deliveryPruner interface {
-	PruneDeliveries(ctx context.Context, before time.Time, dry bool) (bolt.DeliveryPrune, error)
-}
-
-// pruneDeliveries applies store.deliveryRetentionDays at start and on
-// every tick until ctx ends.
-func (a *App) pruneDeliveries(ctx context.Context, p deliveryPruner, tick <-chan time.Time) {
-	for {
-		before := a.clock.Now().Add(-a.cfg.Store.DeliveryRetention())
-		n, err := p.PruneDeliveries(ctx, before, false)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			a.log.Error().Err(err).Msg("delivery retention")
-		case n.Rows > 0:
-			a.log.Info().Int("deliveries", n.Rows).Int64("bytes", n.Bytes).Int("retentionDays", a.cfg.Store.DeliveryRetentionDays).
-				Msg("deleted finished deliveries past retention")
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick:
-		}
-	}
-}

@@ -1,11 +1,14 @@
-// Package bot is the application: New builds every component over the
-// opened store in one direction (the platforms' clients, the send owner,
-// the sessions, the commands, the platforms' inbound sides), Run runs them
-// under one errgroup until its context ends, and Close releases what New
-// opened when Run never ran. cmd/bot keeps the flags and subcommands; tests
-// and tools build the application through this package.
+// Package bot is the application: New takes the options and dependencies
+// and does no I/O; Run opens the store, builds every component over it in
+// one direction (the platforms' clients, the send owner, the sessions, the
+// commands, the platforms' inbound sides), closes Started, and runs them
+// under one errgroup until its context ends, releasing what it opened when
+// it returns. cmd/bot keeps the flags and subcommands; tests and tools
+// build the application through this package.
 //
 // Invariants held here (tests in this package):
+//   - New opens nothing (TestNewOpensNothing); the components are read
+//     only after Started is closed, which happens-before every read.
 //   - Shutdown order: the adapters and the scheduler stop taking work and
 //     finish what they accepted; then the sessions drain; then bindings
 //     flush their last activity; the store closes last.

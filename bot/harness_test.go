@@ -83,8 +83,8 @@ type harnessOptions struct {
 	TypingAfter session.After
 	// LiveAfter paces streamed replies' edits (nil: real time).
 	LiveAfter func(time.Duration) <-chan time.Time
-	// Prepare, if set, sees the wired app before it runs (tests replace
-	// a component with a faulty one).
+	// Prepare, if set, sees the wired app before its components run
+	// (tests replace a component with a faulty one).
 	Prepare func(*App)
 }
 
@@ -102,14 +102,11 @@ func newHarness(o harnessOptions) (*harness, error) {
 func (h *harness) start(ctx context.Context) error {
 	a, err := New(Options{Config: h.cfg, RetryBackoff: 10 * time.Millisecond, MCPBackoff: 100 * time.Millisecond},
 		Deps{Log: h.log, Clock: h.clock, Provider: h.prov, BaseTransport: h.base, TypingAfter: h.typing, LiveAfter: h.live,
-			BindingEnded: h.bindingEnded})
+			BindingEnded: h.bindingEnded, wired: h.prepare})
 	if err != nil {
 		return err
 	}
 	h.app = a
-	if h.prepare != nil {
-		h.prepare(a)
-	}
 	h.run, err = h.world.Start(ctx, a)
 	return err
 }

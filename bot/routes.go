@@ -7,14 +7,15 @@ import (
 	"github.com/agentbot/agentbot/core/agentroute"
 )
 
-// agentRoutes builds the table of agents[].channels over each platform's
-// places (Discord: the gateway cache; Matrix rooms need none).
-func agentRoutes(cfg *config.Config, locators map[string]agentroute.Locator) (*agentroute.Table, error) {
+// agentRoutes builds the table of agents[].channels over the platforms'
+// places (the platform table: Discord's gateway cache; Matrix rooms need
+// none).
+func agentRoutes(cfg *config.Config, places agentroute.Locator) (*agentroute.Table, error) {
 	claims := make([]agentroute.Claim, 0, len(cfg.Agents))
 	for _, a := range cfg.Agents {
 		claims = append(claims, agentroute.Claim{Agent: a.ID, IDs: a.Channels})
 	}
-	t, err := agentroute.New(cfg.Agents[0].ID, claims, locators)
+	t, err := agentroute.New(cfg.Agents[0].ID, claims, places)
 	if err != nil {
 		return nil, fmt.Errorf("agents[].channels: %w (%w)", err, config.ErrInvalid)
 	}

@@ -15,8 +15,9 @@
 //     builder (DESIGN.md §3 invariant 11).
 //   - Provider failures are *Error values with a Kind; errors.Is works with
 //     the sentinels ErrAuth, ErrRateLimited, ErrServer, ErrTimeout,
-//     ErrBadRequest and ErrCanceled. UserText turns any error into a short
-//     notice for chat that never contains credentials.
+//     ErrBadRequest and ErrCanceled. An *Error's UserMessage (shown through
+//     core/usertext, the one chat boundary) is a short notice that never
+//     contains credentials; Classified reads any error as one of its kind.
 //
 // Constructing a provider from configuration lives in package
 // model/providers (it imports the provider packages, which import this one).

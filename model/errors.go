@@ -224,27 +224,17 @@ func NewError(provider string, status int, err error, secrets ...string) *Error 
 // still see err.
 func Redact(err error, secrets ...string) error { return redact.Error(err, secrets...) }
 
-// UserText is a short notice for chat describing err. It never includes
-// credentials or provider response bodies. It returns "" for nil.
-func UserText(err error) string {
-	if err == nil {
-		return ""
-	}
-	var me *Error
-	kind := KindUnknown
-	status := 0
-	if errors.As(err, &me) {
-		kind, status = me.Kind, me.Status
-	} else {
-		kind = KindForError(err)
-	}
-	switch kind {
+// UserMessage is what a chat says of e (core/usertext.UserFacing: the chat
+// boundary shows it): the kind of failure and what to do, never
+// credentials or provider response bodies.
+func (e *Error) UserMessage() string {
+	switch e.Kind {
 	case KindAuth:
 		return "The model provider rejected the API key or its permissions; an operator needs to check the model configuration."
 	case KindRateLimit:
 		return "The model provider is rate limiting requests; try again in a moment."
 	case KindServer:
-		if status == 0 {
+		if e.Status == 0 {
 			return "The model provider could not be reached; try again later."
 		}
 		return "The model provider had a server error; try again later."
@@ -256,4 +246,16 @@ func UserText(err error) string {
 		return "The model request was cancelled."
 	}
 	return "The model request failed; try again later."
+}
+
+// Classified is err as the model's error: err itself when an *Error is in
+// its chain (or err is nil), else an *Error of the kind err's chain says
+// (KindForError) wrapping it, so that a failed model call reads for people
+// as its kind of failure (UserMessage).
+func Classified(err error) error {
+	var me *Error
+	if err == nil || errors.As(err, &me) {
+		return err
+	}
+	return &Error{Kind: KindForError(err), Err: err}
 }

@@ -65,7 +65,7 @@ func TestErrorIsAndRedaction(t *testing.T) {
 	if !errors.Is(err, inner) {
 		t.Fatal("underlying error not reachable")
 	}
-	for _, s := range []string{err.Error(), model.UserText(err), fmt.Sprintf("%v", err)} {
+	for _, s := range []string{err.Error(), err.UserMessage(), fmt.Sprintf("%v", err)} {
 		if strings.Contains(s, key) {
 			t.Fatalf("key leaked: %q", s)
 		}
@@ -75,12 +75,11 @@ func TestErrorIsAndRedaction(t *testing.T) {
 	}
 }
 
-func TestUserText(t *testing.T) {
+func TestUserMessage(t *testing.T) {
 	tests := []struct {
 		err  error
 		want string
 	}{
-		{nil, ""},
 		{&model.Error{Kind: model.KindAuth, Status: 401}, "rejected the API key"},
 		{&model.Error{Kind: model.KindRateLimit, Status: 429}, "rate limiting"},
 		{&model.Error{Kind: model.KindServer, Status: 503}, "server error"},
@@ -92,10 +91,16 @@ func TestUserText(t *testing.T) {
 		{errors.New("other"), "failed"},
 	}
 	for _, tt := range tests {
-		got := model.UserText(tt.err)
-		if !strings.Contains(got, tt.want) || (tt.want == "" && got != "") {
-			t.Errorf("UserText(%v) = %q, want it to contain %q", tt.err, got, tt.want)
+		var me *model.Error
+		if !errors.As(model.Classified(tt.err), &me) {
+			t.Fatalf("Classified(%v) is no *model.Error", tt.err)
 		}
+		if got := me.UserMessage(); !strings.Contains(got, tt.want) {
+			t.Errorf("UserMessage of %v = %q, want it to contain %q", tt.err, got, tt.want)
+		}
+	}
+	if model.Classified(nil) != nil {
+		t.Error("Classified(nil) is not nil")
 	}
 }
 

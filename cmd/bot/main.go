@@ -146,20 +146,31 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) int {
 	a, err := bot.New(bot.Options{Config: cfg}, bot.Deps{Log: log, Redactor: red})
 	if err != nil {
 		fmt.Fprintln(stderr, "bot:", red.Error(err))
-		if errors.Is(err, bolt.ErrLocked) || errors.Is(err, config.ErrInvalid) {
-			return exitUsage
-		}
-		return exitProblems
+		return runExit(err)
 	}
 	log.Info().Str("version", version).Str("store", cfg.Store.Path).Msg("starting")
 	go bot.LogLiveFindings(ctx, cfg, nil, log) // the same findings as bot doctor -live, once, as warnings
 	go reloadOnHUP(ctx, configPath(fs), a, log, red)
 	if err := a.Run(ctx); err != nil {
 		log.Error().Err(err).Msg("stopped with an error")
-		return exitProblems
+		select {
+		case <-a.Started():
+		default: // refused at start (the store, the config): said on stderr too
+			fmt.Fprintln(stderr, "bot:", red.Error(err))
+		}
+		return runExit(err)
 	}
 	log.Info().Msg("stopped")
 	return exitOK
+}
+
+// runExit is the exit status of `bot run` failing with err: a locked store
+// or a config the application refuses is a usage problem (2).
+func runExit(err error) int {
+	if errors.Is(err, bolt.ErrLocked) || errors.Is(err, config.ErrInvalid) {
+		return exitUsage
+	}
+	return exitProblems
 }
 
 // configPath is the -config value a FlagSet parsed.
@@ -173,6 +184,11 @@ func reloadOnHUP(ctx context.Context, path string, a *bot.App, log zerolog.Logge
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	select { // a SIGHUP before then waits in hup
+	case <-ctx.Done():
+		return
+	case <-a.Started():
+	}
 	for {
 		select {
 		case <-ctx.Done():

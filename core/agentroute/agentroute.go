@@ -58,9 +58,9 @@ type Route struct {
 // Table resolves conversations to agents. Safe for concurrent use; it is
 // not changed after New.
 type Table struct {
-	def      string
-	owner    map[string]string  // claimed id -> agent
-	locators map[string]Locator // by platform (ConversationRef.Channel)
+	def    string
+	owner  map[string]string // claimed id -> agent
+	places Locator           // nil: conversations are matched by their own ids only
 }
 
 // OverlapError is two agents claiming one id (config validation names
@@ -75,11 +75,12 @@ func (e *OverlapError) Error() string {
 }
 
 // New returns the table of claims; the default agent answers where no
-// claim does. locators give each platform's places (a platform without one
-// is matched by the conversation's own ids only). Two agents claiming one
-// id is an *OverlapError.
-func New(defaultAgent string, claims []Claim, locators map[string]Locator) (*Table, error) {
-	t := &Table{def: defaultAgent, owner: map[string]string{}, locators: map[string]Locator{}}
+// claim does. places tells where each conversation sits (the platform
+// table, which asks the conversation's own platform; a conversation it
+// knows nothing of, or a nil places, is matched by its own ids only). Two
+// agents claiming one id is an *OverlapError.
+func New(defaultAgent string, claims []Claim, places Locator) (*Table, error) {
+	t := &Table{def: defaultAgent, owner: map[string]string{}, places: places}
 	for _, c := range claims {
 		for _, id := range c.IDs {
 			id = strings.TrimSpace(id)
@@ -90,11 +91,6 @@ func New(defaultAgent string, claims []Claim, locators map[string]Locator) (*Tab
 				return nil, &OverlapError{ID: id, First: prev, Second: c.Agent}
 			}
 			t.owner[id] = c.Agent
-		}
-	}
-	for platform, l := range locators {
-		if l != nil {
-			t.locators[binding.ConversationRef{Channel: platform}.Normalize().Channel] = l
 		}
 	}
 	return t, nil
@@ -110,8 +106,8 @@ func (t *Table) Resolve(ref binding.ConversationRef) Route {
 		return Route{Agent: t.def, By: ByDefault}
 	}
 	var p Place
-	if l := t.locators[n.Channel]; l != nil {
-		p = l.Place(n)
+	if t.places != nil {
+		p = t.places.Place(n)
 	}
 	parent := n.ParentConversationID
 	if parent == "" {

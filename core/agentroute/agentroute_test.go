@@ -9,12 +9,17 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 )
 
-// places is a strict fake Locator: it knows the channels it was given and
-// nothing else (an unknown conversation is the zero Place, as the
-// adapter's cache answers).
+// places is a strict fake of the platform table's Locator: it knows the
+// Discord channels it was given and nothing else (an unknown conversation,
+// or one of another platform, is the zero Place, as the table answers).
 type places map[string]agentroute.Place
 
-func (p places) Place(ref binding.ConversationRef) agentroute.Place { return p[ref.ConversationID] }
+func (p places) Place(ref binding.ConversationRef) agentroute.Place {
+	if ref.Channel != "discord" {
+		return agentroute.Place{}
+	}
+	return p[ref.ConversationID]
+}
 
 func ref(platform, id, parent string) binding.ConversationRef {
 	return binding.ConversationRef{Channel: platform, ConversationID: id, ParentConversationID: parent}
@@ -33,7 +38,7 @@ func TestResolveMostSpecificWins(t *testing.T) {
 		{Agent: "eng", IDs: []string{"cat-eng"}},
 		{Agent: "g1bot", IDs: []string{"g1"}},
 		{Agent: "room", IDs: []string{"!r:example.org"}},
-	}, map[string]agentroute.Locator{"discord": discord})
+	}, discord)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +90,7 @@ func TestNewRefusesAnIDClaimedByTwoAgents(t *testing.T) {
 }
 
 func TestNoClaimsAsksNoLocator(t *testing.T) {
-	table, err := agentroute.New("main", nil, map[string]agentroute.Locator{"discord": panicking{}})
+	table, err := agentroute.New("main", nil, panicking{})
 	if err != nil {
 		t.Fatal(err)
 	}

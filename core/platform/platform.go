@@ -1,9 +1,11 @@
 // Package platform is the table of the chat platforms one process serves
 // ("discord", "matrix"): per platform its sender, permission directory,
-// thread maker, typing indicator and command wording, filled once at
-// wiring. The core asks it by conversation (binding.ConversationRef's
-// Channel): the Table is the Sender Outbound posts with, the Directory the
-// authority asks, the Threads and the Typist the sessions use.
+// thread maker, typing indicator, command wording and places (where a
+// conversation sits, for agents[].channels), filled once at wiring. The
+// core asks it by conversation (binding.ConversationRef's Channel): the
+// Table is the Sender Outbound posts with, the Directory the authority
+// asks, the Threads and the Typist the sessions use, the Locator the agent
+// routes ask.
 //
 // Invariants (tests in this package):
 //   - A conversation is served by its own platform only: a platform the
@@ -22,6 +24,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentbot/agentbot/core/agentroute"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/command"
@@ -43,6 +46,9 @@ type Platform struct {
 	Deleter notes.Deleter
 	// Commands is how command texts and job hints are worded there.
 	Commands command.Platform
+	// Locator says where its conversations sit (category, server) for
+	// agents[].channels; nil: matched by their own ids (Matrix rooms).
+	Locator agentroute.Locator
 }
 
 // Table is the platforms of a process, by name.
@@ -58,6 +64,7 @@ var (
 	_ session.Threads     = (*Table)(nil)
 	_ session.Typist      = (*Table)(nil)
 	_ notes.Deleter       = (*Table)(nil)
+	_ agentroute.Locator  = (*Table)(nil)
 )
 
 // New returns the table of ps; a later platform of the same name replaces
@@ -179,4 +186,13 @@ func (t *Table) DeleteMessage(ctx context.Context, conv binding.ConversationRef,
 		return fmt.Errorf("delete message on %q: this process cannot delete messages there: %w", conv.Normalize().Channel, delivery.ErrRejected)
 	}
 	return p.Deleter.DeleteMessage(ctx, conv, messageID)
+}
+
+// Place asks the Locator of conv's platform where conv sits; a platform
+// without one, or one the table lacks, knows nothing (the zero Place).
+func (t *Table) Place(conv binding.ConversationRef) agentroute.Place {
+	if p, ok := t.Of(conv); ok && p.Locator != nil {
+		return p.Locator.Place(conv)
+	}
+	return agentroute.Place{}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbot/agentbot/core/agentroute"
 	"github.com/agentbot/agentbot/core/authz"
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
@@ -113,5 +114,47 @@ func TestPlatformDispatch(t *testing.T) {
 	if !errors.Is(err, delivery.ErrUnknownPlatform) || !errors.Is(err, delivery.ErrRejected) ||
 		!strings.Contains(err.Error(), `send d9: platform "discord": no sender for the destination's platform (this process posts to: none)`) {
 		t.Fatalf("no sender: %v", err)
+	}
+}
+
+// placesOf is a strict fake Locator of one platform: asked about another
+// platform's conversation it fails the test.
+type placesOf struct {
+	t        *testing.T
+	platform string
+	places   map[string]agentroute.Place
+}
+
+func (p placesOf) Place(ref binding.ConversationRef) agentroute.Place {
+	if ref.Normalize().Channel != p.platform {
+		p.t.Errorf("the %s locator was asked about a %s conversation", p.platform, ref.Channel)
+	}
+	return p.places[ref.ConversationID]
+}
+
+// TestPlacesAskTheConversationsPlatform: where a conversation sits (for
+// agents[].channels) comes from its own platform's Locator, the one table;
+// a platform without a Locator, or one the table lacks, knows nothing.
+func TestPlacesAskTheConversationsPlatform(t *testing.T) {
+	where := agentroute.Place{Server: "g1", Category: "cat"}
+	table := platform.New(
+		platform.Platform{Name: "discord", Locator: placesOf{t, "discord", map[string]agentroute.Place{"c1": where}}},
+		platform.Platform{Name: "matrix"},
+	)
+	for _, tc := range []struct {
+		name string
+		ref  binding.ConversationRef
+		want agentroute.Place
+	}{
+		{"its platform's locator", binding.ConversationRef{Channel: "Discord ", ConversationID: "c1"}, where},
+		{"unknown to its locator", binding.ConversationRef{Channel: "discord", ConversationID: "c2"}, agentroute.Place{}},
+		{"a platform without a locator, same id", binding.ConversationRef{Channel: "matrix", ConversationID: "c1"}, agentroute.Place{}},
+		{"a platform the table lacks", binding.ConversationRef{Channel: "slack", ConversationID: "c1"}, agentroute.Place{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := table.Place(tc.ref); got != tc.want {
+				t.Fatalf("Place(%+v) = %+v, want %+v", tc.ref, got, tc.want)
+			}
+		})
 	}
 }

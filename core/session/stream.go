@@ -9,6 +9,7 @@ import (
 	"github.com/agentbot/agentbot/core/binding"
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/core/usertext"
 	"github.com/agentbot/agentbot/model"
 )
 
@@ -227,7 +228,7 @@ func (s *stream) conclude(end func(), text string, err error) error {
 	case err != nil:
 		m.d.Log.Error().Err(err).Str("session", t.key).Msg("turn failed")
 		turnErr = fmt.Errorf("%w: %w", ErrTurnFailed, err)
-		notice := "⚠️ " + noticeText(err)
+		notice, _ := usertext.ForChat(forPeople(err))
 		if strings.TrimSpace(text) != "" {
 			if ferr := s.finish(s.live, text+"\n\n"+notice); ferr != nil {
 				turnErr = ferr

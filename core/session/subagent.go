@@ -12,6 +12,7 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/core/usertext"
 	"github.com/agentbot/agentbot/model"
 )
 
@@ -273,7 +274,7 @@ func (m *Manager) runSubagent(ctx context.Context, key string) {
 	case budgetNotice != "":
 		errText = budgetNotice
 	case err != nil:
-		errText = model.UserText(err)
+		errText, _ = usertext.Message(forPeople(err))
 	}
 	// The result and the owed announce are one write: a crash after it
 	// announces from the saved result, a crash before it runs the task again.

@@ -13,6 +13,7 @@ import (
 	"github.com/agentbot/agentbot/core/delivery"
 	"github.com/agentbot/agentbot/core/sessionkey"
 	"github.com/agentbot/agentbot/core/transcript"
+	"github.com/agentbot/agentbot/core/usertext"
 	"github.com/agentbot/agentbot/model"
 )
 
@@ -161,7 +162,8 @@ func (m *Manager) answer(ctx context.Context, t turnInput, text string, err erro
 	var turnErr error
 	if err != nil {
 		m.d.Log.Error().Err(err).Str("session", t.key).Msg("turn failed")
-		text, source = "⚠️ "+noticeText(err), transcript.SourceNotice
+		text, _ = usertext.ForChat(forPeople(err))
+		source = transcript.SourceNotice
 		turnErr = fmt.Errorf("%w: %w", ErrTurnFailed, err)
 	} else {
 		text = m.withFooter(t, text)
@@ -310,14 +312,26 @@ func (m *Manager) systemPrompt(agent Agent, key string) string {
 
 // errToolSteps: the model was still calling tools when the turn's tool
 // steps ran out, and gave no text.
-var errToolSteps = errors.New("tool step limit reached without an answer")
+var errToolSteps error = turnFailure{log: "tool step limit reached without an answer",
+	user: "The model kept calling tools without answering; the turn was stopped."}
 
-// noticeText is the short chat notice for a failed turn.
-func noticeText(err error) string {
-	if errors.Is(err, errToolSteps) {
-		return "The model kept calling tools without answering; the turn was stopped."
+// turnFailure is a turn's own failure, worded for the log and for people
+// (usertext.UserFacing).
+type turnFailure struct{ log, user string }
+
+func (f turnFailure) Error() string       { return f.log }
+func (f turnFailure) UserMessage() string { return f.user }
+
+// forPeople is a failed turn's or run's err ready for the chat boundary
+// (core/usertext): when nothing in it is worded for people, it reads as
+// the model's error of its kind (model.Classified), as a turn fails in its
+// model call.
+func forPeople(err error) error {
+	var uf usertext.UserFacing
+	if errors.As(err, &uf) {
+		return err
 	}
-	return model.UserText(err)
+	return model.Classified(err)
 }
 
 // toMessages turns the stored transcript into model messages. Entries stay

@@ -135,7 +135,7 @@ func TestProviderErrorsBecomeNotice(t *testing.T) {
 			}
 			n := es[1]
 			status := map[model.ErrorKind]int{model.KindAuth: 401, model.KindRateLimit: 429, model.KindServer: 500}[kind]
-			want := "⚠️ " + model.UserText(&model.Error{Kind: kind, Status: status})
+			want := "⚠️ " + (&model.Error{Kind: kind, Status: status}).UserMessage()
 			if n.Source != transcript.SourceNotice || n.Role != transcript.RoleAssistant || n.Text != want || len(n.MessageIDs) != 1 {
 				t.Fatalf("notice entry = %+v, want text %q", n, want)
 			}

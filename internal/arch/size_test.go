@@ -18,14 +18,6 @@ const (
 	maxFuncLines = 100
 )
 
-// tooLong are functions over maxFuncLines being split right now by someone else; each names who. Remove an entry
-// when its function is split; add none.
-var tooLong = map[string]string{
-	"bot/app.go Run":                                 "h1: the application's wiring, being split by the house move",
-	"internal/rule1/rule1.go Check":                  "h1: the Rule 1 check, moved from cmd/bot, moving to the one fold",
-	"model/modeltest/anthropic.go ValidateAnthropic": "h3: model/ is being reworked",
-}
-
 // sources calls fn with every non-test Go file of the module (testdata and hidden directories left out).
 func sources(t *testing.T, fn func(rel string, fset *token.FileSet, f *ast.File)) {
 	t.Helper()
@@ -60,8 +52,8 @@ func sources(t *testing.T, fn func(rel string, fset *token.FileSet, f *ast.File)
 	}
 }
 
-// TestNoLongFilesOrFunctions: no non-test file over maxFileLines lines, no non-test function over maxFuncLines
-// (but those in tooLong).
+// TestNoLongFilesOrFunctions: no non-test file over maxFileLines lines, no non-test function over maxFuncLines;
+// no exceptions.
 func TestNoLongFilesOrFunctions(t *testing.T) {
 	files := 0
 	sources(t, func(rel string, fset *token.FileSet, f *ast.File) {
@@ -75,7 +67,7 @@ func TestNoLongFilesOrFunctions(t *testing.T) {
 				continue
 			}
 			n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
-			if _, ok := tooLong[rel+" "+fd.Name.Name]; n > maxFuncLines && !ok {
+			if n > maxFuncLines {
 				t.Errorf("%s: %s has %d lines (at most %d): split it", rel, fd.Name.Name, n, maxFuncLines)
 			}
 		}

@@ -148,29 +148,11 @@ func Check(ctx context.Context, chat Display, st Store, channels []string, notRo
 	if err != nil {
 		return nil, err
 	}
-	boundTo := map[string]map[string]bool{} // channel -> session keys bound to it, ever
-	if bs, ok := st.(bindingStore); ok {
-		recs, err := bs.Bindings(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range recs {
-			ch := r.Conversation.ConversationID
-			if boundTo[ch] == nil {
-				boundTo[ch] = map[string]bool{}
-			}
-			boundTo[ch][r.TargetSessionKey] = true
-		}
+	boundTo, err := boundChannels(ctx, st)
+	if err != nil {
+		return nil, err
 	}
-	routable := func(key string, m Shown) bool {
-		if boundTo[m.Conversation][key] || strings.HasSuffix(key, m.OwnKey) {
-			return true
-		}
-		return m.DM && strings.Contains(key, ":dm:")
-	}
-	byMsg := map[string][]located{}
-	var problems []string
-	displayedIn := map[string][]transcript.Folded{} // conversation -> the entries it displays
+	c := &checker{chat: chat, boundTo: boundTo, byMsg: map[string][]located{}, displayedIn: map[string][]transcript.Folded{}}
 	for _, key := range keys {
 		entries, err := st.Range(ctx, key, 0, 0)
 		if err != nil {
@@ -180,91 +162,142 @@ func Check(ctx context.Context, chat Display, st Store, channels []string, notRo
 		// entry (erased, or with a deletion record) displays nothing.
 		folded := transcript.Fold(entries)
 		if hs, ok := st.(historyReader); ok {
-			problems = append(problems, compareHistory(ctx, hs, key, folded)...)
+			c.problems = append(c.problems, compareHistory(ctx, hs, key, folded)...)
 		}
 		for _, f := range folded {
 			if f.IsChange() || len(f.MessageIDs) == 0 {
 				continue
 			}
 			f.SessionKey = key
-			for _, id := range f.MessageIDs {
-				byMsg[id] = append(byMsg[id], located{key, f.Entry})
-			}
-			if f.Deleted && f.Text != "" {
-				problems = append(problems, fmt.Sprintf("%s: deleted entry #%d keeps its text", key, f.Seq))
-			}
-			channel := ""
-			var gone []string
-			for _, id := range f.MessageIDs {
-				m, ok := chat.Message(id)
-				if !ok {
-					gone = append(gone, id)
-					continue
-				}
-				if channel != "" && m.Conversation != channel {
-					problems = append(problems, fmt.Sprintf("%s: entry #%d spans channels %s and %s", key, f.Seq, channel, m.Conversation))
-				}
-				if channel == "" && !f.Deleted && !routable(key, m) {
-					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s) is displayed in channel %s, which never routed to this session", key, f.Seq, f.Source, m.Conversation))
-				}
-				channel = m.Conversation
-			}
-			// A part not displayed is the comparison's (extra) in the
-			// conversation that displays the rest, or that the entry names.
-			if channel == "" {
-				channel = f.Meta[transcript.MetaDisplayedIn]
-			}
-			if channel != "" {
-				displayedIn[channel] = append(displayedIn[channel], f)
-			} else if !f.Deleted {
-				for _, id := range gone {
-					problems = append(problems, fmt.Sprintf("%s: entry #%d (%s, delivery %s) names message %s, which no channel displays", key, f.Seq, f.Source, f.DeliveryID, id))
-				}
-			}
+			c.entry(key, f)
 		}
 	}
-	for id, ls := range byMsg {
+	for id, ls := range c.byMsg {
 		if len(ls) > 1 {
-			problems = append(problems, fmt.Sprintf("message %s is in %d transcript entries", id, len(ls)))
+			c.problems = append(c.problems, fmt.Sprintf("message %s is in %d transcript entries", id, len(ls)))
 		}
 	}
 	excepted, err := ruleOneExceptions(ctx, st)
 	if err != nil {
 		return nil, err
 	}
+	c.compare(channels, excepted, notRouted)
+	slices.Sort(c.problems)
+	return c.problems, nil
+}
+
+// checker is one Check's state: what it learnt of the transcripts and the
+// problems found so far.
+type checker struct {
+	chat        Display
+	boundTo     map[string]map[string]bool     // channel -> session keys bound to it, ever
+	byMsg       map[string][]located           // message id -> the entries naming it
+	displayedIn map[string][]transcript.Folded // conversation -> the entries it displays
+	problems    []string
+}
+
+// boundChannels maps each channel to the session keys ever bound to it
+// (empty when the store keeps no bindings).
+func boundChannels(ctx context.Context, st Store) (map[string]map[string]bool, error) {
+	boundTo := map[string]map[string]bool{}
+	bs, ok := st.(bindingStore)
+	if !ok {
+		return boundTo, nil
+	}
+	recs, err := bs.Bindings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		ch := r.Conversation.ConversationID
+		if boundTo[ch] == nil {
+			boundTo[ch] = map[string]bool{}
+		}
+		boundTo[ch][r.TargetSessionKey] = true
+	}
+	return boundTo, nil
+}
+
+// routable: message m's conversation can route to session key.
+func (c *checker) routable(key string, m Shown) bool {
+	if c.boundTo[m.Conversation][key] || strings.HasSuffix(key, m.OwnKey) {
+		return true
+	}
+	return m.DM && strings.Contains(key, ":dm:")
+}
+
+// entry checks one folded entry of session key against the chat and files
+// it under the conversation that displays it.
+func (c *checker) entry(key string, f transcript.Folded) {
+	for _, id := range f.MessageIDs {
+		c.byMsg[id] = append(c.byMsg[id], located{key, f.Entry})
+	}
+	if f.Deleted && f.Text != "" {
+		c.problems = append(c.problems, fmt.Sprintf("%s: deleted entry #%d keeps its text", key, f.Seq))
+	}
+	channel := ""
+	var gone []string
+	for _, id := range f.MessageIDs {
+		m, ok := c.chat.Message(id)
+		if !ok {
+			gone = append(gone, id)
+			continue
+		}
+		if channel != "" && m.Conversation != channel {
+			c.problems = append(c.problems, fmt.Sprintf("%s: entry #%d spans channels %s and %s", key, f.Seq, channel, m.Conversation))
+		}
+		if channel == "" && !f.Deleted && !c.routable(key, m) {
+			c.problems = append(c.problems, fmt.Sprintf("%s: entry #%d (%s) is displayed in channel %s, which never routed to this session", key, f.Seq, f.Source, m.Conversation))
+		}
+		channel = m.Conversation
+	}
+	// A part not displayed is the comparison's (extra) in the
+	// conversation that displays the rest, or that the entry names.
+	if channel == "" {
+		channel = f.Meta[transcript.MetaDisplayedIn]
+	}
+	if channel != "" {
+		c.displayedIn[channel] = append(c.displayedIn[channel], f)
+	} else if !f.Deleted {
+		for _, id := range gone {
+			c.problems = append(c.problems, fmt.Sprintf("%s: entry #%d (%s, delivery %s) names message %s, which no channel displays", key, f.Seq, f.Source, f.DeliveryID, id))
+		}
+	}
+}
+
+// compare checks the channels asked for: no refused user message in a
+// transcript; then text, order and what is displayed but held nowhere (the
+// audit's comparison, which `bot audit` runs on the real server), in every
+// conversation that displays an entry; a message no entry holds is looked
+// for in the channels asked for.
+func (c *checker) compare(channels []string, excepted, notRouted map[string]bool) {
 	for _, ch := range channels {
-		for _, m := range chat.Messages(ch) {
-			if notRouted[m.ID] && len(byMsg[m.ID]) > 0 {
-				problems = append(problems, fmt.Sprintf("channel %s: refused user message %s %q is in a transcript", ch, m.ID, Excerpt(m.Content)))
+		for _, m := range c.chat.Messages(ch) {
+			if notRouted[m.ID] && len(c.byMsg[m.ID]) > 0 {
+				c.problems = append(c.problems, fmt.Sprintf("channel %s: refused user message %s %q is in a transcript", ch, m.ID, Excerpt(m.Content)))
 			}
 		}
 	}
-	// Text, order and what is displayed but held nowhere: the audit's
-	// comparison (`bot audit` runs the same on the real server), in every
-	// conversation that displays an entry; a message no entry holds is
-	// looked for in the channels asked for.
 	listed := map[string]bool{}
-	convs := slices.Collect(maps.Keys(displayedIn))
+	convs := slices.Collect(maps.Keys(c.displayedIn))
 	for _, ch := range channels {
 		listed[ch] = true
-		if _, ok := displayedIn[ch]; !ok {
+		if _, ok := c.displayedIn[ch]; !ok {
 			convs = append(convs, ch)
 		}
 	}
 	slices.Sort(convs)
 	for _, ch := range slices.Compact(convs) {
-		shown := auditMessages(chat, chat.Messages(ch), excepted, notRouted)
-		for _, d := range audit.Differences(audit.Compare(displayedIn[ch], shown)) {
+		shown := auditMessages(c.chat, c.chat.Messages(ch), excepted, notRouted)
+		for _, d := range audit.Differences(audit.Compare(c.displayedIn[ch], shown)) {
 			// The emulator keeps a deleted channel's messages: it cannot
 			// tell an undeleted message from one of a deleted thread.
 			if (d.Diff == audit.Missing && !listed[ch]) || d.Diff == audit.Undeleted {
 				continue
 			}
-			problems = append(problems, rule1Difference(ch, d))
+			c.problems = append(c.problems, rule1Difference(ch, d))
 		}
 	}
-	slices.Sort(problems)
-	return problems, nil
 }
 
 // historyReader is a store the transcript service can read the

@@ -95,6 +95,8 @@ func (w *World) registrations() int {
 // App is what a world runs: the application.
 type App interface {
 	Run(ctx context.Context) error
+	// Started is closed once Run built every component.
+	Started() <-chan struct{}
 	// Connected is closed once the Discord gateway's session is up.
 	Connected() <-chan struct{}
 }
@@ -114,8 +116,9 @@ func Go(ctx context.Context, a App) *Run {
 	return r
 }
 
-// Start runs a and returns once it registered its commands, connected and
-// heartbeat (on Matrix only: at once). On an error a is stopped.
+// Start runs a and returns once it started (its components are built),
+// registered its commands, connected and heartbeat (on Matrix only: once
+// it started). On an error a is stopped.
 func (w *World) Start(ctx context.Context, a App) (*Run, error) {
 	puts := w.registrations()
 	r := Go(ctx, a)
@@ -127,11 +130,18 @@ func (w *World) Start(ctx context.Context, a App) (*Run, error) {
 }
 
 func (w *World) ready(ctx context.Context, a App, r *Run, puts int) error {
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	select {
+	case <-r.stopped:
+		return fmt.Errorf("bot stopped: %w", r.err)
+	case <-wctx.Done():
+		return errors.New("bot did not start")
+	case <-a.Started():
+	}
 	if !w.Cfg.DiscordOn() {
 		return nil // on Matrix only: nothing to wait for on Discord
 	}
-	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer wcancel()
 	if err := w.Emu.Wait(wctx, func() bool { return w.registrations() > puts }); err != nil {
 		return fmt.Errorf("bot did not register its commands: %w", err)
 	}

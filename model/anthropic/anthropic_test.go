@@ -243,9 +243,9 @@ func TestErrors(t *testing.T) {
 			if me.Kind != tt.kind || me.Status != tt.status || me.Provider != "anthropic" || !errors.Is(err, tt.sentinel) {
 				t.Fatalf("got kind=%s status=%d provider=%s: %v", me.Kind, me.Status, me.Provider, err)
 			}
-			ut := model.UserText(err)
+			ut := me.UserMessage()
 			if !strings.Contains(ut, tt.userText) {
-				t.Fatalf("UserText = %q", ut)
+				t.Fatalf("UserMessage = %q", ut)
 			}
 			for _, s := range []string{ut, err.Error()} {
 				if strings.Contains(s, testKey) || strings.Contains(s, tt.key) {

@@ -90,8 +90,8 @@ func TestFail(t *testing.T) {
 			if tt.sentinel != nil && !errors.Is(err, tt.sentinel) {
 				t.Fatalf("errors.Is(%v, %v) = false", err, tt.sentinel)
 			}
-			if model.UserText(err) == "" {
-				t.Fatal("empty UserText")
+			if me.UserMessage() == "" {
+				t.Fatal("empty UserMessage")
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -151,94 +152,116 @@ func ValidateAnthropic(body Body) string {
 		return "messages: at least one message is required"
 	}
 	var pendingUses []string
-	for i, raw := range msgs {
-		m, _ := raw.(map[string]any)
-		role := str(m["role"])
-		if role != "user" && role != "assistant" {
-			return fmt.Sprintf("messages.%d.role: Input should be 'user' or 'assistant'", i)
-		}
-		if i == 0 && role != "user" {
-			return "messages: first message must use the \"user\" role"
-		}
-		if i > 0 {
-			prev, _ := msgs[i-1].(map[string]any)
-			if str(prev["role"]) == role {
-				return fmt.Sprintf("messages: roles must alternate between \"user\" and \"assistant\", but found multiple %q roles in a row", role)
-			}
-		}
-		bs := blocks(m)
-		if len(bs) == 0 {
-			return fmt.Sprintf("messages.%d: content must be non-empty", i)
-		}
-		answered := map[string]bool{}
-		seenText := false
-		var uses []string
-		for j, b := range bs {
-			switch str(b["type"]) {
-			case "text":
-				if str(b["text"]) == "" {
-					return fmt.Sprintf("messages.%d.content.%d: text content blocks must be non-empty", i, j)
-				}
-				seenText = true
-			case "tool_use":
-				if role != "assistant" {
-					return fmt.Sprintf("messages.%d.content.%d: tool_use is only allowed in assistant messages", i, j)
-				}
-				if _, ok := b["input"].(map[string]any); !ok {
-					return fmt.Sprintf("messages.%d.content.%d.input: Input should be a valid dictionary", i, j)
-				}
-				uses = append(uses, str(b["id"]))
-			case "tool_result":
-				if role != "user" {
-					return fmt.Sprintf("messages.%d.content.%d: tool_result is only allowed in user messages", i, j)
-				}
-				if seenText {
-					return fmt.Sprintf("messages.%d: tool_result blocks must come before other content", i)
-				}
-				id := str(b["tool_use_id"])
-				ok := false
-				for _, u := range pendingUses {
-					ok = ok || u == id
-				}
-				if !ok {
-					return fmt.Sprintf("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, j, id)
-				}
-				answered[id] = true
-			case "image":
-				if role != "user" {
-					return fmt.Sprintf("messages.%d.content.%d: image is only allowed in user messages", i, j)
-				}
-				src, _ := b["source"].(map[string]any)
-				switch str(src["media_type"]) {
-				case "image/png", "image/jpeg", "image/webp", "image/gif":
-				default:
-					return fmt.Sprintf("messages.%d.content.%d.source.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'", i, j)
-				}
-				if _, err := base64.StdEncoding.DecodeString(str(src["data"])); str(src["type"]) != "base64" || err != nil || str(src["data"]) == "" {
-					return fmt.Sprintf("messages.%d.content.%d.source: want a base64 source with data", i, j)
-				}
-			default:
-				return fmt.Sprintf("messages.%d.content.%d: unknown block type %q", i, j, str(b["type"]))
-			}
-		}
-		if role == "user" {
-			var missing []string
-			for _, u := range pendingUses {
-				if !answered[u] {
-					missing = append(missing, u)
-				}
-			}
-			if len(missing) > 0 {
-				return fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s", i-1, strings.Join(missing, ", "))
-			}
+	for i := range msgs {
+		uses, problem := anthropicMessage(msgs, i, pendingUses)
+		if problem != "" {
+			return problem
 		}
 		pendingUses = uses
-		if i == len(msgs)-1 && role == "assistant" {
-			last := bs[len(bs)-1]
-			if str(last["type"]) == "text" && strings.TrimRightFunc(str(last["text"]), unicode.IsSpace) != str(last["text"]) {
-				return "messages: final assistant content cannot end with trailing whitespace"
+	}
+	return ""
+}
+
+// anthropicMessage validates message i of msgs, given the tool_use ids of
+// the message before it; it returns the message's own tool_use ids.
+func anthropicMessage(msgs []any, i int, pendingUses []string) (uses []string, problem string) {
+	m, _ := msgs[i].(map[string]any)
+	role := str(m["role"])
+	if role != "user" && role != "assistant" {
+		return nil, fmt.Sprintf("messages.%d.role: Input should be 'user' or 'assistant'", i)
+	}
+	if i == 0 && role != "user" {
+		return nil, "messages: first message must use the \"user\" role"
+	}
+	if i > 0 {
+		prev, _ := msgs[i-1].(map[string]any)
+		if str(prev["role"]) == role {
+			return nil, fmt.Sprintf("messages: roles must alternate between \"user\" and \"assistant\", but found multiple %q roles in a row", role)
+		}
+	}
+	bs := blocks(m)
+	if len(bs) == 0 {
+		return nil, fmt.Sprintf("messages.%d: content must be non-empty", i)
+	}
+	answered := map[string]bool{}
+	seenText := false
+	for j, b := range bs {
+		if p := anthropicBlock(b, i, j, role, pendingUses, &seenText, answered); p != "" {
+			return nil, p
+		}
+		if str(b["type"]) == "tool_use" {
+			uses = append(uses, str(b["id"]))
+		}
+	}
+	if role == "user" {
+		var missing []string
+		for _, u := range pendingUses {
+			if !answered[u] {
+				missing = append(missing, u)
 			}
 		}
+		if len(missing) > 0 {
+			return nil, fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s", i-1, strings.Join(missing, ", "))
+		}
+	}
+	if i == len(msgs)-1 && role == "assistant" {
+		last := bs[len(bs)-1]
+		if str(last["type"]) == "text" && strings.TrimRightFunc(str(last["text"]), unicode.IsSpace) != str(last["text"]) {
+			return nil, "messages: final assistant content cannot end with trailing whitespace"
+		}
+	}
+	return uses, ""
+}
+
+// anthropicBlock validates content block j of message i (of role): text
+// seen so far and the tool_use ids answered are updated.
+func anthropicBlock(b map[string]any, i, j int, role string, pendingUses []string, seenText *bool, answered map[string]bool) string {
+	switch str(b["type"]) {
+	case "text":
+		if str(b["text"]) == "" {
+			return fmt.Sprintf("messages.%d.content.%d: text content blocks must be non-empty", i, j)
+		}
+		*seenText = true
+	case "tool_use":
+		if role != "assistant" {
+			return fmt.Sprintf("messages.%d.content.%d: tool_use is only allowed in assistant messages", i, j)
+		}
+		if _, ok := b["input"].(map[string]any); !ok {
+			return fmt.Sprintf("messages.%d.content.%d.input: Input should be a valid dictionary", i, j)
+		}
+	case "tool_result":
+		if role != "user" {
+			return fmt.Sprintf("messages.%d.content.%d: tool_result is only allowed in user messages", i, j)
+		}
+		if *seenText {
+			return fmt.Sprintf("messages.%d: tool_result blocks must come before other content", i)
+		}
+		id := str(b["tool_use_id"])
+		if !slices.Contains(pendingUses, id) {
+			return fmt.Sprintf("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, j, id)
+		}
+		answered[id] = true
+	case "image":
+		return anthropicImage(b, i, j, role)
+	default:
+		return fmt.Sprintf("messages.%d.content.%d: unknown block type %q", i, j, str(b["type"]))
+	}
+	return ""
+}
+
+// anthropicImage validates image block j of message i (of role).
+func anthropicImage(b map[string]any, i, j int, role string) string {
+	if role != "user" {
+		return fmt.Sprintf("messages.%d.content.%d: image is only allowed in user messages", i, j)
+	}
+	src, _ := b["source"].(map[string]any)
+	switch str(src["media_type"]) {
+	case "image/png", "image/jpeg", "image/webp", "image/gif":
+	default:
+		return fmt.Sprintf("messages.%d.content.%d.source.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'", i, j)
+	}
+	if _, err := base64.StdEncoding.DecodeString(str(src["data"])); str(src["type"]) != "base64" || err != nil || str(src["data"]) == "" {
+		return fmt.Sprintf("messages.%d.content.%d.source: want a base64 source with data", i, j)
 	}
 	return ""
 }

@@ -247,9 +247,9 @@ func TestErrors(t *testing.T) {
 			if me.Kind != tt.kind || me.Status != tt.status || me.Provider != "openai" || !errors.Is(err, tt.sentinel) {
 				t.Fatalf("got kind=%s status=%d provider=%s: %v", me.Kind, me.Status, me.Provider, err)
 			}
-			ut := model.UserText(err)
+			ut := me.UserMessage()
 			if !strings.Contains(ut, tt.userText) {
-				t.Fatalf("UserText = %q", ut)
+				t.Fatalf("UserMessage = %q", ut)
 			}
 			for _, s := range []string{ut, err.Error()} {
 				if strings.Contains(s, testKey) || strings.Contains(s, tt.key) {
@@ -265,8 +265,9 @@ func TestUnreachable(t *testing.T) {
 	f.Close()
 	p, _ := openai.New(model.Config{BaseURL: f.URL, APIKey: testKey, Model: "m"}, nil, option.WithMaxRetries(0))
 	_, err := p.Complete(context.Background(), model.Request{Messages: []model.Message{user("", "hi")}})
-	if !errors.Is(err, model.ErrServer) || !strings.Contains(model.UserText(err), "could not be reached") {
-		t.Fatalf("err = %v, UserText %q", err, model.UserText(err))
+	var me *model.Error
+	if !errors.Is(err, model.ErrServer) || !errors.As(err, &me) || !strings.Contains(me.UserMessage(), "could not be reached") {
+		t.Fatalf("err = %v (%T)", err, err)
 	}
 }
 
