@@ -149,11 +149,11 @@ type mxContent struct {
 // displays it all the same. missed names the events only /sync returned;
 // they are placed after the event /sync has before them.
 func (w *mxWorld) timeline(ctx context.Context, room string) (events []mxEvent, missed []string, err error) {
-	paged, err := w.messages(ctx, room)
+	synced, err := w.synced(ctx, room) // first: every event it returns was there when /messages is read
 	if err != nil {
 		return nil, nil, err
 	}
-	synced, err := w.synced(ctx, room)
+	paged, err := w.messages(ctx, room)
 	if err != nil {
 		return nil, nil, err
 	}
