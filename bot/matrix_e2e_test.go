@@ -146,7 +146,7 @@ func TestMatrixE2ESpawnIntoThread(t *testing.T) {
 
 func mustTimeline(t *testing.T, w *mxWorld, room string) []mxEvent {
 	t.Helper()
-	es, err := w.timeline(t.Context(), room)
+	es, _, err := w.timeline(t.Context(), room)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
 
 	"github.com/agentbot/agentbot/core/delivery"
 )
@@ -50,4 +53,36 @@ func classify(op string, err error) error {
 		}
 	}
 	return fmt.Errorf("%s: %w: %w", op, kind, err)
+}
+
+// serverErrorRetries is how many times sendEvent sends again after an HTTP 500.
+const serverErrorRetries = 3
+
+// sendEvent is poster.SendMessageEvent, sent again (up to serverErrorRetries times, the wait doubling from the
+// client's DefaultHTTPBackoff) while the homeserver answers 500. mautrix retries 429, 502, 503 and 504 by itself but
+// not 500, which a homeserver answers for a passing failure of its own (a database hiccup); the transaction id
+// makes the repeat safe (a homeserver that stored the event answers with it). Before, one 500 left a command's
+// reply or a turn's answer undisplayed until the next recovery pass, minutes later.
+func sendEvent(ctx context.Context, poster *mautrix.Client, room id.RoomID, evType event.Type, content any,
+	req mautrix.ReqSendEvent) (*mautrix.RespSendEvent, error) {
+	backoff := poster.DefaultHTTPBackoff
+	if backoff <= 0 {
+		backoff = 4 * time.Second // mautrix's own default
+	}
+	for retry := 0; ; retry++ {
+		resp, err := poster.SendMessageEvent(ctx, room, evType, content, req)
+		var he mautrix.HTTPError
+		if err == nil || retry >= serverErrorRetries || !errors.As(err, &he) || he.Response == nil ||
+			he.Response.StatusCode != http.StatusInternalServerError {
+			return resp, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		backoff *= 2
+	}
 }

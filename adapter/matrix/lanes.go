@@ -14,12 +14,17 @@ import (
 // A DM is its room. A text command runs on its conversation's command lane, beside its messages, not behind them:
 // a !stop is answered while a message of the same conversation waits for the reply it streams (as a Discord slash
 // command is, off the message lane). An edit or redaction starts on its room's lane and continues on the lane of the
-// message it changes once that is known (continueOn).
+// message it changes once that is known (continueOn). A !cron run waits for the job's whole run (its reply is the
+// run's outcome): it runs on a lane of its own event, so the conversation's later commands (a !stop of that very
+// run among them) are not queued behind it.
 func laneOf(in Inbound) string {
 	switch {
 	case in.Kind == KindInvite:
 		return "invite|" + in.RoomID
 	case in.Kind == KindMessage && isCommand(in.Body):
+		if c, err := ParseCommand(in.Body); err == nil && c.Name == "cron" && c.Sub == "run" {
+			return "run|" + laneKey(in.RoomID, in.ThreadRoot) + "|" + in.EventID
+		}
 		return "command|" + laneKey(in.RoomID, in.ThreadRoot)
 	default:
 		return laneKey(in.RoomID, in.ThreadRoot)

@@ -23,6 +23,11 @@ func TestLaneOf(t *testing.T) {
 		{"command", Inbound{Kind: KindMessage, RoomID: "!r", Body: "!stop"}, "command|!r"},
 		{"command in a thread", Inbound{Kind: KindMessage, RoomID: "!r", ThreadRoot: "$root", Body: "!stop"}, "command|!r|$root"},
 		{"a command gone wrong is a command", Inbound{Kind: KindMessage, RoomID: "!r", Body: `!cron add "unclosed`}, "command|!r"},
+		// A !cron run lasts as long as the job's run: on the command lane it held back every later command of
+		// the room (a !stop of the run, a !cron add: the Matrix soak's seed 38 timed out waiting for that reply).
+		{"cron run on a lane of its own", Inbound{Kind: KindMessage, RoomID: "!r", EventID: "$e", Body: "!cron run ab12"}, "run|!r|$e"},
+		{"cron run in a thread", Inbound{Kind: KindMessage, RoomID: "!r", ThreadRoot: "$root", EventID: "$e", Body: "!cron run ab12"}, "run|!r|$root|$e"},
+		{"other cron commands stay on the command lane", Inbound{Kind: KindMessage, RoomID: "!r", EventID: "$e", Body: "!cron runs ab12"}, "command|!r"},
 		{"an unknown command is a message", Inbound{Kind: KindMessage, RoomID: "!r", Body: "!nonsense"}, "!r"},
 		{"edit", Inbound{Kind: KindEdit, RoomID: "!r", Body: "!stop"}, "!r"},
 		{"redaction", Inbound{Kind: KindRedaction, RoomID: "!r"}, "!r"},

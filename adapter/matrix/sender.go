@@ -122,7 +122,7 @@ func (c *Client) send(ctx context.Context, m Message, shown []string) (Receipt, 
 		if err != nil {
 			return rc, err
 		}
-		resp, err := poster.SendMessageEvent(ctx, id.RoomID(m.RoomID), event.EventMessage, content,
+		resp, err := sendEvent(ctx, poster, id.RoomID(m.RoomID), event.EventMessage, content,
 			mautrix.ReqSendEvent{TransactionID: txnID(m.DeliveryID, i)})
 		if err != nil {
 			rc.Text = displayed.String()
@@ -318,7 +318,7 @@ func (c *Client) edit(ctx context.Context, roomID, eventID, text, txn string, p 
 	if len(raw) > MaxContentBytes {
 		return "", fmt.Errorf("matrix: edit %s: %w: content is %d bytes", eventID, ErrRejected, len(raw))
 	}
-	resp, err := poster.SendMessageEvent(ctx, id.RoomID(roomID), event.EventMessage, json.RawMessage(raw), mautrix.ReqSendEvent{TransactionID: txn})
+	resp, err := sendEvent(ctx, poster, id.RoomID(roomID), event.EventMessage, json.RawMessage(raw), mautrix.ReqSendEvent{TransactionID: txn})
 	if err != nil {
 		return "", classify("matrix: edit "+eventID, err)
 	}
@@ -457,7 +457,7 @@ func (c *Client) postPart(ctx context.Context, m Message, part int) (string, err
 	if err != nil {
 		return "", err
 	}
-	resp, err := poster.SendMessageEvent(ctx, id.RoomID(m.RoomID), event.EventMessage, content,
+	resp, err := sendEvent(ctx, poster, id.RoomID(m.RoomID), event.EventMessage, content,
 		mautrix.ReqSendEvent{TransactionID: txnID(m.DeliveryID, part)})
 	if err != nil {
 		return "", classify(fmt.Sprintf("matrix: post %s part %d", m.DeliveryID, part+1), err)
