@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -35,24 +34,9 @@ import (
 // person's client displays. One seed in `make test`; `make soak` runs
 // SOAK_SEEDS; SCENARIO_SEED=<n> re-runs one.
 func TestMatrixScenario(t *testing.T) {
-	seeds, steps := []uint64{1}, 24
-	if os.Getenv("SOAK") != "" {
-		steps = 50
-		spec := os.Getenv("SOAK_SEEDS")
-		if spec == "" {
-			spec = "1-40"
-		}
-		var err error
-		if seeds, err = parseSeeds(spec); err != nil {
-			t.Fatalf("SOAK_SEEDS=%q: %v", spec, err)
-		}
-	}
-	if s := os.Getenv("SCENARIO_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("SCENARIO_SEED=%q: %v", s, err)
-		}
-		seeds = []uint64{n}
+	seeds, steps := scenarioSeeds(t, 24, 50)
+	if os.Getenv("SOAK") == "" && os.Getenv("SCENARIO_SEED") == "" {
+		seeds = seeds[:1] // one homeserver seed in make test
 	}
 	w := newMxWorld(t) // one homeserver for every seed; each seed has its own rooms, store and token
 	bob := w.srv.Register(t, "bob", false)

@@ -29,10 +29,25 @@ import (
 // emulator displays. A failing seed is printed; re-run it with
 // SCENARIO_SEED=<seed>. `make soak` (SOAK=1) runs many seeds.
 func TestScenario(t *testing.T) {
+	seeds, steps := scenarioSeeds(t, 40, 80)
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runScenario(t, seed, steps)
+			if t.Failed() {
+				t.Logf("reproduce with: SCENARIO_SEED=%d go test -race -run 'TestScenario' ./bot/", seed)
+			}
+		})
+	}
+}
+
+// scenarioSeeds are a randomized scenario's seeds and steps: seeds 1-3 with
+// steps each (make test); under SOAK=1 the seeds SOAK_SEEDS names (default
+// 1-40) with soakSteps each; SCENARIO_SEED=<n> runs that one seed.
+func scenarioSeeds(t *testing.T, steps, soakSteps int) ([]uint64, int) {
+	t.Helper()
 	seeds := []uint64{1, 2, 3}
-	steps := 40
 	if os.Getenv("SOAK") != "" {
-		steps = 80
+		steps = soakSteps
 		spec := os.Getenv("SOAK_SEEDS")
 		if spec == "" {
 			spec = "1-40"
@@ -49,14 +64,7 @@ func TestScenario(t *testing.T) {
 		}
 		seeds = []uint64{n}
 	}
-	for _, seed := range seeds {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			runScenario(t, seed, steps)
-			if t.Failed() {
-				t.Logf("reproduce with: SCENARIO_SEED=%d go test -race -run 'TestScenario' ./bot/", seed)
-			}
-		})
-	}
+	return seeds, steps
 }
 
 // parseSeeds reads a seed list such as "1-200" or "5,9,20-25".
