@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -183,17 +184,21 @@ func (s *Service) Edit(ctx context.Context, messageID, editKey, text string) (bo
 	if err != nil || !ok || target.Deleted {
 		return false, err
 	}
-	cur, n, err := s.latestText(ctx, key, target)
+	prefix := "edit:" + messageID + ":" + editKey + ":"
+	cur, n, replayed, err := s.latestText(ctx, key, target, prefix, text)
 	if err != nil {
 		return false, err
 	}
-	if cur == text {
-		return false, nil // a replay, or nothing changed
+	if cur == text || replayed {
+		// Nothing changed, or a replay: this edit (key and text) was
+		// recorded already, maybe before later ones (a Matrix /sync handing
+		// events again), and an older edit never shows over a newer one.
+		return false, nil
 	}
 	// The count of earlier edits keeps two edits with one timestamp apart.
 	_, err = s.Append(ctx, key, Entry{
 		Role: target.Role, Author: target.Author, Text: text, Source: SourceEdit, Target: target.Seq,
-		DeliveryID: "edit:" + messageID + ":" + editKey + ":" + strconv.Itoa(n), Meta: map[string]string{"messageId": messageID},
+		DeliveryID: prefix + strconv.Itoa(n), Meta: map[string]string{"messageId": messageID},
 	})
 	if err != nil && !errors.Is(err, ErrDeliveryConflict) {
 		return false, fmt.Errorf("edit message %s: %w", messageID, err)
@@ -201,16 +206,18 @@ func (s *Service) Edit(ctx context.Context, messageID, editKey, text string) (bo
 	return err == nil, nil
 }
 
-// latestText is target's text after the edit records that follow it, and
-// how many there are.
-func (s *Service) latestText(ctx context.Context, key string, target Entry) (string, int, error) {
-	text, n := target.Text, 0
+// latestText is target's text after the edit records that follow it, how
+// many there are, and whether one of them is the edit whose delivery ids
+// start with prefix and whose text is edit.
+func (s *Service) latestText(ctx context.Context, key string, target Entry, prefix, edit string) (string, int, bool, error) {
+	text, n, seen := target.Text, 0, false
 	err := s.changesOf(ctx, key, target.Seq, func(e Entry) {
 		if e.Source == SourceEdit {
 			text, n = e.Text, n+1
+			seen = seen || (strings.HasPrefix(e.DeliveryID, prefix) && e.Text == edit)
 		}
 	})
-	return text, n, err
+	return text, n, seen, err
 }
 
 // changesOf calls f for each change record of session key that targets seq,

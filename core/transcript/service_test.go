@@ -221,3 +221,36 @@ func TestDisplayedSpansGenerations(t *testing.T) {
 		t.Errorf("History = %v, want the current generation only", texts(h))
 	}
 }
+
+// An edit handed again after later ones (a Matrix /sync rewound past both:
+// Matrix soak seed 51) is a replay: the newer text stays, as the chat shows
+// it. Each edit's key is its own (a Matrix edit's event id).
+func TestReplayedOlderEditKeepsTheNewerText(t *testing.T) {
+	st := memory.New()
+	s := transcript.New(transcript.Options{}, transcript.Deps{Store: st, Clock: clock.NewFake(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))})
+	ctx := context.Background()
+	if _, err := s.Append(ctx, "k", transcript.Entry{Role: transcript.RoleUser, Text: "bot: note 1", MessageIDs: []string{"$m"}}); err != nil {
+		t.Fatal(err)
+	}
+	edits := []struct {
+		key, text string
+		wrote     bool
+	}{
+		{"$e1", "never mind 2", true},
+		{"$e2", "bot: edited 8", true},
+		{"$e1", "never mind 2", false}, // replayed
+		{"$e2", "bot: edited 8", false},
+	}
+	for _, e := range edits {
+		if ok, err := s.Edit(ctx, "$m", e.key, e.text); err != nil || ok != e.wrote {
+			t.Fatalf("Edit(%s, %q) = %v, %v; want %v", e.key, e.text, ok, err, e.wrote)
+		}
+	}
+	h, err := s.History(ctx, "k", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(texts(h)); got != "[bot: edited 8]" {
+		t.Fatalf("history after the replay = %s, want the newer edit", got)
+	}
+}
